@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: MIT
+# kvtier — plain hand-written Makefile (redis style). Everything lands under $(BUILD).
+#   make            build/libkvtier.so, the kvtier tool, the CUDA stand-ins, tests
+#   make test       CUnit suites + preload tests (tests/run_tests.sh)
+#   make asan|tsan  the same suites with a sanitizer build under build/asan|build/tsan
+#   make clean
+# Sub-makefiles in mk/*.mk add their own targets (one owner each).
+
+CUDA_HOME ?= /usr/local/cuda
+BUILD     ?= build
+CC        ?= cc
+OPT       ?= -O2
+SAN       ?=
+
+SANFLAGS  := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer $(if $(filter undefined,$(SAN)),-fno-sanitize-recover=all,),)
+CPPFLAGS  += -D_GNU_SOURCE -Iinclude -I$(CUDA_HOME)/include
+CFLAGS    += -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror -MMD -MP $(SANFLAGS)
+LDFLAGS   += $(SANFLAGS)
+
+# ---- the preload library -------------------------------------------------
+# Files named hook_*.c / *.S define interposed symbols, init.c has the
+# constructor and record.c the in-process glue: they go only into the shared
+# object. Everything else also goes into libkvtier.a for tools and unit tests.
+HOOK_SRCS := $(wildcard preload/hook_*.c) $(wildcard preload/*.S) preload/init.c preload/record.c
+CORE_SRCS := $(filter-out $(HOOK_SRCS),$(wildcard preload/*.c cuda_shim/*.c profiler/*.c policy/*.c))
+CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
+HOOK_OBJS := $(patsubst %.S,$(BUILD)/obj/%.o,$(HOOK_SRCS:%.c=$(BUILD)/obj/%.o))
+LIB_LIBS  := -ldl -lpthread -lunwind -lnuma -lm
+
+LIBKVTIER := $(BUILD)/libkvtier.so
+LIBCORE   := $(BUILD)/libkvtier.a
+
+# ---- the kvtier command ----------------------------------------------------
+TOOL_SRCS := $(wildcard tools/*.c)
+TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
+KVTIER    := $(BUILD)/kvtier
+
+# ---- tests ------------------------------------------------------------------
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
+PROG_SRCS := $(wildcard tests/progs/*.c)
+PROG_BINS := $(PROG_SRCS:tests/progs/%.c=$(BUILD)/tests/progs/%)
+
+# mk/*.mk set FAKECUDA_LIBS, EXTRA_BINS and their own targets.
+FAKECUDA_LIBS :=
+EXTRA_BINS    :=
+-include mk/*.mk
+
+.PHONY: all test asan tsan clean demo bench
+all: $(LIBKVTIER) $(LIBCORE) $(KVTIER) $(FAKECUDA_LIBS) $(UNIT_BINS) $(PROG_BINS) $(EXTRA_BINS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fvisibility=hidden -c $< -o $@
+
+$(BUILD)/obj/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -fPIC -c $< -o $@
+
+$(LIBKVTIER): $(CORE_OBJS) $(HOOK_OBJS)
+	$(CC) -shared $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined -o $@ $^ $(LIB_LIBS)
+
+$(LIBCORE): $(CORE_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(KVTIER): $(TOOL_OBJS) $(LIBCORE)
+	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(LIBCORE) $(LIB_LIBS)
+
+# Unit tests link the core archive (never the hooks) and CUnit.
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIBCORE) tests/unit/kvt_test.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBCORE) -lcunit $(LIB_LIBS)
+
+# Test programs run under LD_PRELOAD; those named rt_* link the stand-in runtime,
+# those named drv_* link the stand-in driver, real_rt_* the toolkit's libcudart.
+$(BUILD)/tests/progs/rt_%: tests/progs/rt_%.c $(FAKECUDA_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD)/fakecuda -l:libcudart.so.13 -ldl -lpthread
+$(BUILD)/tests/progs/real_rt_%: tests/progs/real_rt_%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64 -l:libcudart.so.13 -ldl -lpthread
+$(BUILD)/tests/progs/drv_%: tests/progs/drv_%.c $(FAKECUDA_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD)/fakecuda -l:libcuda.so.1 -ldl -lpthread
+$(BUILD)/tests/progs/lib%.so: tests/progs/lib%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -shared $(LDFLAGS) -o $@ $< -ldl
+$(BUILD)/tests/progs/%: tests/progs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -ldl -lpthread
+
+test: all
+	@BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) SAN=$(SAN) tests/run_tests.sh
+
+asan:
+	$(MAKE) BUILD=build/asan SAN=address OPT=-O1 test
+
+tsan:
+	$(MAKE) BUILD=build/tsan SAN=thread OPT=-O1 test
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

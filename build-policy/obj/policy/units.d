@@ -1,0 +1,2 @@
+build-policy/obj/policy/units.o: policy/units.c include/kvtier/units.h
+include/kvtier/units.h:

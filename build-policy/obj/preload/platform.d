@@ -1,0 +1,2 @@
+build-policy/obj/preload/platform.o: preload/platform.c preload/kvt.h
+preload/kvt.h:

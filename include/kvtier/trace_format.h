@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/* The on-disk trace format, version 1 (docs/trace-format.md explains it).
+ * Shared by the writer inside the preload library and every reader (the
+ * kvtier tool, tests). Fixed-size little-endian records; no pointers. */
+#ifndef KVTIER_TRACE_FORMAT_H
+#define KVTIER_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define KVT_TRACE_MAGIC   "KVTTRACE"
+#define KVT_TRACE_VERSION 1u
+#define KVT_TRACE_MAX_FRAMES 128u
+
+struct kvt_trace_header {           /* 64 bytes at offset 0 */
+	char     magic[8];          /* "KVTTRACE" */
+	uint32_t version;           /* KVT_TRACE_VERSION */
+	uint32_t header_bytes;      /* sizeof(struct kvt_trace_header) */
+	uint64_t start_unix_ns;     /* CLOCK_REALTIME at open */
+	uint64_t start_mono_ns;     /* CLOCK_MONOTONIC at open; event times are relative */
+	uint32_t pid, ppid;
+	uint32_t flags;             /* reserved, 0 */
+	uint32_t reserved;
+	char     exe[16];           /* comm of the traced process, NUL-padded */
+};
+
+/* Every record starts with this. `bytes` is the whole record's size. */
+struct kvt_rec_head {
+	uint16_t type;              /* enum kvt_rec_type */
+	uint16_t bytes;
+};
+
+enum kvt_rec_type {
+	KVT_REC_EVENT  = 1,         /* struct kvt_rec_event */
+	KVT_REC_STACK  = 2,         /* struct kvt_rec_stack + nr_frames u64 IPs */
+	KVT_REC_MODULE = 3,         /* struct kvt_rec_module + path bytes */
+	KVT_REC_INFO   = 4,         /* head + "key=value" text (not NUL-terminated) */
+	KVT_REC_END    = 5,         /* struct kvt_rec_end: the writer closed cleanly */
+};
+
+/* What happened. */
+enum kvt_op {
+	KVT_OP_ALLOC = 1, KVT_OP_FREE, KVT_OP_MEMSET, KVT_OP_COPY, KVT_OP_LAUNCH,
+	KVT_OP_MEMINFO, KVT_OP_ADVISE, KVT_OP_PREFETCH, KVT_OP_MAP, KVT_OP_UNMAP,
+	KVT_OP_REGISTER, KVT_OP_UNREGISTER, KVT_OP_REMAP, KVT_OP__COUNT
+};
+
+/* Which kind of memory (matches the policy language's kinds). */
+enum kvt_kind {
+	KVT_KIND_NONE = 0, KVT_KIND_DEVICE, KVT_KIND_ASYNC, KVT_KIND_VMM,
+	KVT_KIND_MANAGED, KVT_KIND_HOST, KVT_KIND_REGISTER, KVT_KIND_MMAP,
+	KVT_KIND__COUNT
+};
+
+/* Where kvtier put it (0 = left native). */
+enum kvt_placement {
+	KVT_PLACE_NATIVE = 0, KVT_PLACE_MANAGED_HBM, KVT_PLACE_MANAGED_FAR,
+	KVT_PLACE_PINNED_FAR, KVT_PLACE_BIND_FAR, KVT_PLACE_INTERLEAVE,
+	KVT_PLACE__COUNT
+};
+
+struct kvt_rec_event {              /* 64 bytes */
+	struct kvt_rec_head head;
+	uint16_t op;                /* enum kvt_op */
+	uint16_t api;               /* enum kvt_api (include/kvtier/api.h): the call the application made */
+	uint64_t t_ns;              /* since start_mono_ns */
+	uint64_t addr;              /* pointer, dst of a copy, or free bytes (meminfo) */
+	uint64_t size;              /* bytes; total bytes for meminfo */
+	uint64_t aux;               /* flags / src of a copy / memset value / stream / handle */
+	uint32_t tid;
+	uint32_t stack_id;          /* 0 = none; else a KVT_REC_STACK id written earlier */
+	int32_t  result;            /* CUresult, cudaError_t (see api) or -errno for mmap */
+	uint8_t  kind;              /* enum kvt_kind */
+	uint8_t  placement;         /* enum kvt_placement */
+	uint16_t reserved;
+	uint64_t aux2;              /* second operand: node, pitch, offset, ... */
+};
+
+struct kvt_rec_stack {
+	struct kvt_rec_head head;
+	uint32_t id;
+	uint32_t nr_frames;
+	/* uint64_t ip[nr_frames], innermost first */
+};
+
+struct kvt_rec_module {             /* a loaded object, for offline symbolization */
+	struct kvt_rec_head head;
+	uint32_t path_bytes;
+	uint64_t bias;              /* load bias: file vaddr = ip - bias */
+	uint64_t start, end;        /* the object's mapped text/data span */
+	/* char path[path_bytes] */
+};
+
+struct kvt_rec_end {
+	struct kvt_rec_head head;
+	uint32_t reserved;
+	uint64_t nr_events;
+	uint64_t nr_dropped;        /* events lost (buffer or disk errors) */
+	uint64_t nr_stacks;
+};
+
+#endif

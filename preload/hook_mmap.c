@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/* Anonymous mmap/munmap/mremap, for programs that map memory themselves
+ * (JVMs, databases, KV offload buffers). glibc's malloc maps large blocks
+ * with internal calls no preload sees; those are out of scope. File-backed
+ * maps pass through unrecorded. errno is preserved exactly. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+
+#include "kvt.h"
+#include "record.h"
+
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+typedef int (*munmap_fn)(void *, size_t);
+typedef void *(*mremap_fn)(void *, size_t, size_t, int, ...);
+
+static mmap_fn real_mmap, real_mmap64;
+static munmap_fn real_munmap;
+static mremap_fn real_mremap;
+
+static void *next_symbol(void **slot, const char *name)
+{
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (!p) {
+		p = kvt_real_dlsym(RTLD_NEXT, name);
+		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+	}
+	return p;
+}
+
+static int is_tracked_mmap(const struct kvt_alloc *a)
+{
+	return a->kind == KVT_KIND_MMAP;
+}
+
+static void *do_mmap(mmap_fn real, void *addr, size_t len, int prot, int flags,
+		     int fd, off_t off)
+{
+	if (!real)       /* very early, before the loader can answer */
+		return kvt_sys_mmap(addr, len, prot, flags, fd, off);
+	if (!(flags & MAP_ANONYMOUS) || !kvt_hook_enter())
+		return real(addr, len, prot, flags, fd, off);
+	void *p = real(addr, len, prot, flags, fd, off);
+	int saved = errno;
+	int ok = p != MAP_FAILED;
+	if (ok && (flags & MAP_FIXED))      /* replaces whatever was there */
+		kvt_reg_carve(kvt_mem_reg, (uint64_t)(uintptr_t)p, len, is_tracked_mmap);
+	kvt_rec_alloc(kvt_mem_reg, KVT_KIND_MMAP, KVT_API_mmap, ok,
+		      ok ? (uint64_t)(uintptr_t)p : 0, len,
+		      (uint64_t)(uint32_t)prot | ((uint64_t)(uint32_t)flags << 32),
+		      ok ? 0 : -saved);
+	kvt_hook_exit();
+	errno = saved;
+	return p;
+}
+
+KVT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return do_mmap((mmap_fn)next_symbol((void **)&real_mmap, "mmap"),
+		       addr, len, prot, flags, fd, off);
+}
+
+KVT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return do_mmap((mmap_fn)next_symbol((void **)&real_mmap64, "mmap64"),
+		       addr, len, prot, flags, fd, off);
+}
+
+KVT_EXPORT int munmap(void *addr, size_t len)
+{
+	munmap_fn real = (munmap_fn)next_symbol((void **)&real_munmap, "munmap");
+	if (!real)
+		return kvt_sys_munmap(addr, len) ? (errno = EINVAL, -1) : 0;
+	if (!kvt_hook_enter())
+		return real(addr, len);
+	int r = real(addr, len);
+	int saved = errno;
+	if (r == 0 && len) {
+		int64_t gone = kvt_reg_carve(kvt_mem_reg, (uint64_t)(uintptr_t)addr, len,
+					     is_tracked_mmap);
+		if (gone > 0)
+			kvt_rec_event(KVT_OP_FREE, KVT_KIND_MMAP, KVT_API_munmap,
+				      (uint64_t)(uintptr_t)addr, (uint64_t)gone, len, 0, 0);
+	}
+	kvt_hook_exit();
+	errno = saved;
+	return r;
+}
+
+KVT_EXPORT void *mremap(void *old, size_t old_size, size_t new_size, int flags, ...)
+{
+	void *new_addr = NULL;
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		new_addr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	mremap_fn real = (mremap_fn)next_symbol((void **)&real_mremap, "mremap");
+	if (!real) {
+		errno = ENOSYS;
+		return MAP_FAILED;
+	}
+	if (!kvt_hook_enter())
+		return real(old, old_size, new_size, flags, new_addr);
+	void *p = real(old, old_size, new_size, flags, new_addr);
+	int saved = errno;
+	struct kvt_alloc a;
+	uint64_t o = (uint64_t)(uintptr_t)old;
+	if (p != MAP_FAILED && !kvt_reg_find(kvt_mem_reg, o, &a) && is_tracked_mmap(&a)) {
+		kvt_reg_carve(kvt_mem_reg, o, old_size ? old_size : 1, is_tracked_mmap);
+		if (flags & MREMAP_FIXED)
+			kvt_reg_carve(kvt_mem_reg, (uint64_t)(uintptr_t)p, new_size,
+				      is_tracked_mmap);
+		a.base = (uint64_t)(uintptr_t)p;
+		a.size = new_size;
+		a.api = KVT_API_mremap;
+		kvt_reg_insert(kvt_mem_reg, &a);
+		kvt_rec_event(KVT_OP_REMAP, KVT_KIND_MMAP, KVT_API_mremap, a.base, new_size,
+			      o, old_size, 0);
+	}
+	kvt_hook_exit();
+	errno = saved;
+	return p;
+}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* The hook tables. Driver hooks are substituted by pointer identity: a
+ * pointer the driver's resolver (or dlsym) returns is swapped for a hook
+ * only when it is exactly the export whose ABI the hook implements. Each
+ * hook calls the real function through its own slot. */
+#ifndef KVT_HOOKS_H
+#define KVT_HOOKS_H
+
+/* X(base name as cuGetProcAddress sees it, export name = ABI) */
+#define KVT_DRIVER_HOOKS(X) \
+	X(cuGetProcAddress, cuGetProcAddress) \
+	X(cuGetProcAddress, cuGetProcAddress_v2) \
+	X(cuMemAlloc, cuMemAlloc_v2) \
+	X(cuMemAllocPitch, cuMemAllocPitch_v2) \
+	X(cuMemFree, cuMemFree_v2) \
+	X(cuMemAllocManaged, cuMemAllocManaged) \
+	X(cuMemAllocHost, cuMemAllocHost_v2) \
+	X(cuMemHostAlloc, cuMemHostAlloc) \
+	X(cuMemFreeHost, cuMemFreeHost) \
+	X(cuMemHostRegister, cuMemHostRegister_v2) \
+	X(cuMemHostUnregister, cuMemHostUnregister) \
+	X(cuMemAllocAsync, cuMemAllocAsync) \
+	X(cuMemAllocAsync, cuMemAllocAsync_ptsz) \
+	X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync) \
+	X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz) \
+	X(cuMemFreeAsync, cuMemFreeAsync) \
+	X(cuMemFreeAsync, cuMemFreeAsync_ptsz) \
+	X(cuMemCreate, cuMemCreate) \
+	X(cuMemRelease, cuMemRelease) \
+	X(cuMemMap, cuMemMap) \
+	X(cuMemUnmap, cuMemUnmap) \
+	X(cuMemGetInfo, cuMemGetInfo_v2) \
+	X(cuMemsetD8, cuMemsetD8_v2) \
+	X(cuMemsetD8, cuMemsetD8_v2_ptds) \
+	X(cuMemsetD16, cuMemsetD16_v2) \
+	X(cuMemsetD16, cuMemsetD16_v2_ptds) \
+	X(cuMemsetD32, cuMemsetD32_v2) \
+	X(cuMemsetD32, cuMemsetD32_v2_ptds) \
+	X(cuMemsetD8Async, cuMemsetD8Async) \
+	X(cuMemsetD8Async, cuMemsetD8Async_ptsz) \
+	X(cuMemsetD16Async, cuMemsetD16Async) \
+	X(cuMemsetD16Async, cuMemsetD16Async_ptsz) \
+	X(cuMemsetD32Async, cuMemsetD32Async) \
+	X(cuMemsetD32Async, cuMemsetD32Async_ptsz) \
+	X(cuMemcpy, cuMemcpy) \
+	X(cuMemcpy, cuMemcpy_ptds) \
+	X(cuMemcpyAsync, cuMemcpyAsync) \
+	X(cuMemcpyAsync, cuMemcpyAsync_ptsz) \
+	X(cuMemcpyHtoD, cuMemcpyHtoD_v2) \
+	X(cuMemcpyHtoD, cuMemcpyHtoD_v2_ptds) \
+	X(cuMemcpyDtoH, cuMemcpyDtoH_v2) \
+	X(cuMemcpyDtoH, cuMemcpyDtoH_v2_ptds) \
+	X(cuMemcpyDtoD, cuMemcpyDtoD_v2) \
+	X(cuMemcpyDtoD, cuMemcpyDtoD_v2_ptds) \
+	X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2) \
+	X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2_ptsz) \
+	X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2) \
+	X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2_ptsz) \
+	X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2) \
+	X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2_ptsz) \
+	X(cuLaunchKernel, cuLaunchKernel) \
+	X(cuLaunchKernel, cuLaunchKernel_ptsz) \
+	X(cuMemAdvise, cuMemAdvise) \
+	X(cuMemAdvise, cuMemAdvise_v2) \
+	X(cuMemPrefetchAsync, cuMemPrefetchAsync) \
+	X(cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz) \
+	X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2) \
+	X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2_ptsz)
+
+/* Runtime exports, chained with RTLD_NEXT. */
+#define KVT_RUNTIME_HOOKS(X) \
+	X(cudaMalloc) X(cudaFree) X(cudaMallocHost) X(cudaHostAlloc) \
+	X(cudaFreeHost) X(cudaMallocManaged) X(cudaMallocAsync) \
+	X(cudaMallocAsync_ptsz) X(cudaFreeAsync) X(cudaFreeAsync_ptsz) \
+	X(cudaGetDriverEntryPoint) X(cudaGetDriverEntryPoint_ptsz) \
+	X(cudaGetDriverEntryPointByVersion) X(cudaGetDriverEntryPointByVersion_ptsz)
+
+#define KVT_H_ENUM(base, exp) KVT_H_##exp,
+#define KVT_R_ENUM(name) KVT_R_##name,
+enum { KVT_DRIVER_HOOKS(KVT_H_ENUM) KVT_H__COUNT };
+enum { KVT_RUNTIME_HOOKS(KVT_R_ENUM) KVT_R__COUNT };
+#undef KVT_H_ENUM
+#undef KVT_R_ENUM
+
+extern void *kvt_drv_slot[KVT_H__COUNT];
+extern void *kvt_rt_slot[KVT_R__COUNT];
+
+void *kvt_drv_resolve(unsigned idx);     /* slow path: driver handle, then RTLD_NEXT */
+void *kvt_rt_resolve(unsigned idx);      /* slow path: RTLD_NEXT */
+
+static inline void *kvt_drv_real(unsigned idx)
+{
+	void *p = __atomic_load_n(&kvt_drv_slot[idx], __ATOMIC_ACQUIRE);
+	return p ? p : kvt_drv_resolve(idx);
+}
+
+static inline void *kvt_rt_real(unsigned idx)
+{
+	void *p = __atomic_load_n(&kvt_rt_slot[idx], __ATOMIC_ACQUIRE);
+	return p ? p : kvt_rt_resolve(idx);
+}
+
+#define DRV_REAL(exp) ((__typeof__(&exp))kvt_drv_real(KVT_H_##exp))
+#define RT_REAL(name) ((__typeof__(&name))kvt_rt_real(KVT_R_##name))
+
+/* A pointer the driver's resolver, cudaGetDriverEntryPoint* or dlsym
+ * returned for `name` (base or export name): our hook when it is exactly an
+ * ABI we hook, else p unchanged. */
+void *kvt_substitute(const char *name, void *p);
+
+#endif

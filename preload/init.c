@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+/* Process life of the preload library: the constructor reads the options
+ * once, opens the trace and creates the registries; fork handlers keep the
+ * locks and the trace consistent; the destructor flushes. A hook that runs
+ * before the constructor triggers the same init. Anything that fails here
+ * leaves kvtier inert and the program running natively. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "kvt.h"
+#include "record.h"
+#include "../profiler/trace.h"
+
+extern char **environ;
+
+int kvt_state;
+KVT_TLS struct kvt_tls kvt_tls;
+struct kvt_registry *kvt_mem_reg;
+struct kvt_registry *kvt_vmm_reg;
+struct kvt_registry *kvt_host_reg;
+
+int kvt_inert(void)
+{
+	int s = __atomic_load_n(&kvt_state, __ATOMIC_ACQUIRE);
+	return s == KVT_STATE_INERT || s == KVT_STATE_DOWN;
+}
+
+/* KVTIER_INHERIT=0: take libkvtier out of LD_PRELOAD so exec'd children
+ * start without it (this process keeps it). */
+static void drop_from_ld_preload(void)
+{
+	Dl_info di;
+	const char *pre = getenv("LD_PRELOAD");
+	if (!pre || !dladdr((void *)&drop_from_ld_preload, &di) || !di.dli_fname)
+		return;
+	const char *me = strrchr(di.dli_fname, '/');
+	me = me ? me + 1 : di.dli_fname;
+	char out[4096];
+	size_t j = 0;
+	const char *p = pre;
+	while (*p) {
+		size_t n = strcspn(p, ": ");
+		const char *base = memrchr(p, '/', n);
+		base = base ? base + 1 : p;
+		size_t bn = n - (size_t)(base - p);
+		int mine = bn == strlen(me) && !strncmp(base, me, bn);
+		if (n && !mine && j + n + 2 < sizeof out) {
+			if (j)
+				out[j++] = ':';
+			memcpy(out + j, p, n);
+			j += n;
+		}
+		p += n;
+		while (*p == ':' || *p == ' ')
+			p++;
+	}
+	out[j] = 0;
+	if (j)
+		setenv("LD_PRELOAD", out, 1);
+	else
+		unsetenv("LD_PRELOAD");
+}
+
+static void fork_prepare(void)
+{
+	if (kvt_inert())
+		return;
+	kvt_trace_fork_prepare();
+	kvt_reg_lock_all(kvt_mem_reg);
+	kvt_reg_lock_all(kvt_vmm_reg);
+	kvt_reg_lock_all(kvt_host_reg);
+}
+
+static void fork_parent(void)
+{
+	if (kvt_inert())
+		return;
+	kvt_reg_unlock_all(kvt_host_reg);
+	kvt_reg_unlock_all(kvt_vmm_reg);
+	kvt_reg_unlock_all(kvt_mem_reg);
+	kvt_trace_fork_parent();
+}
+
+static void fork_child(void)
+{
+	kvt_platform_after_fork();
+	if (kvt_inert())
+		return;
+	kvt_reg_unlock_all(kvt_host_reg);
+	kvt_reg_unlock_all(kvt_vmm_reg);
+	kvt_reg_unlock_all(kvt_mem_reg);
+	kvt_trace_fork_child();
+}
+
+static void open_trace(void)
+{
+	if (!kvt_opt.trace[0])
+		return;
+	int r = kvt_trace_open(kvt_opt.trace, kvt_opt.trace_buffer, kvt_opt.stack_depth);
+	if (r) {
+		kvt_warn("KVTIER_TRACE='%s': cannot create the trace (%s); tracing is off",
+			 kvt_opt.trace, strerror(-r));
+		return;
+	}
+	kvt_trace_info("kvtier.version", KVT_VERSION);
+	kvt_trace_info("kvtier.trace_format", "1");
+}
+
+static void init_once(void)
+{
+	if (getauxval(AT_SECURE)) {     /* set-user-ID etc.: read nothing */
+		__atomic_store_n(&kvt_state, KVT_STATE_INERT, __ATOMIC_RELEASE);
+		return;
+	}
+	kvt_options_load(&kvt_opt, environ);
+	if (kvt_opt.verbose)
+		kvt_options_print(&kvt_opt, STDERR_FILENO);
+	if (!kvt_opt.inherit)
+		drop_from_ld_preload();
+	if (kvt_opt.disable) {
+		__atomic_store_n(&kvt_state, KVT_STATE_INERT, __ATOMIC_RELEASE);
+		return;
+	}
+	kvt_mem_reg = kvt_reg_create(16);
+	kvt_vmm_reg = kvt_reg_create(12);
+	kvt_host_reg = kvt_reg_create(10);
+	if (!kvt_mem_reg || !kvt_vmm_reg || !kvt_host_reg) {
+		kvt_warn("cannot map the registry; kvtier is inert, the program runs natively");
+		__atomic_store_n(&kvt_state, KVT_STATE_INERT, __ATOMIC_RELEASE);
+		return;
+	}
+	open_trace();
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	__atomic_store_n(&kvt_state, KVT_STATE_READY, __ATOMIC_RELEASE);
+}
+
+/* First caller initializes; others seeing init in progress pass through
+ * (never wait: a hook must not block on kvtier's own startup). */
+int kvt_ready(void)
+{
+	int s = __atomic_load_n(&kvt_state, __ATOMIC_ACQUIRE);
+	if (KVT_LIKELY(s == KVT_STATE_READY))
+		return 1;
+	if (s != KVT_STATE_NEW)
+		return 0;
+	int expect = KVT_STATE_NEW;
+	if (!__atomic_compare_exchange_n(&kvt_state, &expect, KVT_STATE_INIT, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return 0;
+	kvt_tls.depth++;               /* init's own mmaps pass through */
+	init_once();
+	kvt_tls.depth--;
+	return __atomic_load_n(&kvt_state, __ATOMIC_ACQUIRE) == KVT_STATE_READY;
+}
+
+__attribute__((constructor(101))) static void kvt_ctor(void)
+{
+	kvt_ready();
+}
+
+__attribute__((destructor(101))) static void kvt_dtor(void)
+{
+	if (__atomic_load_n(&kvt_state, __ATOMIC_ACQUIRE) != KVT_STATE_READY)
+		return;
+	kvt_tls.depth++;
+	kvt_trace_close();
+	kvt_tls.depth--;
+}

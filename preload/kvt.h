@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal interface of the preload library: process state, the per-thread
+ * hook guard, logging, the platform layer and the options table.
+ * Everything here is hidden (-fvisibility=hidden); hooks are the only exports. */
+#ifndef KVT_H
+#define KVT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kvtier/trace_format.h"
+
+#define KVT_VERSION "0.1.0"
+#define KVT_EXPORT __attribute__((visibility("default")))
+#define KVT_TLS __thread __attribute__((tls_model("initial-exec")))
+#define KVT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define KVT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- process state ------------------------------------------------------ */
+
+enum kvt_run_state { KVT_STATE_NEW = 0, KVT_STATE_INIT, KVT_STATE_READY,
+		     KVT_STATE_INERT, KVT_STATE_DOWN };
+
+extern int kvt_state;                 /* enum kvt_run_state, atomic */
+
+/* Per-thread: hook nesting depth (kvtier's own calls pass straight through)
+ * and the runtime API in progress (so cudaMalloc -> cuMemAlloc is one event). */
+struct kvt_tls {
+	int depth;
+	uint16_t rt_api;
+	uint8_t rt_seen;
+};
+extern KVT_TLS struct kvt_tls kvt_tls;
+
+/* Makes sure init ran; true when hooks may record now (ready, not nested). */
+int kvt_ready(void);
+/* True when kvtier is inert (disabled, AT_SECURE, or failed init). */
+int kvt_inert(void);
+
+static inline int kvt_hook_enter(void)
+{
+	if (KVT_UNLIKELY(kvt_tls.depth > 0) || !kvt_ready())
+		return 0;
+	kvt_tls.depth++;
+	return 1;
+}
+
+static inline void kvt_hook_exit(void)
+{
+	kvt_tls.depth--;
+}
+
+/* ---- logging (write(2) on the stack, prefixed "kvtier: ", rate-limited) ---- */
+
+enum kvt_log_level { KVT_LOG_DEBUG = 0, KVT_LOG_INFO, KVT_LOG_WARN,
+		     KVT_LOG_ERROR, KVT_LOG_OFF };
+
+void kvt_log(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define kvt_debug(...) kvt_log(KVT_LOG_DEBUG, __VA_ARGS__)
+#define kvt_info(...)  kvt_log(KVT_LOG_INFO, __VA_ARGS__)
+#define kvt_warn(...)  kvt_log(KVT_LOG_WARN, __VA_ARGS__)
+#define kvt_error(...) kvt_log(KVT_LOG_ERROR, __VA_ARGS__)
+/* Warn once per call site. */
+#define kvt_warn_once(...) do { static int once_; \
+	if (!__atomic_exchange_n(&once_, 1, __ATOMIC_RELAXED)) kvt_warn(__VA_ARGS__); } while (0)
+
+/* ---- platform: the only OS/loader calls (preload/platform.c) --------------- */
+
+/* The real dlsym (never the interposed one). NULL only if glibc has none. */
+void *kvt_real_dlsym(void *handle, const char *name);
+/* Raw system calls that never re-enter hooks. 0/ptr or -errno. */
+void *kvt_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int kvt_sys_munmap(void *addr, size_t len);
+ssize_t kvt_sys_write_all(int fd, const void *buf, size_t len); /* bytes or -errno */
+pid_t kvt_gettid(void);
+void kvt_platform_after_fork(void);
+uint64_t kvt_now_ns(void);          /* CLOCK_MONOTONIC */
+uint64_t kvt_realtime_ns(void);     /* CLOCK_REALTIME */
+/* Address span of libkvtier.so itself (for "is this pointer ours"). */
+int kvt_self_contains(const void *p);
+
+/* ---- options (preload/options.c) ------------------------------------------- */
+
+struct kvt_options {
+	int disable;                 /* KVTIER_DISABLE */
+	int log_level;               /* KVTIER_LOG */
+	int verbose;                 /* KVTIER_VERBOSE */
+	char trace[512];             /* KVTIER_TRACE ("" = off) */
+	int stack_depth;             /* KVTIER_STACK_DEPTH */
+	uint64_t trace_buffer;       /* KVTIER_TRACE_BUFFER bytes */
+	int inherit;                 /* KVTIER_INHERIT */
+};
+extern struct kvt_options kvt_opt;
+
+/* Resolve the table from an environment vector (NULL-terminated "K=V").
+ * Bad values warn once each (naming variable, value, and what is used
+ * instead) and keep the default. Returns the number of warnings. */
+int kvt_options_load(struct kvt_options *o, char *const *envp);
+/* Print the resolved table (KVTIER_VERBOSE=1) to fd. */
+void kvt_options_print(const struct kvt_options *o, int fd);
+/* Iterate the table (for docs tests and the kvtier tool):
+ * returns 0 and fills the pointers, or -1 past the end. */
+int kvt_option_info(unsigned i, const char **name, const char **def,
+		    const char **unit, const char **help);
+
+#endif

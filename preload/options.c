@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: MIT
+/* The one table of KVTIER_* options: name, default, unit, help, and where
+ * the value lands. Read once at start from the environment vector; bad
+ * values warn once (variable, value, what is used instead) and keep the
+ * default. Unknown KVTIER_* names are reported. No getenv on hot paths. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kvt.h"
+#include "kvtier/units.h"
+
+struct kvt_options kvt_opt = {
+	.log_level = KVT_LOG_WARN,
+	.stack_depth = 32,
+	.trace_buffer = 1u << 20,
+	.inherit = 1,
+};
+
+enum opt_type { OPT_BOOL, OPT_INT, OPT_SIZE, OPT_STR, OPT_LOGLEVEL };
+
+struct opt_desc {
+	const char *name;
+	enum opt_type type;
+	size_t offset;
+	const char *def;             /* as the user would write it */
+	const char *unit;
+	long long min, max;          /* OPT_INT / OPT_SIZE bounds */
+	const char *help;
+};
+
+#define OFF(f) offsetof(struct kvt_options, f)
+
+static const struct opt_desc table[] = {
+	{ .name = "KVTIER_DISABLE", .type = OPT_BOOL, .offset = OFF(disable),
+	  .def = "0", .unit = "bool",
+	  .help = "make the library inert: every call passes straight through" },
+	{ .name = "KVTIER_LOG", .type = OPT_LOGLEVEL, .offset = OFF(log_level),
+	  .def = "warn", .unit = "level",
+	  .help = "least severe message printed: debug, info, warn, error, off" },
+	{ .name = "KVTIER_VERBOSE", .type = OPT_BOOL, .offset = OFF(verbose),
+	  .def = "0", .unit = "bool",
+	  .help = "print the resolved option table to stderr at start" },
+	{ .name = "KVTIER_TRACE", .type = OPT_STR, .offset = OFF(trace),
+	  .def = "", .unit = "path",
+	  .help = "write every event to this file (%p = pid); never overwrites" },
+	{ .name = "KVTIER_STACK_DEPTH", .type = OPT_INT, .offset = OFF(stack_depth),
+	  .def = "32", .unit = "frames", .min = 0, .max = 128,
+	  .help = "call-site frames captured per allocation in the trace (0 = none)" },
+	{ .name = "KVTIER_TRACE_BUFFER", .type = OPT_SIZE, .offset = OFF(trace_buffer),
+	  .def = "1M", .unit = "bytes", .min = 4096, .max = 1ll << 30,
+	  .help = "trace write buffer; events are written when it fills and at exit" },
+	{ .name = "KVTIER_INHERIT", .type = OPT_BOOL, .offset = OFF(inherit),
+	  .def = "1", .unit = "bool",
+	  .help = "exec'd children load kvtier too (vLLM workers are child processes)" },
+};
+
+#define NR_OPTS (sizeof table / sizeof table[0])
+
+static const char *const level_names[] = { "debug", "info", "warn", "error", "off" };
+
+static int parse_level(const char *v, int *out)
+{
+	for (int i = 0; i < 5; i++) {
+		if (!strcmp(v, level_names[i])) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Parse one value into o; 0 or -errno (the value is left untouched). */
+static int set_value(struct kvt_options *o, const struct opt_desc *d, const char *v)
+{
+	char *field = (char *)o + d->offset;
+	long long i;
+	uint64_t sz;
+	int b, r;
+
+	switch (d->type) {
+	case OPT_BOOL:
+		if ((r = kvt_parse_bool(v, &b)))
+			return r;
+		*(int *)field = b;
+		return 0;
+	case OPT_LOGLEVEL:
+		return parse_level(v, (int *)field);
+	case OPT_INT:
+		if ((r = kvt_parse_int(v, d->min, d->max, &i)))
+			return r;
+		*(int *)field = (int)i;
+		return 0;
+	case OPT_SIZE:
+		if ((r = kvt_parse_size(v, &sz, NULL, 0)))
+			return r;
+		if ((long long)sz < d->min || (d->max && sz > (uint64_t)d->max))
+			return -ERANGE;
+		*(uint64_t *)field = sz;
+		return 0;
+	case OPT_STR:
+		if (strlen(v) >= sizeof kvt_opt.trace)
+			return -ENAMETOOLONG;
+		strcpy(field, v);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static const struct opt_desc *find(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NR_OPTS; i++)
+		if (strlen(table[i].name) == len && !strncmp(table[i].name, name, len))
+			return &table[i];
+	return NULL;
+}
+
+/* Show at most 64 bytes of a bad value, with control bytes escaped. */
+static void shown_value(const char *v, char *out, size_t len)
+{
+	size_t j = 0;
+	for (size_t i = 0; v[i] && j + 5 < len; i++) {
+		unsigned char c = (unsigned char)v[i];
+		if (i == 64) {
+			j += (size_t)snprintf(out + j, len - j, "...");
+			break;
+		}
+		if (c < 0x20 || c >= 0x7f)
+			j += (size_t)snprintf(out + j, len - j, "\\x%02x", c);
+		else
+			out[j++] = (char)c;
+	}
+	out[j] = 0;
+}
+
+static const char *why(int err)
+{
+	switch (err) {
+	case -ERANGE: return "out of range";
+	case -ENAMETOOLONG: return "too long";
+	default: return "not understood";
+	}
+}
+
+int kvt_options_load(struct kvt_options *o, char *const *envp)
+{
+	int warnings = 0;
+	for (size_t k = 0; envp && envp[k]; k++) {
+		const char *kv = envp[k];
+		if (strncmp(kv, "KVTIER_", 7))
+			continue;
+		const char *eq = strchr(kv, '=');
+		if (!eq)
+			continue;
+		const struct opt_desc *d = find(kv, (size_t)(eq - kv));
+		char shown[300];
+		if (!d) {
+			shown_value(kv, shown, sizeof shown);
+			kvt_warn("unknown variable '%s' ignored (kvtier --help lists the options)",
+				 shown);
+			warnings++;
+			continue;
+		}
+		int r = set_value(o, d, eq + 1);
+		if (r) {
+			shown_value(eq + 1, shown, sizeof shown);
+			kvt_warn("%s='%s' is %s (expected %s); using the default '%s'",
+				 d->name, shown, why(r), d->unit, d->def);
+			warnings++;
+		}
+	}
+	return warnings;
+}
+
+static void value_text(const struct kvt_options *o, const struct opt_desc *d,
+		       char *out, size_t len)
+{
+	const char *field = (const char *)o + d->offset;
+	switch (d->type) {
+	case OPT_BOOL:
+	case OPT_INT:
+		snprintf(out, len, "%d", *(const int *)field);
+		break;
+	case OPT_LOGLEVEL:
+		snprintf(out, len, "%s", level_names[*(const int *)field % 5]);
+		break;
+	case OPT_SIZE:
+		snprintf(out, len, "%llu", (unsigned long long)*(const uint64_t *)field);
+		break;
+	case OPT_STR:
+		snprintf(out, len, "%s", field[0] ? field : "(unset)");
+		break;
+	}
+}
+
+void kvt_options_print(const struct kvt_options *o, int fd)
+{
+	char line[700], val[520];
+	for (size_t i = 0; i < NR_OPTS; i++) {
+		value_text(o, &table[i], val, sizeof val);
+		int n = snprintf(line, sizeof line, "kvtier: %-22s = %-12s (%s; default %s)\n",
+				 table[i].name, val, table[i].unit,
+				 table[i].def[0] ? table[i].def : "unset");
+		if (n > 0)
+			kvt_sys_write_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+	}
+}
+
+int kvt_option_info(unsigned i, const char **name, const char **def,
+		    const char **unit, const char **help)
+{
+	if (i >= NR_OPTS)
+		return -1;
+	*name = table[i].name;
+	*def = table[i].def;
+	*unit = table[i].unit;
+	*help = table[i].help;
+	return 0;
+}

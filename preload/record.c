@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+/* Recording glue between hooks and the registry/trace (see record.h).
+ * Runs inside hooks: no malloc, no stdio, no locks of its own. */
+#include <string.h>
+
+#include "kvt.h"
+#include "record.h"
+#include "../profiler/trace.h"
+
+uint16_t kvt_attribute_api(uint16_t api)
+{
+	if (kvt_tls.rt_api && !kvt_tls.rt_seen) {
+		kvt_tls.rt_seen = 1;
+		return kvt_tls.rt_api;
+	}
+	return api;
+}
+
+void kvt_rec_alloc(struct kvt_registry *reg, uint8_t kind, uint16_t api,
+		   int ok, uint64_t addr, uint64_t size, uint64_t aux, int32_t result)
+{
+	uint16_t who = kvt_attribute_api(api);
+	uint32_t stack = kvt_trace_active() ? kvt_trace_callsite() : 0;
+	if (ok) {
+		struct kvt_alloc a = {
+			.base = addr, .size = size, .t_ns = kvt_now_ns(), .aux = aux,
+			.tid = (uint32_t)kvt_gettid(), .stack_id = stack, .api = who,
+			.kind = kind, .placement = KVT_PLACE_NATIVE, .node = -1,
+		};
+		if (kvt_reg_insert(reg, &a) < 0)
+			kvt_warn_once("registry out of memory; some allocations go untracked");
+	}
+	if (kvt_trace_active()) {
+		struct kvt_rec_event ev = {
+			.op = KVT_OP_ALLOC, .api = who, .addr = ok ? addr : 0, .size = size,
+			.aux = aux, .stack_id = stack, .result = result, .kind = kind,
+		};
+		kvt_trace_event(&ev);
+	}
+}
+
+int kvt_rec_free_begin(struct kvt_registry *reg, uint64_t addr, struct kvt_alloc *out)
+{
+	if (!addr)
+		return -1;
+	return kvt_reg_remove(reg, addr, out);
+}
+
+void kvt_rec_free_end(struct kvt_registry *reg, uint8_t kind, uint16_t api,
+		      int tracked, const struct kvt_alloc *rec, uint64_t addr,
+		      int ok, int32_t result)
+{
+	uint16_t who = kvt_attribute_api(api);
+	if (tracked && !ok)
+		kvt_reg_insert(reg, rec);      /* the release failed: still live */
+	if (kvt_trace_active()) {
+		struct kvt_rec_event ev = {
+			.op = KVT_OP_FREE, .api = who, .addr = addr,
+			.size = tracked ? rec->size : 0, .result = result,
+			.kind = tracked ? rec->kind : kind,
+			.placement = tracked ? rec->placement : KVT_PLACE_NATIVE,
+		};
+		kvt_trace_event(&ev);
+	}
+}
+
+void kvt_rec_event(uint16_t op, uint8_t kind, uint16_t api, uint64_t addr,
+		   uint64_t size, uint64_t aux, uint64_t aux2, int32_t result)
+{
+	if (!kvt_trace_active())
+		return;
+	struct kvt_rec_event ev = {
+		.op = op, .api = kvt_attribute_api(api), .addr = addr, .size = size,
+		.aux = aux, .aux2 = aux2, .result = result, .kind = kind,
+	};
+	kvt_trace_event(&ev);
+}
+
+int kvt_rt_enter(uint16_t api)
+{
+	if (kvt_tls.depth > 0 || kvt_tls.rt_api || !kvt_ready())
+		return 0;
+	kvt_tls.rt_api = api;
+	kvt_tls.rt_seen = 0;
+	return 1;
+}
+
+int kvt_rt_exit(void)
+{
+	int unseen = !kvt_tls.rt_seen;
+	kvt_tls.rt_api = 0;
+	kvt_tls.rt_seen = 0;
+	return unseen;
+}

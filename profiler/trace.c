@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: MIT
+/* The trace writer (contract in trace.h). Runs inside hooks: memory comes
+ * from mmap, output goes through write(2), messages through kvt_log.
+ * One mutex guards the buffer; a second (taken first) guards the stack
+ * table's inserts, whose lookups are lock-free. */
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "../preload/kvt.h"
+#include "trace.h"
+
+#define STACK_SLOTS (1u << 16)          /* distinct stacks kept */
+#define MAX_MODULES 512u
+
+struct trace {
+	pthread_mutex_t lock;
+	int fd;                          /* -1 = off */
+	int failed;                      /* a write failed: drop from now on */
+	char pattern[512];
+	char path[600];
+	char *buf;
+	uint64_t cap, pos;
+	uint64_t start_mono_ns;
+	uint64_t buffered_events;
+	int depth;
+	struct kvt_trace_stats st;
+};
+
+static struct trace tr = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
+/* Stack table: slot key = hash of the IPs (0 = empty), published with
+ * release after the id; readers load the key with acquire. */
+static pthread_mutex_t stack_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *stack_keys;
+static uint32_t *stack_ids;
+static uint32_t next_stack_id = 1;
+
+/* Modules already described in this trace: [start, end) spans. */
+static struct { uint64_t start, end; } modules[MAX_MODULES];
+static unsigned nr_modules;
+
+int kvt_trace_expand(const char *pattern, int pid, char *out, unsigned len)
+{
+	unsigned j = 0;
+	for (const char *p = pattern; *p; p++) {
+		char num[16];
+		const char *ins = NULL;
+		char one[2] = { *p, 0 };
+		if (p[0] == '%' && p[1] == 'p') {
+			int n = 0, v = pid;
+			char rev[16];
+			do { rev[n++] = (char)('0' + v % 10); v /= 10; } while (v && n < 15);
+			for (int k = 0; k < n; k++)
+				num[k] = rev[n - 1 - k];
+			num[n] = 0;
+			ins = num;
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			ins = "%";
+			p++;
+		} else {
+			ins = one;
+		}
+		size_t n = strlen(ins);
+		if (j + n + 1 > len)
+			return -ENAMETOOLONG;
+		memcpy(out + j, ins, n);
+		j += (unsigned)n;
+	}
+	out[j] = 0;
+	return 0;
+}
+
+static int open_excl(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Open pattern for this pid; on EEXIST try "<path>.<pid>" once. */
+static int open_file(void)
+{
+	int pid = (int)getpid();
+	int r = kvt_trace_expand(tr.pattern, pid, tr.path, sizeof tr.path);
+	if (r)
+		return r;
+	int fd = open_excl(tr.path);
+	if (fd == -EEXIST) {
+		char alt[sizeof tr.path];
+		size_t n = strlen(tr.path);
+		if (n + 12 >= sizeof alt)
+			return -ENAMETOOLONG;
+		memcpy(alt, tr.path, n);
+		alt[n] = '.';
+		kvt_trace_expand("%p", pid, alt + n + 1, (unsigned)(sizeof alt - n - 1));
+		fd = open_excl(alt);
+		if (fd >= 0) {
+			kvt_warn("KVTIER_TRACE: %s exists and is never overwritten; writing %s",
+				 tr.path, alt);
+			memcpy(tr.path, alt, sizeof alt);
+		}
+	}
+	return fd;
+}
+
+/* ---- buffered output (caller holds tr.lock) ---- */
+
+static void flush_locked(void)
+{
+	if (tr.fd < 0 || !tr.pos)
+		return;
+	if (!tr.failed) {
+		ssize_t r = kvt_sys_write_all(tr.fd, tr.buf, tr.pos);
+		if (r < 0) {
+			tr.failed = 1;
+			tr.st.nr_write_errors++;
+			kvt_warn("trace %s: write failed (%s); tracing stops, the program runs on",
+				 tr.path, strerror((int)-r));
+		}
+	}
+	if (tr.failed)
+		tr.st.nr_dropped += tr.buffered_events;
+	tr.pos = 0;
+	tr.buffered_events = 0;
+}
+
+static void append_locked(const void *rec, size_t n, int is_event)
+{
+	if (tr.fd < 0)
+		return;
+	if (tr.failed) {
+		tr.st.nr_dropped += is_event;
+		return;
+	}
+	if (tr.pos + n > tr.cap)
+		flush_locked();
+	if (n > tr.cap)
+		return;
+	memcpy(tr.buf + tr.pos, rec, n);
+	tr.pos += n;
+	tr.buffered_events += is_event;
+	tr.st.nr_events += is_event;
+}
+
+static void write_header_locked(void)
+{
+	struct kvt_trace_header h;
+	memset(&h, 0, sizeof h);
+	memcpy(h.magic, KVT_TRACE_MAGIC, 8);
+	h.version = KVT_TRACE_VERSION;
+	h.header_bytes = sizeof h;
+	h.start_unix_ns = kvt_realtime_ns();
+	h.start_mono_ns = tr.start_mono_ns;
+	h.pid = (uint32_t)getpid();
+	h.ppid = (uint32_t)getppid();
+	prctl(PR_GET_NAME, h.exe, 0, 0, 0);
+	append_locked(&h, sizeof h, 0);
+}
+
+static int start_locked(void)
+{
+	int fd = open_file();
+	if (fd < 0)
+		return fd;
+	tr.fd = fd;
+	tr.failed = 0;
+	tr.pos = 0;
+	tr.buffered_events = 0;
+	tr.start_mono_ns = kvt_now_ns();
+	nr_modules = 0;
+	write_header_locked();
+	flush_locked();          /* a trace file is never empty */
+	return 0;
+}
+
+int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth)
+{
+	if (strlen(pattern) >= sizeof tr.pattern)
+		return -ENAMETOOLONG;
+	if (buffer_bytes < 4096)
+		buffer_bytes = 4096;
+	void *buf = kvt_sys_mmap(NULL, buffer_bytes, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		return -ENOMEM;
+	if (stack_depth > 0 && !stack_keys) {
+		stack_keys = kvt_sys_mmap(NULL, STACK_SLOTS * 12ull, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (stack_keys == MAP_FAILED) {
+			stack_keys = NULL;
+			stack_depth = 0;
+		} else {
+			stack_ids = (uint32_t *)(stack_keys + STACK_SLOTS);
+		}
+	}
+	pthread_mutex_lock(&tr.lock);
+	strcpy(tr.pattern, pattern);
+	tr.buf = buf;
+	tr.cap = buffer_bytes;
+	tr.depth = stack_depth > (int)KVT_TRACE_MAX_FRAMES ? (int)KVT_TRACE_MAX_FRAMES : stack_depth;
+	int r = start_locked();
+	pthread_mutex_unlock(&tr.lock);
+	if (r) {
+		kvt_sys_munmap(buf, buffer_bytes);
+		tr.buf = NULL;
+	}
+	return r;
+}
+
+int kvt_trace_active(void)
+{
+	return __atomic_load_n(&tr.fd, __ATOMIC_RELAXED) >= 0;
+}
+
+const char *kvt_trace_path(void)
+{
+	return tr.fd >= 0 ? tr.path : "";
+}
+
+void kvt_trace_event(struct kvt_rec_event *ev)
+{
+	ev->head.type = KVT_REC_EVENT;
+	ev->head.bytes = sizeof *ev;
+	ev->tid = (uint32_t)kvt_gettid();
+	pthread_mutex_lock(&tr.lock);
+	ev->t_ns = kvt_now_ns() - tr.start_mono_ns;
+	append_locked(ev, sizeof *ev, 1);
+	pthread_mutex_unlock(&tr.lock);
+}
+
+void kvt_trace_info(const char *key, const char *value)
+{
+	char rec[1024];
+	struct kvt_rec_head h = { KVT_REC_INFO, 0 };
+	size_t kl = strlen(key), vl = strlen(value);
+	if (sizeof h + kl + 1 + vl > sizeof rec)
+		vl = sizeof rec - sizeof h - kl - 1;
+	memcpy(rec + sizeof h, key, kl);
+	rec[sizeof h + kl] = '=';
+	memcpy(rec + sizeof h + kl + 1, value, vl);
+	h.bytes = (uint16_t)(sizeof h + kl + 1 + vl);
+	memcpy(rec, &h, sizeof h);
+	pthread_mutex_lock(&tr.lock);
+	append_locked(rec, h.bytes, 0);
+	pthread_mutex_unlock(&tr.lock);
+}
+
+/* ---- modules, for offline symbolization ---- */
+
+static int module_known(uint64_t ip)
+{
+	for (unsigned i = 0; i < nr_modules; i++)
+		if (ip >= modules[i].start && ip < modules[i].end)
+			return 1;
+	return 0;
+}
+
+static int emit_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uint64_t s = info->dlpi_addr + ph->p_vaddr;
+		if (s < lo)
+			lo = s;
+		if (s + ph->p_memsz > hi)
+			hi = s + ph->p_memsz;
+	}
+	if (!hi || module_known(lo) || nr_modules == MAX_MODULES)
+		return 0;
+	const char *path = info->dlpi_name;
+	char exe[512];
+	if (!path || !*path) {          /* the main program */
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		exe[n > 0 ? n : 0] = 0;
+		path = exe;
+	}
+	char rec[sizeof(struct kvt_rec_module) + 600];
+	struct kvt_rec_module m = { .head = { KVT_REC_MODULE, 0 } };
+	m.path_bytes = (uint32_t)strnlen(path, 600);
+	m.bias = info->dlpi_addr;
+	m.start = lo;
+	m.end = hi;
+	m.head.bytes = (uint16_t)(sizeof m + m.path_bytes);
+	memcpy(rec, &m, sizeof m);
+	memcpy(rec + sizeof m, path, m.path_bytes);
+	modules[nr_modules].start = lo;
+	modules[nr_modules].end = hi;
+	nr_modules++;
+	append_locked(rec, m.head.bytes, 0);
+	return 0;
+}
+
+/* ---- call sites ---- */
+
+static uint64_t hash_ips(void *const *ip, int n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)n;
+	for (int i = 0; i < n; i++) {
+		h ^= (uint64_t)(uintptr_t)ip[i];
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	return h ? h : 1;
+}
+
+/* Insert a new stack (stack_lock held): write its modules and record. */
+static uint32_t add_stack_locked(uint64_t key, unsigned slot, void *const *ip, int n)
+{
+	uint32_t id = next_stack_id++;
+	char rec[sizeof(struct kvt_rec_stack) + 8 * KVT_TRACE_MAX_FRAMES];
+	struct kvt_rec_stack s = { .head = { KVT_REC_STACK, 0 }, .id = id,
+				   .nr_frames = (uint32_t)n };
+	s.head.bytes = (uint16_t)(sizeof s + 8u * (unsigned)n);
+	memcpy(rec, &s, sizeof s);
+	for (int i = 0; i < n; i++) {
+		uint64_t v = (uint64_t)(uintptr_t)ip[i];
+		memcpy(rec + sizeof s + 8u * (unsigned)i, &v, 8);
+	}
+	pthread_mutex_lock(&tr.lock);
+	for (int i = 0; i < n; i++) {
+		if (!module_known((uint64_t)(uintptr_t)ip[i])) {
+			dl_iterate_phdr(emit_module, NULL);
+			break;
+		}
+	}
+	append_locked(rec, s.head.bytes, 0);
+	tr.st.nr_stacks++;
+	pthread_mutex_unlock(&tr.lock);
+	stack_ids[slot] = id;
+	__atomic_store_n(&stack_keys[slot], key, __ATOMIC_RELEASE);
+	return id;
+}
+
+static uint32_t stack_id_of(void *const *ip, int n)
+{
+	uint64_t key = hash_ips(ip, n);
+	unsigned slot = (unsigned)(key & (STACK_SLOTS - 1));
+	for (unsigned probe = 0; probe < 64; probe++, slot = (slot + 1) & (STACK_SLOTS - 1)) {
+		uint64_t k = __atomic_load_n(&stack_keys[slot], __ATOMIC_ACQUIRE);
+		if (k == key)
+			return stack_ids[slot];
+		if (k)
+			continue;
+		pthread_mutex_lock(&stack_lock);
+		k = __atomic_load_n(&stack_keys[slot], __ATOMIC_ACQUIRE);
+		uint32_t id = 0;
+		if (!k)
+			id = add_stack_locked(key, slot, ip, n);
+		else if (k == key)
+			id = stack_ids[slot];
+		pthread_mutex_unlock(&stack_lock);
+		if (id)
+			return id;
+	}
+	__atomic_fetch_add(&tr.st.nr_stack_full, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+uint32_t kvt_trace_callsite(void)
+{
+	void *ip[KVT_TRACE_MAX_FRAMES + 8];
+	int depth = tr.depth;
+	if (depth <= 0 || !stack_keys || tr.fd < 0)
+		return 0;
+	int n = unw_backtrace(ip, depth + 8);
+	int skip = 0;
+	while (skip < n && kvt_self_contains(ip[skip]))
+		skip++;
+	n -= skip;
+	if (n <= 0)
+		return 0;
+	if (n > depth)
+		n = depth;
+	return stack_id_of(ip + skip, n);
+}
+
+/* ---- end, fork, stats ---- */
+
+static void close_locked(void)
+{
+	if (tr.fd < 0)
+		return;
+	struct kvt_rec_end e = { .head = { KVT_REC_END, sizeof e } };
+	e.nr_events = tr.st.nr_events;
+	e.nr_dropped = tr.st.nr_dropped + (tr.failed ? tr.buffered_events : 0);
+	e.nr_stacks = tr.st.nr_stacks;
+	append_locked(&e, sizeof e, 0);
+	flush_locked();
+	close(tr.fd);
+	__atomic_store_n(&tr.fd, -1, __ATOMIC_RELAXED);
+}
+
+void kvt_trace_close(void)
+{
+	pthread_mutex_lock(&tr.lock);
+	close_locked();
+	pthread_mutex_unlock(&tr.lock);
+}
+
+void kvt_trace_flush(void)
+{
+	pthread_mutex_lock(&tr.lock);
+	flush_locked();
+	pthread_mutex_unlock(&tr.lock);
+}
+
+void kvt_trace_fork_prepare(void)
+{
+	pthread_mutex_lock(&stack_lock);
+	pthread_mutex_lock(&tr.lock);
+	flush_locked();      /* nothing buffered is written twice */
+}
+
+void kvt_trace_fork_parent(void)
+{
+	pthread_mutex_unlock(&tr.lock);
+	pthread_mutex_unlock(&stack_lock);
+}
+
+void kvt_trace_fork_child(void)
+{
+	pthread_mutex_init(&tr.lock, NULL);
+	pthread_mutex_init(&stack_lock, NULL);
+	if (tr.fd < 0)
+		return;
+	close(tr.fd);            /* the parent's file stays the parent's */
+	tr.fd = -1;
+	memset(&tr.st, 0, sizeof tr.st);
+	/* Stack ids restart: the child's file must describe its own stacks. */
+	if (stack_keys)
+		memset(stack_keys, 0, STACK_SLOTS * 12ull);
+	next_stack_id = 1;
+	if (start_locked())
+		kvt_warn("fork: no trace for child %d (cannot create its file)", (int)getpid());
+}
+
+void kvt_trace_stats(struct kvt_trace_stats *out)
+{
+	pthread_mutex_lock(&tr.lock);
+	*out = tr.st;
+	pthread_mutex_unlock(&tr.lock);
+}

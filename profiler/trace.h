@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* The trace writer: binary records (include/kvtier/trace_format.h) appended
+ * to one buffer and written with write(2) when it fills and at exit.
+ * Call sites are captured with libunwind and each distinct stack is written
+ * once (a STACK record) with the modules needed to symbolize it offline.
+ * Safe inside hooks: no malloc, no stdio; a disk error turns tracing off
+ * with one warning and counts what was lost. */
+#ifndef KVT_TRACE_H
+#define KVT_TRACE_H
+
+#include <stdint.h>
+
+#include "kvtier/trace_format.h"
+
+/* Open the trace file named by pattern (%p = pid, %% = %), created with
+ * O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC and mode 0600. An existing path is
+ * never overwritten: "<path>.<pid>" is tried once instead. 0 or -errno. */
+int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth);
+int kvt_trace_active(void);
+/* Path actually written ("" when tracing is off). */
+const char *kvt_trace_path(void);
+
+/* Fill in head, t_ns and tid, then append. */
+void kvt_trace_event(struct kvt_rec_event *ev);
+/* Capture the caller's stack (frames inside libkvtier skipped), dedup it,
+ * and return its id (0 = none: depth 0, tracing off, or table full). */
+uint32_t kvt_trace_callsite(void);
+/* A key=value INFO record (e.g. the kvtier version, resolved options). */
+void kvt_trace_info(const char *key, const char *value);
+
+/* Flush, write the END record and close. Idempotent. */
+void kvt_trace_close(void);
+void kvt_trace_flush(void);
+
+/* fork(): hold the trace lock across it; the child writes its own file
+ * (pattern with %p expanded to the child's pid, or "<path>.<pid>"). */
+void kvt_trace_fork_prepare(void);
+void kvt_trace_fork_parent(void);
+void kvt_trace_fork_child(void);
+
+struct kvt_trace_stats {
+	uint64_t nr_events, nr_dropped, nr_stacks, nr_write_errors, nr_stack_full;
+};
+void kvt_trace_stats(struct kvt_trace_stats *out);
+
+/* Expand %p/%% of pattern into out; -ENAMETOOLONG when it does not fit. */
+int kvt_trace_expand(const char *pattern, int pid, char *out, unsigned len);
+
+#endif

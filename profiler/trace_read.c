@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+/* Streaming trace reader (contract in trace_read.h). Every record's length
+ * is validated against its type before any field is used. */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "trace_read.h"
+
+static int fail(struct kvt_trace_reader *r, int err, const char *what)
+{
+	snprintf(r->err, sizeof r->err, "offset %llu: %s",
+		 (unsigned long long)r->offset, what);
+	return err;
+}
+
+int kvt_trace_reader_open(struct kvt_trace_reader *r, const char *path)
+{
+	memset(r, 0, sizeof *r - sizeof r->rec);
+	r->f = fopen(path, "rb");
+	if (!r->f) {
+		int e = errno;
+		snprintf(r->err, sizeof r->err, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	struct stat st;
+	if (!fstat(fileno(r->f), &st))
+		r->file_bytes = (uint64_t)st.st_size;
+	if (fread(&r->hdr, sizeof r->hdr, 1, r->f) != 1)
+		return fail(r, -EPROTO, "not a kvtier trace (too short for a header)");
+	if (memcmp(r->hdr.magic, KVT_TRACE_MAGIC, 8))
+		return fail(r, -EPROTO, "not a kvtier trace (bad magic)");
+	if (r->hdr.version > KVT_TRACE_VERSION) {
+		snprintf(r->err, sizeof r->err,
+			 "trace format version %u is newer than this kvtier reads (%u); "
+			 "use a newer kvtier", r->hdr.version, KVT_TRACE_VERSION);
+		return -EPROTO;
+	}
+	if (r->hdr.version == 0 || r->hdr.header_bytes < sizeof r->hdr ||
+	    r->hdr.header_bytes > 4096)
+		return fail(r, -EPROTO, "corrupt header");
+	if (r->hdr.header_bytes > sizeof r->hdr &&
+	    fseek(r->f, (long)r->hdr.header_bytes, SEEK_SET))
+		return fail(r, -EPROTO, "corrupt header");
+	r->offset = r->hdr.header_bytes;
+	return 0;
+}
+
+static int check_shape(struct kvt_trace_reader *r, const struct kvt_rec_head *h,
+		       struct kvt_trace_item *it)
+{
+	const unsigned char *p = r->rec;
+	memset(it, 0, sizeof *it);
+	it->type = h->type;
+	switch (h->type) {
+	case KVT_REC_EVENT:
+		if (h->bytes != sizeof(struct kvt_rec_event))
+			return fail(r, -EPROTO, "event record of the wrong size");
+		it->ev = (const void *)p;
+		return 1;
+	case KVT_REC_STACK: {
+		const struct kvt_rec_stack *s = (const void *)p;
+		if (h->bytes < sizeof *s || s->nr_frames > KVT_TRACE_MAX_FRAMES ||
+		    h->bytes != sizeof *s + 8ull * s->nr_frames)
+			return fail(r, -EPROTO, "stack record with a bad frame count");
+		it->stack = s;
+		it->ips = (const uint64_t *)(p + sizeof *s);
+		return 1;
+	}
+	case KVT_REC_MODULE: {
+		const struct kvt_rec_module *m = (const void *)p;
+		if (h->bytes < sizeof *m || h->bytes != sizeof *m + m->path_bytes)
+			return fail(r, -EPROTO, "module record with a bad path length");
+		it->mod = m;
+		it->text = (const char *)p + sizeof *m;
+		it->text_len = m->path_bytes;
+		return 1;
+	}
+	case KVT_REC_INFO:
+		it->text = (const char *)p + sizeof *h;
+		it->text_len = h->bytes - sizeof *h;
+		return 1;
+	case KVT_REC_END:
+		if (h->bytes != sizeof(struct kvt_rec_end))
+			return fail(r, -EPROTO, "end record of the wrong size");
+		it->end = (const void *)p;
+		r->saw_end = 1;
+		return 1;
+	default:
+		return fail(r, -EPROTO, "unknown record type");
+	}
+}
+
+int kvt_trace_next(struct kvt_trace_reader *r, struct kvt_trace_item *it)
+{
+	struct kvt_rec_head h;
+	size_t n = fread(&h, 1, sizeof h, r->f);
+	if (n == 0)
+		return 0;
+	if (n != sizeof h)
+		return fail(r, -EPROTO, "truncated record header");
+	if (h.bytes < sizeof h)
+		return fail(r, -EPROTO, "record shorter than its header");
+	memcpy(r->rec, &h, sizeof h);
+	if (fread(r->rec + sizeof h, 1, h.bytes - sizeof h, r->f) != h.bytes - sizeof h)
+		return fail(r, -EPROTO, "truncated record");
+	int ret = check_shape(r, &h, it);
+	r->offset += h.bytes;
+	return ret;
+}
+
+void kvt_trace_reader_close(struct kvt_trace_reader *r)
+{
+	if (r->f)
+		fclose(r->f);
+	r->f = NULL;
+}

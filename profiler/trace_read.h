@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* Streaming reader of kvtier trace files (format in trace_format.h and
+ * docs/trace-format.md), for the kvtier tool and the tests. Memory use is
+ * one record; every length is checked; a hostile or truncated file gives an
+ * error message, never a crash. Not for use inside hooks (uses stdio). */
+#ifndef KVT_TRACE_READ_H
+#define KVT_TRACE_READ_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "kvtier/trace_format.h"
+
+struct kvt_trace_item {
+	uint16_t type;                          /* enum kvt_rec_type */
+	const struct kvt_rec_event *ev;         /* KVT_REC_EVENT */
+	const struct kvt_rec_stack *stack;      /* KVT_REC_STACK ... */
+	const uint64_t *ips;                    /* ... its frames */
+	const struct kvt_rec_module *mod;       /* KVT_REC_MODULE ... */
+	const char *text;                       /* ... its path, or INFO text */
+	size_t text_len;
+	const struct kvt_rec_end *end;          /* KVT_REC_END */
+};
+
+struct kvt_trace_reader {
+	FILE *f;
+	struct kvt_trace_header hdr;
+	uint64_t offset;                        /* of the next record */
+	uint64_t file_bytes;
+	int saw_end;
+	char err[256];
+	_Alignas(8) unsigned char rec[65536 + 8];
+};
+
+/* 0, or a negative errno with r->err saying what is wrong (a newer format
+ * version is refused and named). */
+int kvt_trace_reader_open(struct kvt_trace_reader *r, const char *path);
+/* 1 with *it filled (valid until the next call), 0 at a clean end of file,
+ * or a negative errno with r->err set. A file without an END record ends
+ * with 0 and r->saw_end == 0. */
+int kvt_trace_next(struct kvt_trace_reader *r, struct kvt_trace_item *it);
+void kvt_trace_reader_close(struct kvt_trace_reader *r);
+
+#endif

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/* fakecuda GPU accesses — the cost model of the SIMULATED device: an access
+ * to HBM-resident bytes costs HBM bandwidth, one through a remote mapping
+ * (accessed-by, or a host-preferred block) costs link bandwidth, anything
+ * else is a GPU page fault that migrates the 2 MiB block to the device.
+ * Also the touch kernel and cuLaunchKernel. Callers hold the global lock. */
+#include "fc_internal.h"
+
+#include <cupti_activity.h>
+
+#define FC_KERNEL_MAGIC 0x66636b6eu   /* "fckn" */
+
+struct fc_kernel { uint32_t magic; const char *name; };
+static struct fc_kernel fc_touch = { FC_KERNEL_MAGIC, "fakecuda_touch" };
+
+/* Per-call fault bookkeeping: faults are serviced in groups. */
+struct fc_faults { uint64_t nr; };
+
+static void fc_cost_hbm(uint64_t bytes)
+{
+	fc_stats.c.bytes_hbm += bytes;
+	fc_clock_bytes(bytes, fc_knobs.hbm_gbps);
+}
+
+static void fc_cost_remote(uint64_t bytes)
+{
+	fc_stats.c.bytes_remote += bytes;
+	fc_clock_bytes(bytes, fc_knobs.link_gbps);
+}
+
+static bool fc_pref_host(const struct fc_block *b)
+{
+	return b->pref_type == CU_MEM_LOCATION_TYPE_HOST ||
+	       b->pref_type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+}
+
+static void fc_fault_record(uintptr_t addr, int write)
+{
+	fc_stats.c.faults++;
+	fc_feed_push(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
+		     write ? CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE
+			   : CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_READ,
+		     addr & ~(uintptr_t)4095, 1, 0, 0, 0);
+}
+
+/* One GPU access within one managed block; returns where the bytes are. */
+static char *fc_managed_piece(struct fc_block *b, uintptr_t addr, size_t len,
+			      int write, struct fc_faults *f)
+{
+	size_t off = addr & (FC_BLOCK - 1);
+	if (b->loc == FC_LOC_DEV && write && b->dup) {
+		fc_fault_record(addr, write);   /* invalidates the host duplicate */
+		f->nr++;
+		fc_block_to_dev(b, FC_CAUSE_FAULT, false);
+	}
+	if (b->loc == FC_LOC_DEV) {
+		fc_block_touch(b);
+		fc_cost_hbm(len);
+		return fc_block_store(b) + off;
+	}
+	if (!b->accessed_by_dev && !b->dev_mapped) {
+		fc_fault_record(addr, write);
+		f->nr++;
+		bool moved = !fc_pref_host(b) &&
+			fc_block_to_dev(b, FC_CAUSE_FAULT, b->read_mostly && !write) ==
+			CUDA_SUCCESS;
+		if (moved) {
+			fc_cost_hbm(len);
+			return fc_block_store(b) + off;
+		}
+		b->dev_mapped = 1;   /* map the host copy instead of migrating */
+	}
+	fc_cost_remote(len);
+	return fc_block_store(b) + off;
+}
+
+static CUresult fc_span(uintptr_t addr, size_t len, int write, char **out,
+			size_t *contig, struct fc_faults *f)
+{
+	struct fc_alloc *a = fc_reg_find(addr);
+	if (!a) {   /* pageable host memory: reached over the link */
+		fc_cost_remote(len);
+		*out = (char *)addr;
+		*contig = len;
+		return CUDA_ERROR_NOT_FOUND;
+	}
+	size_t room = a->base + a->size - addr;
+	if (a->kind == FC_KIND_MANAGED) {
+		struct fc_block *b = fc_block_of(addr);
+		size_t in_block = FC_BLOCK - (addr & (FC_BLOCK - 1));
+		*contig = len < in_block ? len : in_block;
+		if (*contig > room)
+			*contig = room;
+		*out = fc_managed_piece(b, addr, *contig, write, f);
+		return CUDA_SUCCESS;
+	}
+	*contig = len < room ? len : room;
+	*out = (char *)addr;
+	if (a->kind == FC_KIND_DEVICE || (a->kind == FC_KIND_VMM && a->node < 0))
+		fc_cost_hbm(*contig);
+	else
+		fc_cost_remote(*contig);
+	return CUDA_SUCCESS;
+}
+
+static void fc_fault_groups(const struct fc_faults *f)
+{
+	unsigned batch = fc_knobs.fault_batch_blocks ? fc_knobs.fault_batch_blocks : 1;
+	uint64_t groups = (f->nr + batch - 1) / batch;
+	fc_stats.c.fault_groups += groups;
+	fc_clock_ns(groups * fc_knobs.fault_ns);
+}
+
+CUresult fc_gpu_span(uintptr_t addr, size_t len, int write, char **out, size_t *contig)
+{
+	struct fc_faults f = { 0 };
+	CUresult r = fc_span(addr, len, write, out, contig, &f);
+	fc_fault_groups(&f);
+	return r == CUDA_ERROR_NOT_FOUND ? CUDA_SUCCESS : r;
+}
+
+/* A whole GPU access; unknown (unregistered) memory is an illegal address. */
+CUresult fc_gpu_access(uintptr_t addr, size_t len, int write)
+{
+	struct fc_faults f = { 0 };
+	CUresult r = CUDA_SUCCESS;
+	while (len && r == CUDA_SUCCESS) {
+		char *p;
+		size_t n;
+		r = fc_span(addr, len, write, &p, &n, &f);
+		addr += n;
+		len -= n;
+	}
+	fc_fault_groups(&f);
+	return r == CUDA_ERROR_NOT_FOUND ? CUDA_ERROR_INVALID_VALUE : r;
+}
+
+FC_EXPORT int fakecuda_access(const void *ptr, size_t len, int write)
+{
+	fc_config_init();
+	fc_lock();
+	CUresult r = fc_gpu_access((uintptr_t)ptr, len, write);
+	fc_unlock();
+	return r;
+}
+
+/* ---- kernels ---- */
+
+FC_EXPORT CUfunction fakecuda_touch_kernel(void)
+{
+	return (CUfunction)&fc_touch;
+}
+
+static CUresult fc_launch(CUfunction f, CUstream s, void **params, void **extra)
+{
+	struct fc_kernel *k = (struct fc_kernel *)f;
+	if (!k || k->magic != FC_KERNEL_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!fc_valid_stream(s) || extra || !params || !params[0] || !params[1])
+		return CUDA_ERROR_INVALID_VALUE;
+	const struct fakecuda_range *ranges = *(const struct fakecuda_range **)params[0];
+	unsigned nr = *(const unsigned *)params[1];
+	fc_lock();
+	fc_stats.c.launches++;
+	fc_clock_ns(fc_knobs.launch_ns);
+	CUresult r = CUDA_SUCCESS;
+	for (unsigned i = 0; i < nr && r == CUDA_SUCCESS; i++)
+		r = fc_gpu_access(ranges[i].ptr, ranges[i].len, ranges[i].write);
+	fc_unlock();
+	return r == CUDA_SUCCESS ? r : CUDA_ERROR_ILLEGAL_ADDRESS;
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+				unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+				CUstream s, void **params, void **extra)
+{
+	FC_GUARD("cuLaunchKernel", FC_CTX);
+	(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shmem;
+	return fc_launch(f, s, params, extra);
+}
+
+CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+				     unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+				     CUstream s, void **params, void **extra)
+{
+	FC_GUARD("cuLaunchKernel_ptsz", FC_CTX);
+	(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shmem;
+	return fc_launch(f, s, params, extra);
+}

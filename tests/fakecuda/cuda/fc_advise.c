@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT */
+/* fakecuda advice, range attributes and prefetch — cuMemAdvise (CUdevice and
+ * CUmemLocation ABIs), cuMemRangeGetAttribute(s), cuMemPrefetchAsync (both
+ * ABIs, _ptsz) with the semantics cuda.h documents, applied per 2 MiB block
+ * of the SIMULATED device. Prefetches execute at submission (stream order). */
+#include "fc_internal.h"
+
+#include <string.h>
+
+/* The managed blocks covering [ptr, ptr+count), all in one allocation. */
+struct fc_span_blocks { struct fc_block *first; size_t nr; };
+
+static CUresult fc_blocks(CUdeviceptr ptr, size_t count, struct fc_span_blocks *out)
+{
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fc_alloc *a = fc_reg_find(ptr);
+	if (!a || a->kind != FC_KIND_MANAGED || ptr + count > a->base + a->size)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fc_mrange *r = a->owner;
+	size_t i0 = (ptr - r->base) / FC_BLOCK;
+	size_t i1 = (ptr + count - 1 - r->base) / FC_BLOCK;
+	*out = (struct fc_span_blocks){ &r->blocks[i0], i1 - i0 + 1 };
+	return CUDA_SUCCESS;
+}
+
+/* Validate a location; HOST_NUMA_CURRENT becomes HOST_NUMA <this node>. */
+static CUresult fc_norm_loc(CUmemLocation *l)
+{
+	switch (l->type) {
+	case CU_MEM_LOCATION_TYPE_DEVICE:
+		return l->id >= 0 && l->id < FC_NR_DEVICES ? CUDA_SUCCESS
+							    : CUDA_ERROR_INVALID_DEVICE;
+	case CU_MEM_LOCATION_TYPE_HOST:
+		l->id = 0;
+		return CUDA_SUCCESS;
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+		l->type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+		l->id = fc_current_node();
+		return CUDA_SUCCESS;
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+		return fc_node_valid(l->id) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+/* The legacy CUdevice form: CU_DEVICE_CPU is the host. */
+static CUresult fc_dev_to_loc(CUdevice dev, CUmemLocation *l)
+{
+	if (dev == CU_DEVICE_CPU) {
+		*l = (CUmemLocation){ CU_MEM_LOCATION_TYPE_HOST, 0 };
+		return CUDA_SUCCESS;
+	}
+	if (dev < 0 || dev >= FC_NR_DEVICES)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*l = (CUmemLocation){ CU_MEM_LOCATION_TYPE_DEVICE, dev };
+	return CUDA_SUCCESS;
+}
+
+/* ---- advice ---- */
+
+static void fc_advise_block(struct fc_block *b, CUmem_advise advice, CUmemLocation l)
+{
+	bool dev = l.type == CU_MEM_LOCATION_TYPE_DEVICE;
+	switch (advice) {
+	case CU_MEM_ADVISE_SET_READ_MOSTLY:
+		b->read_mostly = 1;
+		break;
+	case CU_MEM_ADVISE_UNSET_READ_MOSTLY:
+		b->read_mostly = 0;
+		if (b->dup)   /* duplicates collapse onto the device copy */
+			fc_block_to_dev(b, FC_CAUSE_FAULT, false);
+		break;
+	case CU_MEM_ADVISE_SET_PREFERRED_LOCATION:
+		b->pref_type = (int8_t)l.type;
+		b->pref_id = l.id;
+		if (l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA)
+			fc_block_set_policy(b, l.id);
+		break;
+	case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION:
+		b->pref_type = 0;
+		b->pref_id = 0;
+		break;
+	case CU_MEM_ADVISE_SET_ACCESSED_BY:
+	case CU_MEM_ADVISE_UNSET_ACCESSED_BY: {
+		uint8_t on = advice == CU_MEM_ADVISE_SET_ACCESSED_BY;
+		if (dev)
+			b->accessed_by_dev = on;
+		else
+			b->accessed_by_host = on;
+		if (dev && !on)
+			b->dev_mapped = 0;
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static CUresult fc_check_advice(CUmem_advise advice, CUmemLocation *l)
+{
+	switch (advice) {
+	case CU_MEM_ADVISE_SET_READ_MOSTLY:
+	case CU_MEM_ADVISE_UNSET_READ_MOSTLY:
+	case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION:
+		return CUDA_SUCCESS;   /* the location is ignored */
+	case CU_MEM_ADVISE_SET_PREFERRED_LOCATION:
+		return fc_norm_loc(l);
+	case CU_MEM_ADVISE_SET_ACCESSED_BY:
+	case CU_MEM_ADVISE_UNSET_ACCESSED_BY:
+		if (l->type != CU_MEM_LOCATION_TYPE_DEVICE &&
+		    l->type != CU_MEM_LOCATION_TYPE_HOST)
+			return CUDA_ERROR_INVALID_VALUE;   /* DEVICE or HOST only */
+		return fc_norm_loc(l);
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+static CUresult fc_advise(CUdeviceptr ptr, size_t count, CUmem_advise advice, CUmemLocation l)
+{
+	CUresult r = fc_check_advice(advice, &l);
+	if (r != CUDA_SUCCESS)
+		return r;
+	fc_lock();
+	struct fc_span_blocks s;
+	r = fc_blocks(ptr, count, &s);
+	for (size_t i = 0; r == CUDA_SUCCESS && i < s.nr; i++)
+		fc_advise_block(&s.first[i], advice, l);
+	fc_unlock();
+	return r;
+}
+
+CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr ptr, size_t count, CUmem_advise advice,
+				CUmemLocation location)
+{
+	FC_GUARD("cuMemAdvise_v2", 0);
+	return fc_advise(ptr, count, advice, location);
+}
+
+CUresult CUDAAPI cuMemAdvise(CUdeviceptr ptr, size_t count, CUmem_advise advice, CUdevice dev)
+{
+	FC_GUARD("cuMemAdvise", 0);
+	CUmemLocation l = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
+	bool loc_used = advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION ||
+			advice == CU_MEM_ADVISE_SET_ACCESSED_BY ||
+			advice == CU_MEM_ADVISE_UNSET_ACCESSED_BY;
+	CUresult r = loc_used ? fc_dev_to_loc(dev, &l) : CUDA_SUCCESS;
+	return r ? r : fc_advise(ptr, count, advice, l);
+}
+
+/* ---- range attributes ---- */
+
+/* Fold one (type, id) per block into "all the same" or INVALID. */
+struct fc_fold { int type, id; bool first; };
+
+static void fc_fold(struct fc_fold *f, int type, int id)
+{
+	if (f->first) {
+		*f = (struct fc_fold){ type, id, false };
+	} else if (f->type != type || f->id != id) {
+		f->type = CU_MEM_LOCATION_TYPE_INVALID;
+		f->id = CU_DEVICE_INVALID;
+	}
+}
+
+static int fc_legacy_dev(const struct fc_fold *f)
+{
+	switch (f->type) {
+	case CU_MEM_LOCATION_TYPE_DEVICE: return f->id;
+	case CU_MEM_LOCATION_TYPE_HOST:
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA: return CU_DEVICE_CPU;
+	default: return CU_DEVICE_INVALID;
+	}
+}
+
+static CUresult fc_accessed_by(const struct fc_span_blocks *s, void *data, size_t size)
+{
+	if (!size || size % 4)
+		return CUDA_ERROR_INVALID_VALUE;
+	bool dev = true, host = true;
+	for (size_t i = 0; i < s->nr; i++) {
+		dev &= s->first[i].accessed_by_dev;
+		host &= s->first[i].accessed_by_host;
+	}
+	int32_t *out = data;
+	size_t n = size / 4, k = 0;
+	if (dev && k < n)
+		out[k++] = 0;
+	if (host && k < n)
+		out[k++] = CU_DEVICE_CPU;
+	while (k < n)
+		out[k++] = CU_DEVICE_INVALID;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fc_range_attr(void *data, size_t size, CUmem_range_attribute attr,
+			      const struct fc_span_blocks *s)
+{
+	struct fc_fold pref = { 0, 0, true }, last = { 0, 0, true };
+	bool rm = true;
+	for (size_t i = 0; i < s->nr; i++) {
+		const struct fc_block *b = &s->first[i];
+		rm &= b->read_mostly;
+		fc_fold(&pref, b->pref_type, b->pref_type ? b->pref_id : CU_DEVICE_INVALID);
+		fc_fold(&last, b->last_pf_type, b->last_pf_type ? b->last_pf_id : CU_DEVICE_INVALID);
+	}
+	if (attr == CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY)
+		return fc_accessed_by(s, data, size);
+	if (size != 4)
+		return CUDA_ERROR_INVALID_VALUE;
+	int32_t *out = data;
+	switch (attr) {
+	case CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY:       *out = rm; break;
+	case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION: *out = fc_legacy_dev(&pref); break;
+	case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION: *out = fc_legacy_dev(&last); break;
+	case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE: *out = pref.type; break;
+	case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID:   *out = pref.id; break;
+	case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE: *out = last.type; break;
+	case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID:   *out = last.id; break;
+	default: return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemRangeGetAttribute(void *data, size_t size, CUmem_range_attribute attr,
+					CUdeviceptr ptr, size_t count)
+{
+	FC_GUARD("cuMemRangeGetAttribute", 0);
+	if (!data)
+		return CUDA_ERROR_INVALID_VALUE;
+	fc_lock();
+	struct fc_span_blocks s;
+	CUresult r = fc_blocks(ptr, count, &s);
+	if (r == CUDA_SUCCESS)
+		r = fc_range_attr(data, size, attr, &s);
+	fc_unlock();
+	return r;
+}
+
+CUresult CUDAAPI cuMemRangeGetAttributes(void **data, size_t *sizes,
+					 CUmem_range_attribute *attrs, size_t n,
+					 CUdeviceptr ptr, size_t count)
+{
+	FC_GUARD("cuMemRangeGetAttributes", 0);
+	if (!data || !sizes || !attrs || !n)
+		return CUDA_ERROR_INVALID_VALUE;
+	fc_lock();
+	struct fc_span_blocks s;
+	CUresult r = fc_blocks(ptr, count, &s);
+	for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++)
+		r = data[i] ? fc_range_attr(data[i], sizes[i], attrs[i], &s)
+			    : CUDA_ERROR_INVALID_VALUE;
+	fc_unlock();
+	return r;
+}
+
+/* ---- prefetch ---- */
+
+static bool fc_prefetch_block(struct fc_block *b, CUmemLocation l)
+{
+	b->last_pf_type = (int8_t)l.type;
+	b->last_pf_id = l.id;
+	uint8_t was = b->loc;
+	if (l.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+		if (fc_block_to_dev(b, FC_CAUSE_PREFETCH, b->read_mostly) != CUDA_SUCCESS)
+			return false;   /* HBM full of non-evictable memory: stays */
+		fc_block_touch(b);
+	} else {
+		int node = l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ? l.id : fc_host_target(b);
+		fc_block_to_host(b, FC_CAUSE_PREFETCH, node);
+	}
+	return b->loc != was;
+}
+
+static CUresult fc_prefetch(CUdeviceptr ptr, size_t count, CUmemLocation l,
+			    unsigned flags, CUstream s)
+{
+	if (flags || !fc_valid_stream(s))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = fc_norm_loc(&l);
+	if (r != CUDA_SUCCESS)
+		return r;
+	fc_lock();
+	struct fc_span_blocks sb;
+	r = fc_blocks(ptr, count, &sb);
+	for (size_t i = 0; r == CUDA_SUCCESS && i < sb.nr; i++)
+		if (fc_prefetch_block(&sb.first[i], l))
+			fc_stats.c.prefetch_blocks++;
+	fc_unlock();
+	return r;
+}
+
+CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr ptr, size_t count, CUmemLocation l,
+				       unsigned int flags, CUstream s)
+{
+	FC_GUARD("cuMemPrefetchAsync_v2", FC_CTX);
+	return fc_prefetch(ptr, count, l, flags, s);
+}
+
+CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr ptr, size_t count, CUmemLocation l,
+					    unsigned int flags, CUstream s)
+{
+	FC_GUARD("cuMemPrefetchAsync_v2_ptsz", FC_CTX);
+	return fc_prefetch(ptr, count, l, flags, s);
+}
+
+static CUresult fc_prefetch_legacy(CUdeviceptr ptr, size_t count, CUdevice dev, CUstream s)
+{
+	CUmemLocation l;
+	CUresult r = fc_dev_to_loc(dev, &l);
+	return r ? r : fc_prefetch(ptr, count, l, 0, s);
+}
+
+CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr ptr, size_t count, CUdevice dev, CUstream s)
+{
+	FC_GUARD("cuMemPrefetchAsync", FC_CTX);
+	return fc_prefetch_legacy(ptr, count, dev, s);
+}
+
+CUresult CUDAAPI cuMemPrefetchAsync_ptsz(CUdeviceptr ptr, size_t count, CUdevice dev, CUstream s)
+{
+	FC_GUARD("cuMemPrefetchAsync_ptsz", FC_CTX);
+	return fc_prefetch_legacy(ptr, count, dev, s);
+}

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/* fakecuda configuration — the FAKECUDA_* knobs, failure injection
+ * (FAKECUDA_FAIL), the entry guard every export runs first, the global lock,
+ * and the virtual clock with its counters. Part of the SIMULATED driver. */
+#include "fc_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct fc_knobs fc_knobs;
+struct fc_stats fc_stats;
+
+static pthread_mutex_t fc_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static pthread_once_t fc_once = PTHREAD_ONCE_INIT;
+
+void fc_lock(void)   { pthread_mutex_lock(&fc_mutex); }
+void fc_unlock(void) { pthread_mutex_unlock(&fc_mutex); }
+
+/* ---- parsing ---- */
+
+static void fc_warn(const char *var, const char *val, const char *used)
+{
+	char buf[256];
+	int n = snprintf(buf, sizeof buf, "fakecuda: bad %s=\"%s\", using %s\n",
+			 var, val, used);
+	if (n > 0 && write(2, buf, (size_t)n) < 0)
+		return;
+}
+
+int fc_parse_bytes(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	unsigned shift = 0;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': shift = 10; break;
+	case 'M': shift = 20; break;
+	case 'G': shift = 30; break;
+	case 'T': shift = 40; break;
+	case 0: break;
+	default: return -EINVAL;
+	}
+	if (*end && end[1] && !(toupper((unsigned char)end[1]) == 'B' && !end[2])
+	    && !(end[1] == 'i' && toupper((unsigned char)end[2]) == 'B' && !end[3]))
+		return -EINVAL;
+	if (shift && v > (~0ull >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static double fc_env_double(const char *var, double def)
+{
+	const char *s = getenv(var);
+	if (!s || !*s)
+		return def;
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !(v > 0)) {
+		char used[64];
+		snprintf(used, sizeof used, "%g", def);
+		fc_warn(var, s, used);
+		return def;
+	}
+	return v;
+}
+
+static uint64_t fc_env_bytes(const char *var, uint64_t def)
+{
+	const char *s = getenv(var);
+	uint64_t v;
+	if (!s || !*s)
+		return def;
+	if (fc_parse_bytes(s, &v) || v == 0) {
+		char used[64];
+		snprintf(used, sizeof used, "%llu", (unsigned long long)def);
+		fc_warn(var, s, used);
+		return def;
+	}
+	return v;
+}
+
+/* ---- failure injection: FAKECUDA_FAIL=<export>:<nth|probability>[,...] ---- */
+
+struct fc_fail_rule {
+	char name[64];
+	unsigned nth;        /* fail every nth call (1 = always), 0: use prob */
+	double prob;
+	uint64_t calls;
+};
+static struct fc_fail_rule fc_fail_rules[32];
+static unsigned fc_nr_fail_rules;
+static pthread_mutex_t fc_fail_mutex = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t fc_rng_state = 0x9e3779b97f4a7c15ull;
+
+static int fc_fail_add(const char *item)
+{
+	const char *colon = strrchr(item, ':');
+	if (!colon || colon == item || (size_t)(colon - item) >= 64 ||
+	    fc_nr_fail_rules == FC_ARRAY_SIZE(fc_fail_rules))
+		return -EINVAL;
+	struct fc_fail_rule *r = &fc_fail_rules[fc_nr_fail_rules];
+	memset(r, 0, sizeof *r);
+	memcpy(r->name, item, (size_t)(colon - item));
+	char *end;
+	const char *v = colon + 1;
+	if (strchr(v, '.')) {
+		r->prob = strtod(v, &end);
+		if (end == v || *end || r->prob < 0 || r->prob > 1)
+			return -EINVAL;
+	} else {
+		unsigned long n = strtoul(v, &end, 10);
+		if (end == v || *end || n == 0 || n > 1000000000ul)
+			return -EINVAL;
+		r->nth = (unsigned)n;
+	}
+	fc_nr_fail_rules++;
+	return 0;
+}
+
+static void fc_fail_parse(const char *spec)
+{
+	char buf[1024];
+	snprintf(buf, sizeof buf, "%s", spec);
+	for (char *save = NULL, *it = strtok_r(buf, ",", &save); it;
+	     it = strtok_r(NULL, ",", &save))
+		if (fc_fail_add(it))
+			fc_warn("FAKECUDA_FAIL item", it, "nothing for it");
+	const char *seed = getenv("FAKECUDA_SEED");
+	if (seed && *seed)
+		fc_rng_state = strtoull(seed, NULL, 0) | 1;
+}
+
+static double fc_rand01(void)
+{
+	uint64_t x = fc_rng_state;
+	x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+	fc_rng_state = x;
+	return (double)(x >> 11) / (double)(1ull << 53);
+}
+
+/* True when the rule for this export says this call must fail. */
+static bool fc_should_fail(const char *name)
+{
+	bool fail = false;
+	if (!fc_nr_fail_rules)
+		return false;
+	pthread_mutex_lock(&fc_fail_mutex);
+	for (unsigned i = 0; i < fc_nr_fail_rules; i++) {
+		struct fc_fail_rule *r = &fc_fail_rules[i];
+		if (strcmp(r->name, name))
+			continue;
+		r->calls++;
+		fail = r->nth ? (r->calls % r->nth) == 0 : fc_rand01() < r->prob;
+		break;
+	}
+	pthread_mutex_unlock(&fc_fail_mutex);
+	return fail;
+}
+
+/* ---- init ---- */
+
+static void fc_config_once(void)
+{
+	fc_knobs.hbm_gbps = fc_env_double("FAKECUDA_HBM_GBPS", 4800);
+	fc_knobs.link_gbps = fc_env_double("FAKECUDA_LINK_GBPS", 55);
+	fc_knobs.fault_ns = (uint64_t)fc_env_double("FAKECUDA_FAULT_NS", 25000);
+	fc_knobs.launch_ns = (uint64_t)fc_env_double("FAKECUDA_LAUNCH_NS", 5000);
+	fc_knobs.fault_batch_blocks =
+		(unsigned)fc_env_double("FAKECUDA_FAULT_BATCH", 16);
+	uint64_t cap = fc_env_bytes("FAKECUDA_DEVICE_BYTES", 8ull << 30);
+	if (cap < FC_BLOCK) {
+		fc_warn("FAKECUDA_DEVICE_BYTES", getenv("FAKECUDA_DEVICE_BYTES"), "2M");
+		cap = FC_BLOCK;
+	}
+	fc_knobs.device_bytes = cap;
+	fc_stats.c.device_capacity_bytes = cap;
+	const char *fail = getenv("FAKECUDA_FAIL");
+	if (fail && *fail)
+		fc_fail_parse(fail);
+}
+
+void fc_config_init(void)
+{
+	pthread_once(&fc_once, fc_config_once);
+}
+
+CUresult fc_enter(const char *name, unsigned flags)
+{
+	fc_config_init();
+	if (!(flags & FC_NOINIT) && !fc_initialized())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if ((flags & FC_CTX) && !fc_current_ctx())
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (fc_should_fail(name))
+		return (flags & FC_ALLOC) ? CUDA_ERROR_OUT_OF_MEMORY
+					  : CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+/* ---- virtual clock and counters ---- */
+
+void fc_clock_bytes(uint64_t bytes, double gbps)
+{
+	/* 1 GB/s moves one byte per ns, i.e. 1000/gbps ps per byte. */
+	fc_stats.clock_ps += (uint64_t)((double)bytes * 1000.0 / gbps + 0.5);
+}
+
+void fc_clock_ns(uint64_t ns)
+{
+	fc_stats.clock_ps += ns * 1000;
+}
+
+uint64_t fc_now_ns(void)
+{
+	return fc_stats.clock_ps / 1000;
+}
+
+FC_EXPORT int fakecuda_get_counters(struct fakecuda_counters *out)
+{
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	fc_config_init();
+	fc_lock();
+	*out = fc_stats.c;
+	out->virtual_ns = fc_now_ns();
+	out->device_capacity_bytes = fc_knobs.device_bytes;
+	out->device_used_bytes = fc_stats.device_alloc_bytes +
+				 fc_stats.c.managed_resident_bytes;
+	fc_unlock();
+	return CUDA_SUCCESS;
+}
+
+/* Zero the event counters and the clock; state gauges (used, resident,
+ * capacity) describe the present and are kept. */
+FC_EXPORT void fakecuda_reset_counters(void)
+{
+	fc_config_init();
+	fc_lock();
+	uint64_t resident = fc_stats.c.managed_resident_bytes;
+	memset(&fc_stats.c, 0, sizeof fc_stats.c);
+	fc_stats.clock_ps = 0;
+	fc_stats.c.managed_resident_bytes = resident;
+	fc_stats.c.device_capacity_bytes = fc_knobs.device_bytes;
+	fc_unlock();
+}

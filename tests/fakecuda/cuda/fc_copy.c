@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/* fakecuda copies and memsets — every cuMemcpy*/cuMemsetD* export (sync,
+ * _ptds, Async, _ptsz) of the SIMULATED driver. Both sides of a copy are GPU
+ * accesses in the cost model (managed blocks fault in); bytes are moved
+ * through the driver's views, never through a managed range's user address. */
+#include "fc_internal.h"
+
+#include <string.h>
+
+/* Bytes from addr to the end of its 2 MiB block. */
+static size_t fc_to_boundary(uintptr_t addr)
+{
+	return FC_BLOCK - (addr & (FC_BLOCK - 1));
+}
+
+static size_t fc_min3(size_t a, size_t b, size_t c)
+{
+	size_t m = a < b ? a : b;
+	return m < c ? m : c;
+}
+
+static CUresult fc_copy(uintptr_t dst, uintptr_t src, size_t n)
+{
+	CUresult r = CUDA_SUCCESS;
+	if (n && (!dst || !src))
+		return CUDA_ERROR_INVALID_VALUE;
+	fc_lock();
+	while (n && r == CUDA_SUCCESS) {
+		size_t k = fc_min3(n, fc_to_boundary(src), fc_to_boundary(dst));
+		char *ps, *pd;
+		size_t cs, cd;
+		r = fc_gpu_span(src, k, 0, &ps, &cs);
+		if (r == CUDA_SUCCESS)
+			r = fc_gpu_span(dst, k, 1, &pd, &cd);
+		if (r == CUDA_SUCCESS && (cs < k || cd < k))
+			r = CUDA_ERROR_INVALID_VALUE;   /* runs past an allocation */
+		if (r == CUDA_SUCCESS)
+			memmove(pd, ps, k);
+		dst += k;
+		src += k;
+		n -= k;
+	}
+	fc_unlock();
+	return r;
+}
+
+static void fc_fill(char *p, size_t n_elems, unsigned value, unsigned elem)
+{
+	if (elem == 1) {
+		memset(p, (int)(value & 0xff), n_elems);
+		return;
+	}
+	for (size_t i = 0; i < n_elems; i++)
+		memcpy(p + i * elem, &value, elem);   /* little-endian low bytes */
+}
+
+static CUresult fc_memset(uintptr_t dst, unsigned value, size_t n, unsigned elem)
+{
+	CUresult r = CUDA_SUCCESS;
+	if (dst % elem)
+		return CUDA_ERROR_INVALID_VALUE;
+	size_t bytes = n * elem;
+	fc_lock();
+	while (bytes && r == CUDA_SUCCESS) {
+		size_t k = bytes < fc_to_boundary(dst) ? bytes : fc_to_boundary(dst);
+		char *p;
+		size_t c;
+		r = fc_gpu_span(dst, k, 1, &p, &c);
+		if (r == CUDA_SUCCESS && c < k)
+			r = CUDA_ERROR_INVALID_VALUE;
+		if (r == CUDA_SUCCESS)
+			fc_fill(p, k / elem, value, elem);
+		dst += k;
+		bytes -= k;
+	}
+	fc_unlock();
+	return r;
+}
+
+static CUresult fc_stream_ok(CUstream s)
+{
+	return fc_valid_stream(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* ---- exports: each a guard and one call ---- */
+
+#define FC_COPY_SYNC(name, dtype, stype)                                     \
+	CUresult CUDAAPI name(dtype dst, stype src, size_t n)                \
+	{                                                                    \
+		FC_GUARD(#name, FC_CTX);                                     \
+		return fc_copy((uintptr_t)dst, (uintptr_t)src, n);           \
+	}
+#define FC_COPY_ASYNC(name, dtype, stype)                                    \
+	CUresult CUDAAPI name(dtype dst, stype src, size_t n, CUstream s)    \
+	{                                                                    \
+		FC_GUARD(#name, FC_CTX);                                     \
+		CUresult r_ = fc_stream_ok(s);                               \
+		return r_ ? r_ : fc_copy((uintptr_t)dst, (uintptr_t)src, n); \
+	}
+
+FC_COPY_SYNC(cuMemcpy, CUdeviceptr, CUdeviceptr)
+FC_COPY_SYNC(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr)
+FC_COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr)
+FC_COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr)
+FC_COPY_SYNC(cuMemcpyHtoD_v2, CUdeviceptr, const void *)
+FC_COPY_SYNC(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void *)
+FC_COPY_SYNC(cuMemcpyDtoH_v2, void *, CUdeviceptr)
+FC_COPY_SYNC(cuMemcpyDtoH_v2_ptds, void *, CUdeviceptr)
+FC_COPY_SYNC(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr)
+FC_COPY_SYNC(cuMemcpyDtoD_v2_ptds, CUdeviceptr, CUdeviceptr)
+FC_COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void *)
+FC_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void *)
+FC_COPY_ASYNC(cuMemcpyDtoHAsync_v2, void *, CUdeviceptr)
+FC_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, void *, CUdeviceptr)
+FC_COPY_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr)
+FC_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr)
+
+#define FC_SET_SYNC(name, vtype, elem)                                       \
+	CUresult CUDAAPI name(CUdeviceptr dst, vtype v, size_t n)            \
+	{                                                                    \
+		FC_GUARD(#name, FC_CTX);                                     \
+		return fc_memset(dst, v, n, elem);                           \
+	}
+#define FC_SET_ASYNC(name, vtype, elem)                                      \
+	CUresult CUDAAPI name(CUdeviceptr dst, vtype v, size_t n, CUstream s) \
+	{                                                                    \
+		FC_GUARD(#name, FC_CTX);                                     \
+		CUresult r_ = fc_stream_ok(s);                               \
+		return r_ ? r_ : fc_memset(dst, v, n, elem);                 \
+	}
+
+FC_SET_SYNC(cuMemsetD8_v2, unsigned char, 1)
+FC_SET_SYNC(cuMemsetD8_v2_ptds, unsigned char, 1)
+FC_SET_SYNC(cuMemsetD16_v2, unsigned short, 2)
+FC_SET_SYNC(cuMemsetD16_v2_ptds, unsigned short, 2)
+FC_SET_SYNC(cuMemsetD32_v2, unsigned int, 4)
+FC_SET_SYNC(cuMemsetD32_v2_ptds, unsigned int, 4)
+FC_SET_ASYNC(cuMemsetD8Async, unsigned char, 1)
+FC_SET_ASYNC(cuMemsetD8Async_ptsz, unsigned char, 1)
+FC_SET_ASYNC(cuMemsetD16Async, unsigned short, 2)
+FC_SET_ASYNC(cuMemsetD16Async_ptsz, unsigned short, 2)
+FC_SET_ASYNC(cuMemsetD32Async, unsigned int, 4)
+FC_SET_ASYNC(cuMemsetD32Async_ptsz, unsigned int, 4)

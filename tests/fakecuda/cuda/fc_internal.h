@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/* fakecuda internals — shared state of the SIMULATED CUDA driver (test double,
+ * never shipped). One recursive global mutex guards everything; code under the
+ * lock never touches user virtual addresses of managed ranges (only the
+ * driver's private views of the backing stores), so the SIGSEGV path cannot
+ * deadlock on it. */
+#ifndef FC_INTERNAL_H
+#define FC_INTERNAL_H
+
+#ifndef __CUDA_API_VERSION_INTERNAL
+#define __CUDA_API_VERSION_INTERNAL 1
+#endif
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Everything cuda.h and fakecuda.h declare is an export; the rest is hidden. */
+#pragma GCC visibility push(default)
+#include <cuda.h>
+#include "../fakecuda.h"
+#pragma GCC visibility pop
+
+#define FC_BLOCK          FAKECUDA_BLOCK_BYTES
+#define FC_DRIVER_VERSION 13000
+#define FC_NR_DEVICES     1
+#define FC_ARRAY_SIZE(a)  (sizeof(a) / sizeof((a)[0]))
+#define FC_EXPORT         __attribute__((visibility("default")))
+
+/* ---- entry guard (fc_config.c) ---- */
+enum fc_guard_flags {
+	FC_NOINIT = 1u << 0,   /* callable before cuInit */
+	FC_CTX    = 1u << 1,   /* needs a current context on this thread */
+	FC_ALLOC  = 1u << 2,   /* injected failures report OUT_OF_MEMORY */
+};
+CUresult fc_enter(const char *export_name, unsigned flags);
+#define FC_GUARD(name, flags) do {                          \
+		CUresult fc_r_ = fc_enter((name), (flags));  \
+		if (fc_r_ != CUDA_SUCCESS)                   \
+			return fc_r_;                        \
+	} while (0)
+
+/* ---- knobs and cost model (fc_config.c) ---- */
+struct fc_knobs {
+	double hbm_gbps, link_gbps;
+	uint64_t fault_ns, launch_ns;
+	uint64_t device_bytes;
+	unsigned fault_batch_blocks;
+};
+extern struct fc_knobs fc_knobs;
+void fc_config_init(void);                 /* idempotent, thread-safe */
+int  fc_parse_bytes(const char *s, uint64_t *out);   /* K/M/G/T suffixes */
+
+/* ---- global state ---- */
+void fc_lock(void);
+void fc_unlock(void);
+bool fc_initialized(void);
+CUcontext fc_current_ctx(void);
+bool fc_valid_stream(CUstream s);
+
+/* Counters + virtual clock (fc_config.c); caller holds the lock. */
+struct fc_stats {
+	struct fakecuda_counters c;   /* virtual_ns derived from clock_ps */
+	uint64_t clock_ps;
+	uint64_t device_alloc_bytes;  /* cuMemAlloc / pools / VMM device handles */
+};
+extern struct fc_stats fc_stats;
+void fc_clock_bytes(uint64_t bytes, double gbps);
+void fc_clock_ns(uint64_t ns);
+uint64_t fc_now_ns(void);
+
+/* ---- allocation registry (fc_registry.c) ---- */
+enum fc_kind {
+	FC_KIND_DEVICE = 1,   /* cuMemAlloc / pitch / async / pool */
+	FC_KIND_HOST,         /* cuMemHostAlloc / cuMemAllocHost (pinned, ours) */
+	FC_KIND_REGISTERED,   /* cuMemHostRegister (the caller's memory) */
+	FC_KIND_MANAGED,      /* cuMemAllocManaged */
+	FC_KIND_VMM,          /* a cuMemMap'ed piece of a reservation */
+};
+struct fc_alloc {
+	uintptr_t base;
+	size_t size;          /* what the caller asked for */
+	size_t map_bytes;     /* what we mapped / charged */
+	enum fc_kind kind;
+	unsigned flags;
+	uint64_t buffer_id;
+	CUmemoryPool pool;    /* cuMemAllocAsync / FromPool, else NULL */
+	void *owner;          /* fc_mrange for MANAGED, handle for VMM */
+	int node;             /* host node for HOST pools, else -1 */
+};
+struct fc_alloc *fc_reg_add(uintptr_t base, size_t size, enum fc_kind kind);
+struct fc_alloc *fc_reg_find(uintptr_t addr);          /* containing addr */
+struct fc_alloc *fc_reg_find_base(uintptr_t base, enum fc_kind kind);
+bool fc_reg_overlaps(uintptr_t base, size_t size);
+void fc_reg_remove(struct fc_alloc *a);
+
+/* ---- device memory charge (fc_mem.c) ---- */
+CUresult fc_charge_device(uint64_t bytes);   /* evicts managed blocks first */
+void fc_uncharge_device(uint64_t bytes);
+void *fc_map_anon(size_t bytes, int prot);
+CUresult fc_device_free(uintptr_t base, bool async_ok, bool from_async);
+
+/* ---- managed memory (fc_managed.c) ---- */
+enum fc_loc { FC_LOC_HOST = 0, FC_LOC_DEV = 1 };
+enum fc_cause { FC_CAUSE_FAULT, FC_CAUSE_PREFETCH, FC_CAUSE_EVICT, FC_CAUSE_CPU };
+struct fc_mrange;
+struct fc_block {
+	struct fc_mrange *r;
+	uint32_t idx;
+	uint8_t loc;             /* enum fc_loc: where the authoritative copy is */
+	uint8_t dup;             /* READ_MOSTLY duplicate: host copy valid too */
+	uint8_t dev_mapped;      /* GPU holds a remote mapping of the host copy */
+	uint8_t read_mostly;
+	uint8_t accessed_by_dev, accessed_by_host;
+	int8_t pref_type;        /* CUmemLocationType or 0 (none) */
+	int8_t last_pf_type;
+	int32_t pref_id, last_pf_id;
+	int32_t host_node;       /* node the host copy is bound to, -1: none */
+	uint64_t lru;
+	struct fc_block *prev, *next;   /* LRU list of device-resident blocks */
+};
+struct fc_mrange {
+	uintptr_t base;
+	size_t size, nblocks;
+	int hfd, dfd;                    /* host store, device store (memfds) */
+	char *hview, *dview;             /* the driver's private views */
+	struct fc_block *blocks;
+};
+CUresult fc_managed_alloc(CUdeviceptr *dptr, size_t bytes, unsigned flags);
+CUresult fc_managed_free(struct fc_alloc *a);
+struct fc_block *fc_block_of(uintptr_t addr);          /* lock held */
+CUresult fc_block_to_dev(struct fc_block *b, enum fc_cause cause, bool keep_host);
+CUresult fc_block_to_host(struct fc_block *b, enum fc_cause cause, int node);
+void fc_block_touch(struct fc_block *b);
+void fc_block_set_policy(struct fc_block *b, int node);
+int fc_host_target(const struct fc_block *b);
+char *fc_block_store(struct fc_block *b);               /* authoritative bytes */
+bool fc_evict_one(void);
+bool fc_node_valid(int node);
+int fc_bind_node(void *addr, size_t len, int node);   /* 0 or -errno */
+int fc_current_node(void);
+void fc_managed_install_handler(void);
+
+/* ---- GPU-side access (fc_access.c) ---- */
+/* Resolve a GPU access of [addr, addr+len) to driver-visible bytes, faulting
+ * managed blocks as the GPU would; *contig bytes are valid at *out. */
+CUresult fc_gpu_span(uintptr_t addr, size_t len, int write, char **out, size_t *contig);
+CUresult fc_gpu_access(uintptr_t addr, size_t len, int write);
+
+/* ---- unified-memory record feed (fc_umfeed.c, shared with libcupti) ---- */
+#include "fc_umfeed.h"
+void fc_feed_push(uint32_t kind, uint32_t flags, uint64_t addr, uint64_t value,
+		  uint64_t dur_ns, uint32_t src, uint32_t dst);
+
+#endif

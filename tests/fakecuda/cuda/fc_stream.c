@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/* fakecuda streams and events — handles only. The SIMULATED device executes
+ * every stream operation at submission, in submission order, so stream order
+ * holds trivially and synchronisation returns at once; events carry the
+ * virtual clock so cuEventElapsedTime reports simulated time. */
+#include "fc_internal.h"
+
+#include <stdlib.h>
+
+#define FC_STREAM_MAGIC 0x66637374u   /* "fcst" */
+#define FC_EVENT_MAGIC  0x66636576u   /* "fcev" */
+
+struct fc_stream {
+	uint32_t magic;
+	unsigned flags;
+	int priority;
+	CUstreamCaptureStatus capture;
+};
+
+struct fc_event {
+	uint32_t magic;
+	unsigned flags;
+	bool recorded;
+	uint64_t t_ns;
+};
+
+bool fc_valid_stream(CUstream s)
+{
+	return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
+	       ((struct fc_stream *)s)->magic == FC_STREAM_MAGIC;
+}
+
+static struct fc_stream *fc_real_stream(CUstream s)
+{
+	if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+		return NULL;
+	return (struct fc_stream *)s;
+}
+
+/* ---- streams ---- */
+
+CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority)
+{
+	FC_GUARD("cuStreamCreateWithPriority", FC_CTX);
+	if (!ph || flags > CU_STREAM_NON_BLOCKING)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fc_stream *s = calloc(1, sizeof *s);
+	if (!s)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (priority > 0)
+		priority = 0;
+	if (priority < -5)
+		priority = -5;
+	*s = (struct fc_stream){ FC_STREAM_MAGIC, flags, priority,
+				 CU_STREAM_CAPTURE_STATUS_NONE };
+	*ph = (CUstream)s;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamCreate(CUstream *ph, unsigned int flags)
+{
+	FC_GUARD("cuStreamCreate", FC_CTX);
+	return cuStreamCreateWithPriority(ph, flags, 0);
+}
+
+CUresult CUDAAPI cuStreamDestroy_v2(CUstream h)
+{
+	FC_GUARD("cuStreamDestroy_v2", 0);
+	struct fc_stream *s = fc_real_stream(h);
+	if (!s || s->magic != FC_STREAM_MAGIC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	s->magic = 0;
+	free(s);
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamDestroy(CUstream h) { return cuStreamDestroy_v2(h); }
+
+CUresult CUDAAPI cuStreamGetPriority(CUstream h, int *priority)
+{
+	FC_GUARD("cuStreamGetPriority", 0);
+	if (!priority || !fc_valid_stream(h))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fc_stream *s = fc_real_stream(h);
+	*priority = s ? s->priority : 0;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fc_stream_sync(const char *name, CUstream h)
+{
+	FC_GUARD(name, FC_CTX);
+	return fc_valid_stream(h) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult CUDAAPI cuStreamSynchronize(CUstream h)
+{
+	return fc_stream_sync("cuStreamSynchronize", h);
+}
+
+CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream h)
+{
+	return fc_stream_sync("cuStreamSynchronize_ptsz", h);
+}
+
+CUresult CUDAAPI cuStreamQuery(CUstream h)
+{
+	return fc_stream_sync("cuStreamQuery", h);
+}
+
+CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h)
+{
+	return fc_stream_sync("cuStreamQuery_ptsz", h);
+}
+
+/* ---- capture: only the status is modelled (operations still execute) ---- */
+
+static CUresult fc_is_capturing(const char *name, CUstream h, CUstreamCaptureStatus *st)
+{
+	FC_GUARD(name, 0);
+	if (!st || !fc_valid_stream(h))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fc_stream *s = fc_real_stream(h);
+	*st = s ? s->capture : CU_STREAM_CAPTURE_STATUS_NONE;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *st)
+{
+	return fc_is_capturing("cuStreamIsCapturing", h, st);
+}
+
+CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream h, CUstreamCaptureStatus *st)
+{
+	return fc_is_capturing("cuStreamIsCapturing_ptsz", h, st);
+}
+
+static CUresult fc_begin_capture(const char *name, CUstream h)
+{
+	FC_GUARD(name, FC_CTX);
+	struct fc_stream *s = fc_real_stream(h);
+	if (!s || s->magic != FC_STREAM_MAGIC)
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	if (s->capture != CU_STREAM_CAPTURE_STATUS_NONE)
+		return CUDA_ERROR_ILLEGAL_STATE;
+	s->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream h, CUstreamCaptureMode mode)
+{
+	(void)mode;
+	return fc_begin_capture("cuStreamBeginCapture_v2", h);
+}
+
+CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream h, CUstreamCaptureMode mode)
+{
+	(void)mode;
+	return fc_begin_capture("cuStreamBeginCapture_v2_ptsz", h);
+}
+
+static CUresult fc_end_capture(const char *name, CUstream h, CUgraph *graph)
+{
+	FC_GUARD(name, FC_CTX);
+	struct fc_stream *s = fc_real_stream(h);
+	if (!graph || !s || s->magic != FC_STREAM_MAGIC)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (s->capture == CU_STREAM_CAPTURE_STATUS_NONE)
+		return CUDA_ERROR_ILLEGAL_STATE;
+	s->capture = CU_STREAM_CAPTURE_STATUS_NONE;
+	*graph = NULL;   /* no graphs in the simulation */
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamEndCapture(CUstream h, CUgraph *graph)
+{
+	return fc_end_capture("cuStreamEndCapture", h, graph);
+}
+
+CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream h, CUgraph *graph)
+{
+	return fc_end_capture("cuStreamEndCapture_ptsz", h, graph);
+}
+
+/* ---- events ---- */
+
+static struct fc_event *fc_event(CUevent e)
+{
+	struct fc_event *ev = (struct fc_event *)e;
+	return ev && ev->magic == FC_EVENT_MAGIC ? ev : NULL;
+}
+
+CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags)
+{
+	FC_GUARD("cuEventCreate", FC_CTX);
+	if (!ph)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fc_event *ev = calloc(1, sizeof *ev);
+	if (!ev)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*ev = (struct fc_event){ FC_EVENT_MAGIC, flags, false, 0 };
+	*ph = (CUevent)ev;
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventDestroy_v2(CUevent e)
+{
+	FC_GUARD("cuEventDestroy_v2", 0);
+	struct fc_event *ev = fc_event(e);
+	if (!ev)
+		return CUDA_ERROR_INVALID_HANDLE;
+	ev->magic = 0;
+	free(ev);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fc_event_record(const char *name, CUevent e, CUstream h)
+{
+	FC_GUARD(name, FC_CTX);
+	struct fc_event *ev = fc_event(e);
+	if (!ev || !fc_valid_stream(h))
+		return CUDA_ERROR_INVALID_HANDLE;
+	fc_lock();
+	ev->t_ns = fc_now_ns();
+	ev->recorded = true;
+	fc_unlock();
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent e, CUstream h)
+{
+	return fc_event_record("cuEventRecord", e, h);
+}
+
+CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream h)
+{
+	return fc_event_record("cuEventRecord_ptsz", e, h);
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent e)
+{
+	FC_GUARD("cuEventSynchronize", 0);
+	return fc_event(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult CUDAAPI cuEventQuery(CUevent e)
+{
+	FC_GUARD("cuEventQuery", 0);
+	return fc_event(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
+{
+	FC_GUARD("cuEventElapsedTime_v2", 0);
+	struct fc_event *a = fc_event(start), *b = fc_event(end);
+	if (!ms)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!a || !b)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!a->recorded || !b->recorded)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*ms = (float)((double)(int64_t)(b->t_ns - a->t_ns) / 1e6);
+	return CUDA_SUCCESS;
+}
+
+static CUresult fc_wait_event(const char *name, CUstream h, CUevent e)
+{
+	FC_GUARD(name, FC_CTX);
+	return fc_event(e) && fc_valid_stream(h) ? CUDA_SUCCESS
+						  : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags)
+{
+	(void)flags;
+	return fc_wait_event("cuStreamWaitEvent", h, e);
+}
+
+CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream h, CUevent e, unsigned int flags)
+{
+	(void)flags;
+	return fc_wait_event("cuStreamWaitEvent_ptsz", h, e);
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/* fakecuda — the test-only API of kvtier's SIMULATED GPU (a test double, never
+ * shipped). build/fakecuda/libcuda.so.1 exports these next to the CUDA driver
+ * subset; programs find them with dlsym(RTLD_DEFAULT, "fakecuda_...") so the
+ * same workload binary also runs on a real GPU, where they are absent.
+ * Every figure derived from these counters is "simulated". */
+#ifndef FAKECUDA_H
+#define FAKECUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda.h>
+
+#define FAKECUDA_BLOCK_BYTES (2ull << 20)   /* UVM VA block / residency unit */
+
+/* Counters since start (or the last fakecuda_reset_counters). */
+struct fakecuda_counters {
+	uint64_t virtual_ns;            /* simulated clock (cost model below) */
+	uint64_t bytes_htod;            /* managed bytes migrated host -> device */
+	uint64_t bytes_dtoh;            /* managed bytes migrated device -> host */
+	uint64_t bytes_hbm;             /* bytes accessed while resident in HBM */
+	uint64_t bytes_remote;          /* bytes accessed over the link (accessed-by mapping) */
+	uint64_t faults;                /* GPU page faults (one per faulting 2 MiB block) */
+	uint64_t fault_groups;          /* fault batches serviced (cost unit) */
+	uint64_t cpu_faults;            /* host accesses that pulled a block back */
+	uint64_t evictions;             /* 2 MiB blocks evicted device -> host */
+	uint64_t prefetch_blocks;       /* blocks moved by cuMemPrefetchAsync */
+	uint64_t launches;              /* kernels launched */
+	uint64_t device_used_bytes;     /* HBM in use now (cuMemAlloc + resident managed) */
+	uint64_t device_capacity_bytes; /* FAKECUDA_DEVICE_BYTES */
+	uint64_t managed_resident_bytes;/* managed bytes resident in HBM now */
+};
+
+/* Cost model (virtual clock), overridable by environment variables:
+ *   FAKECUDA_HBM_GBPS   (default 4800)  HBM bandwidth
+ *   FAKECUDA_LINK_GBPS  (default 55)    host<->device link, each direction
+ *   FAKECUDA_FAULT_NS   (default 25000) service cost of one fault group
+ *   FAKECUDA_LAUNCH_NS  (default 5000)  kernel launch cost
+ *   FAKECUDA_DEVICE_BYTES (default 8 GiB) device capacity
+ *   FAKECUDA_FAIL=<call>:<every-nth|probability>[,...] failure injection */
+
+int  fakecuda_get_counters(struct fakecuda_counters *out);   /* 0 or CUresult */
+void fakecuda_reset_counters(void);
+
+/* A GPU access of [ptr, ptr+len): resident -> HBM cost; remote-mapped
+ * (accessed-by) -> link cost per byte; otherwise a fault that migrates the
+ * block to the device (evicting LRU managed blocks if needed). 0 or CUresult. */
+int fakecuda_access(const void *ptr, size_t len, int write);
+
+/* A "kernel" for cuLaunchKernel that performs fakecuda_access on each range:
+ * kernelParams[0] = const struct fakecuda_range *ranges,
+ * kernelParams[1] = unsigned nr_ranges.  Accesses happen in stream order. */
+struct fakecuda_range {
+	CUdeviceptr ptr;
+	size_t len;
+	int write;
+};
+CUfunction fakecuda_touch_kernel(void);
+
+/* Where the 2 MiB block holding ptr is now: CU_MEM_LOCATION_TYPE_DEVICE
+ * (id = device) or CU_MEM_LOCATION_TYPE_HOST_NUMA (id = node).  0 or CUresult. */
+int fakecuda_block_location(const void *ptr, CUmemLocationType *type, int *id);
+
+#endif

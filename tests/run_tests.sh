@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Runs every CUnit suite under $BUILD/tests/unit and prints one closing line
+# "N passed, N failed" (tests, as counted by CUnit's own run summaries).
+set -u
+BUILD=${BUILD:-build}
+export BUILD
+passed=0; failed=0; crashed=0
+logdir="$BUILD/test-logs"
+mkdir -p "$logdir"
+for t in "$BUILD"/tests/unit/test_*; do
+	[ -x "$t" ] || continue
+	name=$(basename "$t")
+	echo "=== $name"
+	start=$(date +%s)
+	timeout 900 "$t" >"$logdir/$name.log" 2>&1
+	rc=$?
+	# CUnit's summary row: "tests  <total> <ran> <passed> <failed> <inactive>"
+	row=$(grep -E '^ +tests +[0-9]+' "$logdir/$name.log" | tail -1)
+	if [ -n "$row" ]; then
+		p=$(echo "$row" | awk '{print $4}'); f=$(echo "$row" | awk '{print $5}')
+	else
+		p=0; f=1
+	fi
+	if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; crashed=$((crashed+1)); fi
+	passed=$((passed+p)); failed=$((failed+f))
+	sed -n '/Run Summary/,$p' "$logdir/$name.log"
+	if [ "$f" != 0 ]; then
+		echo "--- $name failed (rc=$rc); its log:"
+		grep -E 'FAILED|failed|ASSERT|ERROR|Sanitizer|^ +[0-9]+\. ' "$logdir/$name.log" | head -40
+	fi
+	echo "    ($name: rc=$rc, $(( $(date +%s) - start ))s)"
+done
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+/* `kvtier replay FILE`: feed an allocation sequence (docs/replay-format.md)
+ * through the KV classifier and the rules; one line per allocation.
+ * Exit status: 0, 1 when --check finds a mismatch with the expect marks,
+ * 2 on usage, policy or file errors. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__has_include)
+#if __has_include("cmd.h")
+#include "cmd.h"
+#endif
+#endif
+#include "kvtier/policy.h"
+
+int kvt_cmd_replay(int argc, char **argv);
+
+static void replay_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kvtier replay [--policy 'RULES'] [--check] [--quiet] FILE\n"
+		"  Replays a text allocation sequence (docs/replay-format.md; '-' = stdin)\n"
+		"  through the KV classifier and the rules (default: $KVTIER_POLICY, else\n"
+		"  '" KVT_POLICY_DEFAULT_TEXT "').\n"
+		"  Prints: ordinal kind size decision reason [-> verdict: final] [label]\n"
+		"  --check  exit 1 unless every '# expect:' mark agrees with the final label\n"
+		"  --quiet  print only mismatches and the summary\n");
+}
+
+static int grow(struct kvt_replay *r)
+{
+	size_t cap = r->cap ? r->cap * 2 : 1024;
+	struct kvt_replay_alloc *t = realloc(r->allocs, cap * sizeof *t);
+	if (!t)
+		return -ENOMEM;
+	r->allocs = t;
+	r->cap = cap;
+	return 0;
+}
+
+static int replay_file(FILE *in, const char *name, struct kvt_replay *r)
+{
+	char line[1024];
+	unsigned lineno = 0;
+	while (fgets(line, sizeof line, in)) {
+		struct kvt_replay_event ev;
+		struct kvt_policy_error err;
+		lineno++;
+		if (!strchr(line, '\n') && !feof(in)) {
+			fprintf(stderr, "kvtier: %s:%u: line longer than %zu characters\n",
+				name, lineno, sizeof line - 2);
+			return 2;
+		}
+		int rc = kvt_replay_parse_line(line, &ev, &err);
+		if (rc < 0) {
+			fprintf(stderr, "kvtier: %s:%u: %s\n", name, lineno, err.msg);
+			return 2;
+		}
+		if (rc == 0)
+			continue;
+		rc = kvt_replay_feed(r, &ev);
+		if (rc == -ENOSPC) {
+			if (grow(r)) {
+				fprintf(stderr, "kvtier: out of memory\n");
+				return 2;
+			}
+			rc = kvt_replay_feed(r, &ev);
+		}
+		if (rc == -ENOENT)
+			fprintf(stderr, "kvtier: %s:%u: warning: id %#llx is not a live allocation\n",
+				name, lineno, (unsigned long long)ev.id);
+	}
+	return 0;
+}
+
+int kvt_cmd_replay(int argc, char **argv)
+{
+	const char *rules = getenv("KVTIER_POLICY"), *file = NULL;
+	int check = 0, quiet = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			replay_usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
+			rules = argv[++i];
+		} else if (!strcmp(argv[i], "--check")) {
+			check = 1;
+		} else if (!strcmp(argv[i], "--quiet")) {
+			quiet = 1;
+		} else if (!file && (argv[i][0] != '-' || !strcmp(argv[i], "-"))) {
+			file = argv[i];
+		} else {
+			replay_usage(stderr);
+			return 2;
+		}
+	}
+	if (!file) {
+		replay_usage(stderr);
+		return 2;
+	}
+	static struct kvt_policy pol;
+	struct kvt_policy_error err;
+	if (!rules)
+		rules = KVT_POLICY_DEFAULT_TEXT;
+	if (kvt_policy_parse(rules, &pol, &err)) {
+		fprintf(stderr, "kvtier: KVTIER_POLICY: %s\n", err.msg);
+		return 2;
+	}
+	FILE *in = strcmp(file, "-") ? fopen(file, "r") : stdin;
+	if (!in) {
+		fprintf(stderr, "kvtier: %s: %s\n", file, strerror(errno));
+		return 2;
+	}
+	char magic[8] = { 0 };
+	if (fread(magic, 1, 8, in) == 8 && !memcmp(magic, KVT_TRACE_MAGIC, 8)) {
+		fprintf(stderr, "kvtier: %s: binary traces are not supported by replay yet\n", file);
+		fclose(in);
+		return 2;
+	}
+	rewind(in);
+	static struct kvt_replay r;
+	kvt_replay_init(&r, &pol, NULL, 0);
+	int rc = replay_file(in, file, &r);
+	if (in != stdin)
+		fclose(in);
+	if (rc) {
+		free(r.allocs);
+		return rc;
+	}
+	char buf[KVT_POLICY_MAX_TEXT * 2];
+	kvt_policy_format(&pol, buf, sizeof buf);
+	if (!quiet)
+		printf("# policy: %s\n", buf);
+	unsigned nr_kv = 0, nr_bad = 0, nr_marked = 0;
+	for (size_t i = 0; i < r.nr; i++) {
+		const struct kvt_replay_alloc *a = &r.allocs[i];
+		int mismatch = a->expect &&
+			(a->expect == KVT_EXPECT_KV) != a->kv_final;
+		nr_kv += a->kv_final;
+		nr_marked += a->expect != 0;
+		nr_bad += mismatch;
+		if (quiet && !mismatch)
+			continue;
+		kvt_replay_format(&r, i, buf, sizeof buf);
+		printf("%s%s\n", buf, mismatch ?
+		       (a->expect == KVT_EXPECT_KV ? "  MISMATCH: expected kv"
+						    : "  MISMATCH: expected other") : "");
+	}
+	printf("# %zu allocations, %u kv, %u expect marks, %u mismatches\n",
+	       r.nr, nr_kv, nr_marked, nr_bad);
+	free(r.allocs);
+	return check && nr_bad ? 1 : 0;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* Aggregates one or more trace files into the numbers of the one-screen
+ * summary (kvtier run / report). Streaming: memory does not grow with the
+ * number of events. */
+#ifndef KVT_TOOLS_SUMMARY_H
+#define KVT_TOOLS_SUMMARY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kvtier/api.h"
+#include "kvtier/trace_format.h"
+
+struct kvt_kind_sum {
+	uint64_t nr, bytes, failed;        /* allocations that succeeded / failed */
+	uint64_t nr_free, live, peak_live; /* bytes live now and at the peak */
+};
+
+struct kvt_summary {
+	unsigned nr_files, nr_unended;
+	uint64_t nr_events, nr_stacks, nr_dropped, duration_ns;
+	uint64_t by_op[KVT_OP__COUNT];
+	uint64_t by_api[KVT_API__COUNT];
+	uint64_t placed_bytes[KVT_PLACE__COUNT];
+	struct kvt_kind_sum kind[KVT_KIND__COUNT];
+};
+
+/* Add one trace file; 0, or -errno with a message in err. */
+int kvt_summary_add(struct kvt_summary *s, const char *path, char *err, size_t errlen);
+void kvt_summary_print(const struct kvt_summary *s, FILE *f);
+
+#endif
