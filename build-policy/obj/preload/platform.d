@@ -1,2 +1,0 @@
-build-policy/obj/preload/platform.o: preload/platform.c preload/kvt.h
-preload/kvt.h:
