@@ -39,7 +39,7 @@ KVTIER    := $(BUILD)/kvtier
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 PROG_SRCS := $(wildcard tests/progs/*.c)
-PROG_BINS := $(PROG_SRCS:tests/progs/%.c=$(BUILD)/tests/progs/%)
+PROG_BINS := $(patsubst $(BUILD)/tests/progs/lib%,$(BUILD)/tests/progs/lib%.so,$(PROG_SRCS:tests/progs/%.c=$(BUILD)/tests/progs/%))
 
 # mk/*.mk set FAKECUDA_LIBS, EXTRA_BINS and their own targets.
 FAKECUDA_LIBS :=

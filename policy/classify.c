@@ -8,8 +8,9 @@
  *   arming   a meminfo query after large allocations exist (the weights are
  *            in) arms the classifier for the next arm_bursts bursts, or
  *            until one of them is confirmed.
- *   burst    identical sizes of one kind back to back (small allocations in
- *            between are ignored; a gap over burst_gap_ns ends it).
+ *   burst    identical sizes of one kind back to back (allocations under
+ *            min_bytes, or while armed under free/maybe_free_div, are
+ *            ignored; a gap over burst_gap_ns ends it).
  *   armed burst: KV at birth when one allocation takes pool_share_pct of
  *            the free memory; else its first members are MAYBE and the burst
  *            is confirmed by burst_confirm members, or by a full zero-fill
@@ -32,6 +33,7 @@ void kvt_policy_cls_config_default(struct kvt_policy_cls_config *c)
 		.burst_gap_ns = 5000000000ull,
 		.burst_confirm = 3,
 		.arm_bursts = 3,
+		.maybe_free_div = 512,
 		.pool_share_pct = 40,
 		.fill_share_pct = 10,
 		.early_large = 8,
@@ -142,6 +144,20 @@ static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 	return KVT_KV_NO;
 }
 
+/* Smaller allocations are ignored (they neither join nor end a burst).
+ * While armed, a KV member is at least free/maybe_free_div: even 2L
+ * per-layer buffers of a 128-layer model share out the free memory. */
+static uint64_t size_floor(const struct kvt_policy_cls *c)
+{
+	const struct kvt_policy_cls_burst *b = &c->burst;
+	uint64_t floor = c->cfg.min_bytes;
+	bool armed = c->arm_left || (b->open && b->armed && !b->confirmed);
+	if (armed && c->cfg.maybe_free_div &&
+	    c->free_at_arm / c->cfg.maybe_free_div > floor)
+		floor = c->free_at_arm / c->cfg.maybe_free_div;
+	return floor;
+}
+
 int kvt_policy_cls_alloc(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 			 uint64_t t_ns, uint64_t id,
 			 struct kvt_policy_cls_verdicts *out)
@@ -149,7 +165,7 @@ int kvt_policy_cls_alloc(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 	struct kvt_policy_cls_burst *b = &c->burst;
 	int kv;
 	if (kind >= KVT_KIND__COUNT || !(KV_KINDS & (1u << kind)) ||
-	    size < c->cfg.min_bytes)
+	    size < size_floor(c))
 		return KVT_KV_NO;
 	c->late_open = false;   /* the zero-fill window closes */
 	if (b->open && b->kind == kind && b->size == size &&

@@ -149,6 +149,8 @@ void kvt_policy_on_alloc(struct kvt_policy_engine *e,
 			 struct kvt_policy_resolutions *res)
 {
 	struct kvt_policy_cls_verdicts v = { 0 };
+	if (res)
+		res->nr = 0;
 	memset(d, 0, sizeof *d);
 	d->rule = -1;
 	d->action = native;
@@ -192,6 +194,8 @@ void kvt_policy_on_free(struct kvt_policy_engine *e, uint64_t id,
 			struct kvt_policy_resolutions *res)
 {
 	struct kvt_policy_cls_verdicts v = { 0 };
+	if (res)
+		res->nr = 0;
 	kvt_policy_budget_release(&e->budget, far_bytes);
 	kvt_policy_cls_free(&e->cls, id, t_ns, &v);
 	resolve(e, &v, res);
@@ -205,6 +209,8 @@ void kvt_policy_on_memset(struct kvt_policy_engine *e, uint64_t id,
 			  uint64_t t_ns, struct kvt_policy_resolutions *res)
 {
 	struct kvt_policy_cls_verdicts v = { 0 };
+	if (res)
+		res->nr = 0;
 	kvt_policy_cls_memset(&e->cls, id, offset, bytes, value, t_ns, &v);
 	resolve(e, &v, res);
 }
@@ -214,6 +220,8 @@ void kvt_policy_on_meminfo(struct kvt_policy_engine *e, uint64_t free_bytes,
 			   struct kvt_policy_resolutions *res)
 {
 	struct kvt_policy_cls_verdicts v = { 0 };
+	if (res)
+		res->nr = 0;
 	e->meminfo_seen = true;
 	e->last_free_bytes = free_bytes;
 	for (unsigned k = 0; k < KVT_KIND__COUNT; k++)

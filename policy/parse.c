@@ -479,7 +479,7 @@ static int parse_rule(struct scan *s, struct kvt_policy_rule *r)
 	return 0;
 }
 
-int kvt_policy_parse(const char *text, struct kvt_policy *p,
+static int parse_all(const char *text, struct kvt_policy *p,
 		     struct kvt_policy_error *err)
 {
 	struct scan s = { .text = text, .p = text, .err = err };
@@ -521,6 +521,15 @@ int kvt_policy_parse(const char *text, struct kvt_policy *p,
 			break;          /* a trailing ';' is fine */
 	}
 	return 0;
+}
+
+int kvt_policy_parse(const char *text, struct kvt_policy *p,
+		     struct kvt_policy_error *err)
+{
+	int rc = parse_all(text, p, err);
+	if (rc)
+		memset(p, 0, sizeof *p);   /* never a half-parsed rule set */
+	return rc;
 }
 
 void kvt_policy_default(struct kvt_policy *p)

@@ -2,10 +2,11 @@
 /* exec: the new image replaces this one without running destructors, so
  * the trace buffer is written out first (the file then ends without an END
  * record, which readers report as "exec'd or killed"). The call itself is
- * passed through unchanged. execl* variants reach execve inside glibc
- * without the PLT and are not seen. */
+ * passed through unchanged. The variadic execl* forms are rebuilt into an
+ * argument vector (at most 4096 arguments, else E2BIG) for the v-forms. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <unistd.h>
 
 #include "kvt.h"
@@ -35,3 +36,64 @@ EXEC_HOOK(execve, (const char *path, char *const argv[], char *const envp[]), (p
 EXEC_HOOK(execv, (const char *path, char *const argv[]), (path, argv))
 EXEC_HOOK(execvp, (const char *file, char *const argv[]), (file, argv))
 EXEC_HOOK(execvpe, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp))
+
+/* ---- execl, execlp, execle: collect the list, call the vector form ---- */
+
+#define MAX_ARGS 4096
+
+static int collect(const char *arg0, va_list ap, char **argv)
+{
+	int n = 0;
+	const char *a = arg0;
+	while (a) {
+		if (n == MAX_ARGS - 1)
+			return -1;
+		argv[n++] = (char *)a;
+		a = va_arg(ap, const char *);
+	}
+	argv[n] = NULL;
+	return n;
+}
+
+KVT_EXPORT int execl(const char *path, const char *arg0, ...)
+{
+	char *argv[MAX_ARGS];
+	va_list ap;
+	va_start(ap, arg0);
+	int n = collect(arg0, ap, argv);
+	va_end(ap);
+	if (n < 0) {
+		errno = E2BIG;
+		return -1;
+	}
+	return execv(path, argv);
+}
+
+KVT_EXPORT int execlp(const char *file, const char *arg0, ...)
+{
+	char *argv[MAX_ARGS];
+	va_list ap;
+	va_start(ap, arg0);
+	int n = collect(arg0, ap, argv);
+	va_end(ap);
+	if (n < 0) {
+		errno = E2BIG;
+		return -1;
+	}
+	return execvp(file, argv);
+}
+
+KVT_EXPORT int execle(const char *path, const char *arg0, ...)
+{
+	char *argv[MAX_ARGS];
+	va_list ap;
+	va_start(ap, arg0);
+	int n = collect(arg0, ap, argv);
+	char *const *envp = n < 0 ? NULL : va_arg(ap, char *const *);
+	va_end(ap);
+	if (n < 0) {
+		errno = E2BIG;
+		return -1;
+	}
+	return execve(path, argv, envp);
+}

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <stdio.h>
 #include <unistd.h>
+
+#include "kvtier/api.h"
 
 #include "kvt.h"
 #include "record.h"
@@ -162,11 +165,44 @@ __attribute__((constructor(101))) static void kvt_ctor(void)
 	kvt_ready();
 }
 
+struct live_count {
+	uint64_t nr[KVT_KIND__COUNT], bytes[KVT_KIND__COUNT];
+};
+
+static int count_live(const struct kvt_alloc *a, void *arg)
+{
+	struct live_count *c = arg;
+	if (a->kind < KVT_KIND__COUNT) {
+		c->nr[a->kind]++;
+		c->bytes[a->kind] += a->size;
+	}
+	return 0;
+}
+
+/* What is still registered at exit, per kind: "registry.live.<kind>=N B". */
+static void trace_live_records(void)
+{
+	static struct live_count c;
+	memset(&c, 0, sizeof c);
+	kvt_reg_for_each(kvt_mem_reg, count_live, &c);
+	kvt_reg_for_each(kvt_host_reg, count_live, &c);
+	kvt_reg_for_each(kvt_vmm_reg, count_live, &c);
+	for (unsigned k = 1; k < KVT_KIND__COUNT; k++) {
+		char key[64], val[64];
+		snprintf(key, sizeof key, "registry.live.%s", kvt_kind_name(k));
+		snprintf(val, sizeof val, "%llu %llu", (unsigned long long)c.nr[k],
+			 (unsigned long long)c.bytes[k]);
+		kvt_trace_info(key, val);
+	}
+}
+
 __attribute__((destructor(101))) static void kvt_dtor(void)
 {
 	if (__atomic_load_n(&kvt_state, __ATOMIC_ACQUIRE) != KVT_STATE_READY)
 		return;
 	kvt_tls.depth++;
+	if (kvt_trace_active())
+		trace_live_records();
 	kvt_trace_close();
 	kvt_tls.depth--;
 }

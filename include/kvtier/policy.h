@@ -96,7 +96,7 @@ struct kvt_policy_error {
 	char msg[200];        /* "column 17: expected '=>' after selector 'size>=8G'" */
 };
 
-/* Parse KVTIER_POLICY text into *p (fully overwritten, zeroed first).
+/* Parse KVTIER_POLICY text into *p (fully overwritten; zeroed on error).
  * Returns 0, or -EINVAL with err filled (err may be NULL). Never truncates:
  * text over KVT_POLICY_MAX_TEXT characters or more than KVT_POLICY_MAX_RULES
  * rules is an error. Fail-open is the caller's job. No allocation. */
@@ -209,6 +209,7 @@ struct kvt_policy_cls_config {
 	uint64_t burst_gap_ns;       /* max gap inside a burst (5 s) */
 	unsigned burst_confirm;      /* members that confirm an armed burst (3) */
 	unsigned arm_bursts;         /* bursts a meminfo arms, until one is confirmed (3) */
+	unsigned maybe_free_div;     /* while armed, candidates are >= free/N (512) */
 	unsigned pool_share_pct;     /* one allocation >= this % of free confirms (40) */
 	unsigned fill_share_pct;     /* zero-filled burst >= this % of free confirms (10) */
 	unsigned early_large;        /* late (unarmed) KV only among the first N large allocations (8) */
@@ -354,8 +355,10 @@ void kvt_policy_engine_init(struct kvt_policy_engine *e,
 			    const struct kvt_policy_cls_config *cls_cfg,
 			    uint64_t hbm_budget, uint64_t cxl_limit,
 			    uint64_t reserve);
-/* Decide for one allocation (before the pointer is returned). Also returns
- * verdicts on earlier provisional allocations in res (may be NULL). */
+/* Decide for one allocation (before the pointer is returned). Every
+ * kvt_policy_on_* call overwrites res (may be NULL) with the resolutions
+ * of earlier provisional allocations that this event settled; the
+ * interposer applies them (re-advise the preferred location; record). */
 void kvt_policy_on_alloc(struct kvt_policy_engine *e,
 			 const struct kvt_policy_alloc_event *a,
 			 struct kvt_policy_decision *d,

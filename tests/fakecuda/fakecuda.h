@@ -61,4 +61,13 @@ CUfunction fakecuda_touch_kernel(void);
  * (id = device) or CU_MEM_LOCATION_TYPE_HOST_NUMA (id = node).  0 or CUresult. */
 int fakecuda_block_location(const void *ptr, CUmemLocationType *type, int *id);
 
+/* ---- added by the driver owner (additions only) ---- */
+
+/* Row i of the driver's cuGetProcAddress table: base name, the first
+ * cudaVersion the row serves, the export for flags 0/1 and the export for
+ * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (NULL: same as export).
+ * 0, or -1 past the last row. */
+int fakecuda_proc_entry(size_t i, const char **base, int *min_version,
+			const char **export_name, const char **pt_export_name);
+
 #endif

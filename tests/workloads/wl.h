@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
 #include "fakecuda/fakecuda.h"

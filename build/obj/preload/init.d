@@ -1,9 +1,9 @@
-build/obj/preload/init.o: preload/init.c preload/kvt.h preload/record.h \
- include/kvtier/api.h include/kvtier/trace_format.h \
+build/obj/preload/init.o: preload/init.c include/kvtier/api.h \
+ preload/kvt.h include/kvtier/trace_format.h preload/record.h \
  preload/../profiler/registry.h preload/../profiler/trace.h
-preload/kvt.h:
-preload/record.h:
 include/kvtier/api.h:
+preload/kvt.h:
 include/kvtier/trace_format.h:
+preload/record.h:
 preload/../profiler/registry.h:
 preload/../profiler/trace.h:

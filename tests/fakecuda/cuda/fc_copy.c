@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fakecuda copies and memsets — every cuMemcpy*/cuMemsetD* export (sync,
+/* fakecuda copies and memsets — every cuMemcpy and cuMemsetD export (sync,
  * _ptds, Async, _ptsz) of the SIMULATED driver. Both sides of a copy are GPU
  * accesses in the cost model (managed blocks fault in); bytes are moved
  * through the driver's views, never through a managed range's user address. */

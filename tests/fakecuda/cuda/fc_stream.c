@@ -39,9 +39,8 @@ static struct fc_stream *fc_real_stream(CUstream s)
 
 /* ---- streams ---- */
 
-CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority)
+static CUresult fc_stream_new(CUstream *ph, unsigned int flags, int priority)
 {
-	FC_GUARD("cuStreamCreateWithPriority", FC_CTX);
 	if (!ph || flags > CU_STREAM_NON_BLOCKING)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct fc_stream *s = calloc(1, sizeof *s);
@@ -57,10 +56,16 @@ CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, in
 	return CUDA_SUCCESS;
 }
 
+CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority)
+{
+	FC_GUARD("cuStreamCreateWithPriority", FC_CTX);
+	return fc_stream_new(ph, flags, priority);
+}
+
 CUresult CUDAAPI cuStreamCreate(CUstream *ph, unsigned int flags)
 {
 	FC_GUARD("cuStreamCreate", FC_CTX);
-	return cuStreamCreateWithPriority(ph, flags, 0);
+	return fc_stream_new(ph, flags, 0);
 }
 
 CUresult CUDAAPI cuStreamDestroy_v2(CUstream h)
@@ -144,6 +149,16 @@ static CUresult fc_begin_capture(const char *name, CUstream h)
 		return CUDA_ERROR_ILLEGAL_STATE;
 	s->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
 	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamBeginCapture(CUstream h)
+{
+	return fc_begin_capture("cuStreamBeginCapture", h);
+}
+
+CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream h)
+{
+	return fc_begin_capture("cuStreamBeginCapture_ptsz", h);
 }
 
 CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream h, CUstreamCaptureMode mode)
@@ -248,9 +263,8 @@ CUresult CUDAAPI cuEventQuery(CUevent e)
 	return fc_event(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
+static CUresult fc_elapsed(float *ms, CUevent start, CUevent end)
 {
-	FC_GUARD("cuEventElapsedTime_v2", 0);
 	struct fc_event *a = fc_event(start), *b = fc_event(end);
 	if (!ms)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -260,6 +274,18 @@ CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
 		return CUDA_ERROR_INVALID_HANDLE;
 	*ms = (float)((double)(int64_t)(b->t_ns - a->t_ns) / 1e6);
 	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent start, CUevent end)
+{
+	FC_GUARD("cuEventElapsedTime", 0);
+	return fc_elapsed(ms, start, end);
+}
+
+CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
+{
+	FC_GUARD("cuEventElapsedTime_v2", 0);
+	return fc_elapsed(ms, start, end);
 }
 
 static CUresult fc_wait_event(const char *name, CUstream h, CUevent e)

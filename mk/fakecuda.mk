@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: MIT
+# The SIMULATED CUDA driver (test double, never shipped): libcuda.so.1 and the
+# CUPTI stand-in libcupti.so.13 under $(BUILD)/fakecuda, and their CUnit suite.
+# Owner: the fakecuda driver. See docs/simulated-device.md.
+
+# mk/*.mk are read before the main Makefile's first target: keep `all` default.
+.DEFAULT_GOAL := all
+
+FC_DRV_SRCS  := $(wildcard tests/fakecuda/cuda/*.c)
+FC_DRV_OBJS  := $(FC_DRV_SRCS:%.c=$(BUILD)/obj/%.o)
+FC_CUPTI_SRCS := $(wildcard tests/fakecuda/cupti/*.c)
+FC_CUPTI_OBJS := $(FC_CUPTI_SRCS:%.c=$(BUILD)/obj/%.o)
+FC_LIBCUDA   := $(BUILD)/fakecuda/libcuda.so.1
+FC_LIBCUPTI  := $(BUILD)/fakecuda/libcupti.so.13
+
+FAKECUDA_LIBS += $(FC_LIBCUDA) $(FC_LIBCUPTI)
+
+# Raw export names and the old ABIs (cuMemAdvise with a CUdevice, ...).
+$(FC_DRV_OBJS): CPPFLAGS += -D__CUDA_API_VERSION_INTERNAL
+$(FC_CUPTI_OBJS): CPPFLAGS += -Itests/fakecuda/cuda
+
+# -Bsymbolic: the resolver's pointers are our own exports even when a
+# preloaded library defines the same names (pointer identity with dlsym).
+$(FC_LIBCUDA): $(FC_DRV_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,-z,now \
+		-Wl,--no-undefined -o $@ $^ -lpthread
+
+$(FC_LIBCUPTI): $(FC_CUPTI_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libcupti.so.13 -Wl,-z,now \
+		-Wl,--no-undefined -o $@ $^ -ldl -lpthread
+
+# The suite dlopens the driver like libcudart does, so it links no kvtier code.
+$(BUILD)/tests/unit/test_fakecuda: tests/unit/test_fakecuda.c tests/unit/kvt_test.h \
+		tests/fakecuda/fakecuda.h $(FC_LIBCUDA) $(FC_LIBCUPTI)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -lcunit -ldl -lpthread
+
+.PHONY: fakecuda
+fakecuda: $(FC_LIBCUDA) $(FC_LIBCUPTI) $(BUILD)/tests/unit/test_fakecuda

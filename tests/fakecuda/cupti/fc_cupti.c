@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/* The CUPTI stand-in (libcupti.so.13, test double): the unified-memory
+ * counter activity API only. Records come from the SIMULATED driver's feed
+ * (fakecuda_um_feed_* in libcuda.so.1, found with dlsym) and are delivered
+ * as real CUpti_ActivityUnifiedMemoryCounter3 records on cuptiActivityFlushAll.
+ * FAKECUDA_CUPTI_BUSY=1 models another subscriber (nsys) holding CUPTI. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#pragma GCC visibility push(default)
+#include <cupti_activity.h>
+#include <cupti_result.h>
+#include <cupti_version.h>
+#pragma GCC visibility pop
+
+#include "fc_umfeed.h"
+
+#define FC_NR_UM_KINDS 9   /* counter kinds 1..8 */
+
+static pthread_mutex_t fc_cupti_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUpti_BuffersCallbackRequestFunc fc_req;
+static CUpti_BuffersCallbackCompleteFunc fc_done;
+static bool fc_um_configured[FC_NR_UM_KINDS];
+static bool fc_um_enabled;
+static fakecuda_um_feed_enable_fn fc_feed_enable;
+static fakecuda_um_feed_read_fn fc_feed_read;
+static size_t fc_dropped;
+
+/* Find the driver's feed; libcupti loads libcuda.so.1 itself, like the real one. */
+static bool fc_driver(void)
+{
+	if (fc_feed_read)
+		return true;
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen("libcuda.so.1", RTLD_NOW);
+	if (!h)
+		return false;
+	fc_feed_enable = (fakecuda_um_feed_enable_fn)dlsym(h, "fakecuda_um_feed_enable");
+	fc_feed_read = (fakecuda_um_feed_read_fn)dlsym(h, "fakecuda_um_feed_read");
+	return fc_feed_enable && fc_feed_read;
+}
+
+static bool fc_busy(void)
+{
+	const char *b = getenv("FAKECUDA_CUPTI_BUSY");
+	return b && *b && strcmp(b, "0");
+}
+
+CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version)
+{
+	if (!version)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*version = CUPTI_API_VERSION;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
+						    CUpti_BuffersCallbackCompleteFunc done)
+{
+	if (!req || !done)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&fc_cupti_lock);
+	fc_req = req;
+	fc_done = done;
+	pthread_mutex_unlock(&fc_cupti_lock);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityConfigureUnifiedMemoryCounter(
+	CUpti_ActivityUnifiedMemoryCounterConfig *config, uint32_t count)
+{
+	if (!config || !count)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (!fc_driver())
+		return CUPTI_ERROR_UNKNOWN;   /* what CUPTI returns with no driver */
+	for (uint32_t i = 0; i < count; i++) {
+		unsigned k = (unsigned)config[i].kind;
+		if (!k || k >= FC_NR_UM_KINDS || config[i].deviceId != 0)
+			return CUPTI_ERROR_INVALID_PARAMETER;
+	}
+	pthread_mutex_lock(&fc_cupti_lock);
+	for (uint32_t i = 0; i < count; i++)
+		fc_um_configured[config[i].kind] = config[i].enable != 0;
+	pthread_mutex_unlock(&fc_cupti_lock);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
+{
+	if (fc_busy())
+		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	if (kind != CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
+		return CUPTI_ERROR_NOT_COMPATIBLE;   /* not simulated */
+	if (!fc_driver())
+		return CUPTI_ERROR_UNKNOWN;
+	pthread_mutex_lock(&fc_cupti_lock);
+	fc_um_enabled = true;
+	fc_feed_enable(1);
+	pthread_mutex_unlock(&fc_cupti_lock);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
+{
+	if (kind != CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
+		return CUPTI_ERROR_NOT_COMPATIBLE;
+	if (!fc_driver())
+		return CUPTI_ERROR_UNKNOWN;
+	pthread_mutex_lock(&fc_cupti_lock);
+	fc_um_enabled = false;
+	fc_feed_enable(0);
+	pthread_mutex_unlock(&fc_cupti_lock);
+	return CUPTI_SUCCESS;
+}
+
+static void fc_to_record(const struct fakecuda_um_record *in,
+			 CUpti_ActivityUnifiedMemoryCounter3 *out)
+{
+	memset(out, 0, sizeof *out);
+	out->kind = CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER;
+	out->counterKind = (CUpti_ActivityUnifiedMemoryCounterKind)in->counter_kind;
+	out->value = in->value;
+	out->start = in->start_ns;
+	out->end = in->end_ns;
+	out->address = in->address;
+	out->srcId = in->src_id;
+	out->dstId = in->dst_id;
+	out->processId = (uint32_t)getpid();
+	out->flags = in->flags;
+}
+
+/* Fill one client buffer from the feed; false when the feed is empty. */
+static bool fc_flush_one(void)
+{
+	uint8_t *buf = NULL;
+	size_t size = 0, max_records = 0, valid = 0;
+	struct fakecuda_um_record recs[256];
+	fc_req(&buf, &size, &max_records);
+	if (!buf)
+		return false;
+	size_t room = size / sizeof(CUpti_ActivityUnifiedMemoryCounter3);
+	if (max_records && max_records < room)
+		room = max_records;
+	while (room) {
+		uint64_t dropped = 0;
+		size_t want = room < 256 ? room : 256;
+		size_t n = fc_feed_read(recs, want, &dropped);
+		fc_dropped += dropped;
+		for (size_t i = 0; i < n; i++) {
+			if (recs[i].counter_kind >= FC_NR_UM_KINDS ||
+			    !fc_um_configured[recs[i].counter_kind])
+				continue;
+			fc_to_record(&recs[i], (CUpti_ActivityUnifiedMemoryCounter3 *)
+				     (buf + valid));
+			valid += sizeof(CUpti_ActivityUnifiedMemoryCounter3);
+			room--;
+		}
+		if (n < want)
+			break;
+	}
+	fc_done(NULL, 0, buf, size, valid);
+	return valid > 0;
+}
+
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
+{
+	(void)flag;
+	pthread_mutex_lock(&fc_cupti_lock);
+	if (fc_req && fc_done && fc_feed_read)
+		while (fc_flush_one())
+			;
+	pthread_mutex_unlock(&fc_cupti_lock);
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid,
+						CUpti_Activity **record)
+{
+	const size_t sz = sizeof(CUpti_ActivityUnifiedMemoryCounter3);
+	if (!buffer || !record)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	uint8_t *next = *record ? (uint8_t *)*record + sz : buffer;
+	if (next < buffer || (size_t)(next - buffer) + sz > valid)
+		return CUPTI_ERROR_MAX_LIMIT_REACHED;
+	*record = (CUpti_Activity *)next;
+	return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream,
+						       size_t *dropped)
+{
+	(void)ctx; (void)stream;
+	if (!dropped)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&fc_cupti_lock);
+	*dropped = fc_dropped;
+	fc_dropped = 0;
+	pthread_mutex_unlock(&fc_cupti_lock);
+	return CUPTI_SUCCESS;
+}
+
+struct fc_cupti_str { CUptiResult r; const char *s; };
+
+static const struct fc_cupti_str fc_strs[] = {
+	{ CUPTI_SUCCESS, "CUPTI_SUCCESS" },
+	{ CUPTI_ERROR_INVALID_PARAMETER, "CUPTI_ERROR_INVALID_PARAMETER" },
+	{ CUPTI_ERROR_MAX_LIMIT_REACHED, "CUPTI_ERROR_MAX_LIMIT_REACHED" },
+	{ CUPTI_ERROR_NOT_COMPATIBLE, "CUPTI_ERROR_NOT_COMPATIBLE" },
+	{ CUPTI_ERROR_NOT_INITIALIZED, "CUPTI_ERROR_NOT_INITIALIZED" },
+	{ CUPTI_ERROR_INVALID_KIND, "CUPTI_ERROR_INVALID_KIND" },
+	{ CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED, "CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED" },
+	{ CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
+	  "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED" },
+	{ CUPTI_ERROR_UNKNOWN, "CUPTI_ERROR_UNKNOWN" },
+};
+
+CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char **str)
+{
+	if (!str)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	for (size_t i = 0; i < sizeof fc_strs / sizeof fc_strs[0]; i++)
+		if (fc_strs[i].r == result) {
+			*str = fc_strs[i].s;
+			return CUPTI_SUCCESS;
+		}
+	*str = NULL;
+	return CUPTI_ERROR_INVALID_PARAMETER;
+}

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: MIT
+/* The interposer end to end: small programs run under LD_PRELOAD with the
+ * CUDA stand-ins; their own output is compared with the trace kvtier wrote
+ * and with a run without kvtier. */
+#include <inttypes.h>
+#include <sys/stat.h>
+
+#include "kvt_test.h"
+#include "kvtier/api.h"
+#include "../profiler/trace_read.h"
+
+static char lib[512], fakedir[512], ldpath[600], preload[600], tmpdir[256];
+
+static int setup(void)
+{
+	if (!realpath(kvt_path("libkvtier.so"), lib) || !realpath(kvt_path("fakecuda"), fakedir))
+		return 1;
+	snprintf(ldpath, sizeof ldpath, "LD_LIBRARY_PATH=%s", fakedir);
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lib);
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvt-test-preload.%d", (int)getpid());
+	return mkdir(tmpdir, 0700);
+}
+
+static int teardown(void)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	return system(cmd) ? 1 : 0;
+}
+
+static const char *tmp(const char *name)
+{
+	static char bufs[4][400];
+	static int i;
+	char *b = bufs[i++ & 3];
+	snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
+	return b;
+}
+
+/* ---- reading traces ---- */
+
+#define MAX_EV 4096
+struct trace {
+	int ok, ended;
+	unsigned nr;
+	struct kvt_rec_event ev[MAX_EV];
+	unsigned nr_stacks;
+	char info[4096];
+};
+
+static int load_trace(const char *path, struct trace *t)
+{
+	static struct kvt_trace_reader r;
+	struct kvt_trace_item it;
+	memset(t, 0, sizeof *t);
+	if (kvt_trace_reader_open(&r, path)) {
+		kvt_trace_reader_close(&r);
+		return -1;
+	}
+	int ret;
+	while ((ret = kvt_trace_next(&r, &it)) > 0) {
+		if (it.ev && t->nr < MAX_EV)
+			t->ev[t->nr++] = *it.ev;
+		else if (it.stack)
+			t->nr_stacks++;
+		else if (it.type == KVT_REC_INFO) {
+			size_t l = strlen(t->info);
+			snprintf(t->info + l, sizeof t->info - l, "%.*s\n", (int)it.text_len, it.text);
+		}
+	}
+	t->ended = r.saw_end;
+	t->ok = ret == 0;
+	kvt_trace_reader_close(&r);
+	return ret;
+}
+
+/* Is there an event with this api name, result, address and size? */
+static int has_event(const struct trace *t, const char *api, int rc, uint64_t addr, uint64_t size)
+{
+	for (unsigned i = 0; i < t->nr; i++) {
+		const struct kvt_rec_event *e = &t->ev[i];
+		if (!strcmp(kvt_api_name(e->api), api) && e->result == rc && e->addr == addr &&
+		    e->size == size)
+			return 1;
+	}
+	return 0;
+}
+
+static unsigned count_api(const struct trace *t, const char *api)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < t->nr; i++)
+		n += !strcmp(kvt_api_name(t->ev[i].api), api);
+	return n;
+}
+
+/* ---- drvapi: every hooked driver entry point, both flag settings ---- */
+
+static void check_drvapi(int ptsz)
+{
+	static struct kvt_child c;
+	static struct trace t;
+	char tr[420];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", tmp(ptsz ? "drv-ptsz.trace" : "drv.trace"));
+	const char *argv[] = { kvt_path("tests/progs/drvapi"), ptsz ? "--ptsz" : NULL, NULL };
+	const char *env[] = { ldpath, preload, tr, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_EQUAL(load_trace(tr + 13, &t), 0);
+	CU_ASSERT_TRUE(t.ended);
+	unsigned calls = 0, matched = 0;
+	for (char *line = strtok(c.out, "\n"); line; line = strtok(NULL, "\n")) {
+		char api[64];
+		int rc;
+		uint64_t addr, size;
+		if (sscanf(line, "CALL %63s rc=%d addr=0x%" SCNx64 " size=%" SCNu64, api, &rc,
+			   &addr, &size) != 4)
+			continue;
+		calls++;
+		if (has_event(&t, api, rc, addr, size))
+			matched++;
+		else
+			fprintf(stderr, "no trace event for: %s\n", line);
+	}
+	CU_ASSERT_TRUE(calls >= 40);
+	CU_ASSERT_EQUAL(matched, calls);
+	CU_ASSERT_TRUE(t.nr_stacks > 0);
+}
+
+static void test_drvapi_legacy(void) { check_drvapi(0); }
+static void test_drvapi_ptsz(void) { check_drvapi(1); }
+
+/* ---- KVTIER_DISABLE=1: nothing recorded, identical behaviour ---- */
+
+static void mask_addrs(char *s)
+{
+	for (char *p = strstr(s, "addr=0x"); p; p = strstr(p + 1, "addr=0x"))
+		for (char *q = p + 7; *q && *q != ' ' && *q != '\n'; q++)
+			*q = 'X';
+}
+
+static void test_disable(void)
+{
+	static struct kvt_child a, b;
+	char tr[420];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", tmp("disabled.trace"));
+	const char *argv[] = { kvt_path("tests/progs/drvapi"), NULL };
+	const char *env_off[] = { ldpath, preload, tr, "KVTIER_DISABLE=1", NULL };
+	const char *env_none[] = { ldpath, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&a, argv, env_off), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&b, argv, env_none), 0);
+	CU_ASSERT_EQUAL(a.exit_code, b.exit_code);
+	mask_addrs(a.out);
+	mask_addrs(b.out);
+	CU_ASSERT_STRING_EQUAL(a.out, b.out);
+	CU_ASSERT_EQUAL(a.err_len, 0);
+	CU_ASSERT_NOT_EQUAL(access(tr + 13, F_OK), 0);    /* no trace file at all */
+}
+
+/* ---- runtime calls: same results with and without kvtier, one event each ---- */
+
+static void test_runtime_fidelity(void)
+{
+	static struct kvt_child a, b;
+	static struct trace t;
+	char tr[420];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", tmp("rt.trace"));
+	const char *argv[] = { kvt_path("tests/progs/rt_calls"), NULL };
+	const char *env_on[] = { ldpath, preload, tr, NULL };
+	const char *env_none[] = { ldpath, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&a, argv, env_on), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&b, argv, env_none), 0);
+	CU_ASSERT_EQUAL(a.exit_code, 0);
+	CU_ASSERT_EQUAL(b.exit_code, 0);
+	CU_ASSERT_STRING_EQUAL(a.out, b.out);              /* rc, usability, OOM */
+	CU_ASSERT_PTR_NOT_NULL(strstr(a.out, "cudaMalloc-oom rc=2 ptr-written=0"));
+	CU_ASSERT_EQUAL(load_trace(tr + 13, &t), 0);
+	/* cudaMalloc -> cuMemAlloc_v2 through kvtier's resolver: one event,
+	 * attributed to the runtime call: 1 good + 1 out-of-memory. */
+	CU_ASSERT_EQUAL(count_api(&t, "cudaMalloc"), 2);
+	CU_ASSERT_EQUAL(count_api(&t, "cuMemAlloc_v2"), 0);
+	CU_ASSERT_EQUAL(count_api(&t, "cudaMallocHost"), 1);
+	CU_ASSERT_EQUAL(count_api(&t, "cudaHostAlloc"), 1);
+	CU_ASSERT_EQUAL(count_api(&t, "cudaMallocManaged"), 1);
+	CU_ASSERT_EQUAL(count_api(&t, "cudaMallocAsync"), 1);
+	CU_ASSERT_EQUAL(count_api(&t, "cudaFreeAsync"), 1);
+	CU_ASSERT_EQUAL(count_api(&t, "cudaFreeHost"), 2);
+	CU_ASSERT_EQUAL(count_api(&t, "cudaFree"), 3);     /* two frees + the bogus one */
+	/* Every runtime address printed is in the trace with its size. */
+	for (char *line = strtok(a.err, "\n"); line; line = strtok(NULL, "\n")) {
+		char api[64];
+		uint64_t addr;
+		if (sscanf(line, "ADDR %63s 0x%" SCNx64, api, &addr) != 2)
+			continue;
+		int found = 0;
+		for (unsigned i = 0; i < t.nr; i++)
+			found |= t.ev[i].op == KVT_OP_ALLOC && t.ev[i].addr == addr &&
+				 !strcmp(kvt_api_name(t.ev[i].api), api);
+		CU_ASSERT_TRUE(found);
+	}
+}
+
+/* ---- the toolkit's real libcudart.so.13: no driver -> 35; stand-in -> hooked ---- */
+
+static void test_real_libcudart(void)
+{
+	static struct kvt_child a, b, c;
+	static struct trace t;
+	char tr[420];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", tmp("real.trace"));
+	const char *argv[] = { kvt_path("tests/progs/real_rt_calls"), NULL };
+	const char *env_nodrv[] = { preload, NULL };
+	const char *env_plain[] = { NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&a, argv, env_nodrv), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&b, argv, env_plain), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(a.out, "CALL cudaMalloc rc=35"));
+	CU_ASSERT_STRING_EQUAL(a.out, b.out);
+	/* One binary, two runtimes: with the stand-in on the library path the
+	 * same binary's runtime calls reach kvtier's hooks. */
+	const char *env_fake[] = { ldpath, preload, tr, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env_fake), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_EQUAL(load_trace(tr + 13, &t), 0);
+	CU_ASSERT_EQUAL(count_api(&t, "cudaMalloc"), 2);
+	CU_ASSERT_EQUAL(count_api(&t, "cudaMallocManaged"), 1);
+}
+
+/* ---- 16 threads x 10,000 operations ---- */
+
+static void test_threads(void)
+{
+	static struct kvt_child c;
+	static struct kvt_trace_reader r;
+	char tr[420];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", tmp("stress.trace"));
+	const char *argv[] = { kvt_path("tests/progs/rt_stress"), NULL };
+	const char *env[] = { ldpath, preload, tr, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	unsigned long allocs = 0, frees = 0, launches = 0, errors = 1;
+	CU_ASSERT_EQUAL(sscanf(c.out, "allocs=%lu frees=%lu launches=%lu errors=%lu", &allocs,
+			       &frees, &launches, &errors), 4);
+	CU_ASSERT_EQUAL(errors, 0);
+	CU_ASSERT_TRUE(launches > 0);
+	struct kvt_trace_item it;
+	unsigned long ta = 0, tf = 0, tl = 0;
+	char live[128] = "";
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_reader_open(&r, tr + 13), 0);
+	while (kvt_trace_next(&r, &it) > 0) {
+		if (it.ev && it.ev->op == KVT_OP_ALLOC && it.ev->kind == KVT_KIND_DEVICE && !it.ev->result)
+			ta++;
+		if (it.ev && it.ev->op == KVT_OP_FREE && it.ev->kind == KVT_KIND_DEVICE && it.ev->addr)
+			tf++;
+		if (it.ev && it.ev->op == KVT_OP_LAUNCH)
+			tl++;
+		if (it.type == KVT_REC_INFO && it.text_len < sizeof live &&
+		    !strncmp(it.text, "registry.live.device=", 21))
+			snprintf(live, sizeof live, "%.*s", (int)it.text_len, it.text);
+		if (it.end)
+			CU_ASSERT_EQUAL(it.end->nr_dropped, 0);
+	}
+	CU_ASSERT_TRUE(r.saw_end);
+	kvt_trace_reader_close(&r);
+	CU_ASSERT_EQUAL(ta, allocs);
+	CU_ASSERT_EQUAL(tf, frees);
+	CU_ASSERT_EQUAL(tl, launches);
+	CU_ASSERT_STRING_EQUAL(live, "registry.live.device=0 0");   /* all freed */
+}
+
+/* ---- a second interposer in front of and behind kvtier ---- */
+
+static void check_second(int second_first)
+{
+	static struct kvt_child c;
+	static struct trace t;
+	char second[512], pre[1100], tr[420];
+	CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(kvt_path("tests/progs/libsecond.so"), second));
+	snprintf(pre, sizeof pre, "LD_PRELOAD=%s:%s", second_first ? second : lib,
+		 second_first ? lib : second);
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", tmp(second_first ? "second1.trace" : "second2.trace"));
+	const char *argv[] = { kvt_path("tests/progs/rt_calls"), NULL };
+	const char *env[] = { ldpath, pre, tr, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "second: cudaMalloc=2 "));
+	CU_ASSERT_EQUAL(load_trace(tr + 13, &t), 0);
+	CU_ASSERT_EQUAL(count_api(&t, "cudaMalloc"), 2);
+}
+
+static void test_second_before(void) { check_second(1); }
+static void test_second_after(void) { check_second(0); }
+
+/* ---- anonymous maps: partial munmap, mremap, file maps ignored ---- */
+
+static void test_mmap(void)
+{
+	static struct kvt_child c;
+	static struct trace t;
+	char tr[420];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", tmp("mmap.trace"));
+	const char *argv[] = { kvt_path("tests/progs/mmap_ops"), NULL };
+	const char *env[] = { preload, tr, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);                  /* errno survived: EINVAL */
+	CU_ASSERT_EQUAL(load_trace(tr + 13, &t), 0);
+	uint64_t base = 0;
+	unsigned remaps = 0, frees = 0;
+	for (unsigned i = 0; i < t.nr; i++) {
+		const struct kvt_rec_event *e = &t.ev[i];
+		if (e->op == KVT_OP_ALLOC && e->kind == KVT_KIND_MMAP && e->size == (8u << 20))
+			base = e->addr;
+		if (e->op == KVT_OP_FREE && e->kind == KVT_KIND_MMAP && base &&
+		    (e->addr == base + (2u << 20) || e->addr == base + (4u << 20)))
+			frees += (e->size == (2u << 20) && e->addr == base + (2u << 20)) ||
+				 (e->size == (4u << 20) && e->addr == base + (4u << 20));
+		if (e->op == KVT_OP_REMAP && e->aux == base && e->size == (3u << 20))
+			remaps++;
+	}
+	CU_ASSERT_NOT_EQUAL(base, 0);
+	CU_ASSERT_EQUAL(frees, 2);
+	CU_ASSERT_EQUAL(remaps, 1);
+	/* 3 MiB left mapped by the program (plus whatever libc mapped). */
+	char *live = strstr(t.info, "registry.live.mmap=");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(live);
+	unsigned long long n = 0, bytes = 0;
+	CU_ASSERT_EQUAL(sscanf(live, "registry.live.mmap=%llu %llu", &n, &bytes), 2);
+	CU_ASSERT_TRUE(bytes >= (3ull << 20));
+}
+
+/* ---- fork and exec ---- */
+
+static void check_fork(int inherit)
+{
+	static struct kvt_child c;
+	char tr[420], inh[32];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", tmp(inherit ? "fork1.%p.trace" : "fork0.%p.trace"));
+	snprintf(inh, sizeof inh, "KVTIER_INHERIT=%d", inherit);
+	const char *argv[] = { kvt_path("tests/progs/forker"), NULL };
+	const char *env[] = { preload, tr, inh, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	int child = 0;
+	char *p = strstr(c.out, "child ");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	sscanf(p, "child %d", &child);
+	/* The exec'd `cat` shows its own maps: kvtier there only if inherited. */
+	CU_ASSERT_EQUAL(strstr(c.out, "libkvtier.so") != NULL, inherit);
+	/* The forked child wrote its own trace with its 5 MiB map in it. */
+	char path[420];
+	snprintf(path, sizeof path, "%s/%s.%d.trace", tmpdir, inherit ? "fork1" : "fork0", child);
+	static struct trace t;
+	CU_ASSERT_EQUAL_FATAL(load_trace(path, &t), 0);
+	int found = 0;
+	for (unsigned i = 0; i < t.nr; i++)
+		found |= t.ev[i].op == KVT_OP_ALLOC && t.ev[i].size == (5u << 20);
+	CU_ASSERT_TRUE(found);
+}
+
+static void test_fork_inherit(void) { check_fork(1); }
+static void test_fork_no_inherit(void) { check_fork(0); }
+
+/* ---- bad settings and hostile paths ---- */
+
+static void test_bad_option(void)
+{
+	static struct kvt_child c;
+	const char *argv[] = { kvt_path("tests/progs/mmap_ops"), NULL };
+	const char *env[] = { preload, "KVTIER_STACK_DEPTH=lots", NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err,
+		"kvtier: KVTIER_STACK_DEPTH='lots' is not understood (expected frames); using the default '32'"));
+	CU_ASSERT_EQUAL(strchr(c.err, '\n'), c.err + c.err_len - 1);   /* exactly one line */
+}
+
+static void test_trace_never_follows_symlink(void)
+{
+	static struct kvt_child c;
+	const char *target = tmp("victim");
+	const char *link = tmp("link.trace");
+	FILE *f = fopen(target, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("precious\n", f);
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(symlink(target, link), 0);
+	char tr[420];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", link);
+	const char *argv[] = { kvt_path("tests/progs/mmap_ops"), NULL };
+	const char *env[] = { preload, tr, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	size_t n = 0;
+	char *s = kvt_slurp(target, &n);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	CU_ASSERT_STRING_EQUAL(s, "precious\n");             /* untouched */
+	free(s);
+	struct stat st;
+	CU_ASSERT_EQUAL(lstat(link, &st), 0);
+	CU_ASSERT_TRUE(S_ISLNK(st.st_mode));                  /* still the planted link */
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "never overwritten"));
+}
+
+/* ---- the exported symbol list ---- */
+
+static void test_exports(void)
+{
+	static struct kvt_child c;
+	const char *argv[] = { "/usr/bin/nm", "-D", "--defined-only", lib, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(c.exit_code, 0);
+	size_t n = 0;
+	char *want = kvt_slurp("tests/exported_symbols.txt", &n);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+	unsigned nr_have = 0, nr_want = 0;
+	for (char *line = strtok(c.out, "\n"); line; line = strtok(NULL, "\n")) {
+		char *name = strrchr(line, ' ');
+		name = name ? name + 1 : line;
+		char key[160];
+		snprintf(key, sizeof key, "\n%s\n", name);
+		char *w = malloc(n + 2);
+		w[0] = '\n';
+		memcpy(w + 1, want, n + 1);
+		if (!strstr(w, key))
+			fprintf(stderr, "unexpected export: %s\n", name);
+		else
+			nr_have++;
+		free(w);
+		nr_want += 0;
+	}
+	for (char *p = want; *p; p++)
+		nr_want += *p == '\n';
+	CU_ASSERT_EQUAL(nr_have, nr_want);
+	free(want);
+}
+
+int main(void)
+{
+	CU_TestInfo tests[] = {
+		{ "exported symbols are exactly the hooks", test_exports },
+		{ "driver API via cuGetProcAddress_v2 (legacy stream)", test_drvapi_legacy },
+		{ "driver API via cuGetProcAddress_v2 (per-thread stream)", test_drvapi_ptsz },
+		{ "KVTIER_DISABLE=1 records nothing, changes nothing", test_disable },
+		{ "runtime calls: identical results, one event each", test_runtime_fidelity },
+		{ "real libcudart.so.13: 35 without driver, hooked with stand-in", test_real_libcudart },
+		{ "16 threads x 10000 alloc/free/launch", test_threads },
+		{ "second preload in front of kvtier", test_second_before },
+		{ "second preload behind kvtier", test_second_after },
+		{ "anonymous mmap, partial munmap, mremap", test_mmap },
+		{ "fork + exec with KVTIER_INHERIT=1", test_fork_inherit },
+		{ "fork + exec with KVTIER_INHERIT=0", test_fork_no_inherit },
+		{ "bad option value: one line, default kept", test_bad_option },
+		{ "trace path: a planted symlink is never followed", test_trace_never_follows_symlink },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "preload", setup, teardown, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+	return kvt_test_main(suites);
+}
