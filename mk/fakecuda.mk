@@ -35,7 +35,7 @@ $(FC_LIBCUPTI): $(FC_CUPTI_OBJS)
 $(BUILD)/tests/unit/test_fakecuda: tests/unit/test_fakecuda.c tests/unit/kvt_test.h \
 		tests/fakecuda/fakecuda.h $(FC_LIBCUDA) $(FC_LIBCUPTI)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -lcunit -ldl -lpthread
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -lcunit -ldl -lpthread -lm
 
 .PHONY: fakecuda
 fakecuda: $(FC_LIBCUDA) $(FC_LIBCUPTI) $(BUILD)/tests/unit/test_fakecuda

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+/* The trace format: what the writer produces reads back exactly; the reader
+ * refuses malformed, truncated, hostile and newer-version files with a
+ * message, never a crash; %p expansion; option parsing. */
+#include <stdint.h>
+
+#include "kvt_test.h"
+#include "../preload/kvt.h"
+#include "../profiler/trace.h"
+#include "../profiler/trace_read.h"
+#include "kvtier/units.h"
+
+static char dir[128];
+
+static int setup(void)
+{
+	snprintf(dir, sizeof dir, "/tmp/kvt-test-trace.%d", (int)getpid());
+	return mkdir(dir, 0700);
+}
+
+static int teardown(void)
+{
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	return system(cmd) ? 1 : 0;
+}
+
+static const char *path_of(const char *name)
+{
+	static char p[256];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	return p;
+}
+
+static void test_roundtrip(void)
+{
+	static struct kvt_trace_reader r;
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_open(path_of("rt.%p"), 4096, 16), 0);
+	for (int i = 0; i < 1000; i++) {      /* > 4 KiB: several flushes */
+		struct kvt_rec_event ev = { .op = KVT_OP_ALLOC, .api = 3, .addr = 0x1000u * (unsigned)i,
+					    .size = (uint64_t)i, .kind = KVT_KIND_DEVICE,
+					    .stack_id = kvt_trace_callsite() };
+		kvt_trace_event(&ev);
+	}
+	kvt_trace_info("k", "v");
+	char expect[256];
+	snprintf(expect, sizeof expect, "%s/rt.%d", dir, (int)getpid());
+	CU_ASSERT_STRING_EQUAL(kvt_trace_path(), expect);
+	kvt_trace_close();
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_reader_open(&r, expect), 0);
+	CU_ASSERT_EQUAL(r.hdr.pid, (uint32_t)getpid());
+	struct kvt_trace_item it;
+	int nev = 0, nstack = 0, ninfo = 0, bad = 0, ret;
+	uint32_t max_stack = 0;
+	while ((ret = kvt_trace_next(&r, &it)) > 0) {
+		if (it.ev) {
+			bad += it.ev->addr != 0x1000u * (unsigned)nev || it.ev->size != (uint64_t)nev;
+			if (it.ev->stack_id > max_stack)
+				max_stack = it.ev->stack_id;
+			nev++;
+		}
+		nstack += it.stack != NULL;
+		ninfo += it.type == KVT_REC_INFO;
+		if (it.end)
+			CU_ASSERT_EQUAL(it.end->nr_events, 1000);
+	}
+	CU_ASSERT_EQUAL(ret, 0);
+	CU_ASSERT_TRUE(r.saw_end);
+	CU_ASSERT_EQUAL(nev, 1000);
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT_EQUAL(ninfo, 1);
+	/* One call site in a loop: deduplicated to one stack record. */
+	CU_ASSERT_EQUAL(nstack, 1);
+	CU_ASSERT_EQUAL(max_stack, 1);
+	kvt_trace_reader_close(&r);
+	/* The file exists now: a second open does not overwrite it. */
+	CU_ASSERT_EQUAL(kvt_trace_open(expect, 4096, 0), 0);
+	snprintf(expect + strlen(expect), sizeof expect - strlen(expect), ".%d", (int)getpid());
+	CU_ASSERT_STRING_EQUAL(kvt_trace_path(), expect);
+	kvt_trace_close();
+}
+
+static void write_file(const char *name, const void *data, size_t len)
+{
+	FILE *f = fopen(path_of(name), "wb");
+	fwrite(data, 1, len, f);
+	fclose(f);
+}
+
+static int read_all(const char *name, char *err, size_t errlen)
+{
+	static struct kvt_trace_reader r;
+	struct kvt_trace_item it;
+	int ret = kvt_trace_reader_open(&r, path_of(name));
+	while (!ret && (ret = kvt_trace_next(&r, &it)) > 0)
+		;
+	snprintf(err, errlen, "%s", r.err);
+	kvt_trace_reader_close(&r);
+	return ret;
+}
+
+static void test_hostile(void)
+{
+	struct kvt_trace_header h = { .magic = "KVTTRACE", .version = 1, .header_bytes = 64 };
+	char err[256];
+	unsigned char buf[256];
+
+	write_file("empty", "", 0);
+	CU_ASSERT_TRUE(read_all("empty", err, sizeof err) < 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "too short"));
+
+	write_file("magic", "NOTATRACE-------------------------------------------------------", 64);
+	CU_ASSERT_TRUE(read_all("magic", err, sizeof err) < 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "bad magic"));
+
+	struct kvt_trace_header h2 = h;
+	h2.version = 7;
+	write_file("newer", &h2, sizeof h2);
+	CU_ASSERT_TRUE(read_all("newer", err, sizeof err) < 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "version 7 is newer"));
+
+	/* record claiming 3 bytes (shorter than its own header) */
+	memcpy(buf, &h, 64);
+	struct kvt_rec_head rh = { KVT_REC_EVENT, 3 };
+	memcpy(buf + 64, &rh, 4);
+	write_file("short", buf, 68);
+	CU_ASSERT_TRUE(read_all("short", err, sizeof err) < 0);
+
+	/* event record with the wrong size */
+	rh.bytes = 40;
+	memcpy(buf + 64, &rh, 4);
+	memset(buf + 68, 0, 36);
+	write_file("evsize", buf, 104);
+	CU_ASSERT_TRUE(read_all("evsize", err, sizeof err) < 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "wrong size"));
+
+	/* stack claiming 1000 frames */
+	struct kvt_rec_stack st = { { KVT_REC_STACK, sizeof st + 8 }, 1, 1000 };
+	memcpy(buf + 64, &st, sizeof st);
+	write_file("frames", buf, 64 + sizeof st + 8);
+	CU_ASSERT_TRUE(read_all("frames", err, sizeof err) < 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "frame count"));
+
+	/* truncated in the middle of a record */
+	struct kvt_rec_event ev = { .head = { KVT_REC_EVENT, sizeof ev } };
+	memcpy(buf + 64, &ev, sizeof ev);
+	write_file("trunc", buf, 64 + 20);
+	CU_ASSERT_TRUE(read_all("trunc", err, sizeof err) < 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "truncated"));
+
+	/* unknown record type */
+	rh.type = 99;
+	rh.bytes = 8;
+	memcpy(buf + 64, &rh, 4);
+	write_file("type", buf, 72);
+	CU_ASSERT_TRUE(read_all("type", err, sizeof err) < 0);
+
+	/* random bytes after a valid header: an error or a clean end, never a crash */
+	unsigned seed = 12345;
+	for (int round = 0; round < 2000; round++) {
+		memcpy(buf, &h, 64);
+		for (int i = 64; i < 256; i++) {
+			seed = seed * 1103515245u + 12345u;
+			buf[i] = (unsigned char)(seed >> 16);
+		}
+		write_file("rand", buf, 64 + (size_t)(seed % 192));
+		read_all("rand", err, sizeof err);
+	}
+	CU_PASS("2000 random files read without a crash");
+}
+
+static void test_expand(void)
+{
+	char out[64];
+	CU_ASSERT_EQUAL(kvt_trace_expand("/t/%p.x", 42, out, sizeof out), 0);
+	CU_ASSERT_STRING_EQUAL(out, "/t/42.x");
+	CU_ASSERT_EQUAL(kvt_trace_expand("a%%p%q", 7, out, sizeof out), 0);
+	CU_ASSERT_STRING_EQUAL(out, "a%p%q");
+	CU_ASSERT_EQUAL(kvt_trace_expand("%p%p%p%p%p%p%p%p%p%p", 1234567, out, 16), -ENAMETOOLONG);
+}
+
+static void test_units(void)
+{
+	static const struct { const char *s; int ret; uint64_t v; } cases[] = {
+		{ "4096", 0, 4096 }, { "64K", 0, 65536 }, { "2M", 0, 2u << 20 },
+		{ "8G", 0, 8ull << 30 }, { "8GiB", 0, 8ull << 30 }, { "1T", 0, 1ull << 40 },
+		{ "1.5G", 0, 3ull << 29 }, { "0", 0, 0 }, { "", -EINVAL, 0 },
+		{ "G", -EINVAL, 0 }, { "12Q", -EINVAL, 0 }, { "-1", -EINVAL, 0 },
+		{ "99999999999999999999", -ERANGE, 0 }, { "16777216T", -ERANGE, 0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		uint64_t v = 0;
+		int r = kvt_parse_size(cases[i].s, &v, NULL, 0);
+		CU_ASSERT_EQUAL(r, cases[i].ret);
+		if (!r)
+			CU_ASSERT_EQUAL(v, cases[i].v);
+	}
+	int b;
+	CU_ASSERT_EQUAL(kvt_parse_bool("On", &b), 0);
+	CU_ASSERT_EQUAL(b, 1);
+	CU_ASSERT_EQUAL(kvt_parse_bool("no", &b), 0);
+	CU_ASSERT_EQUAL(b, 0);
+	CU_ASSERT_EQUAL(kvt_parse_bool("maybe", &b), -EINVAL);
+}
+
+static void test_options(void)
+{
+	struct kvt_options o = kvt_opt;
+	char *env[] = { "KVTIER_STACK_DEPTH=7", "KVTIER_LOG=off", "KVTIER_TRACE_BUFFER=64K",
+			"KVTIER_INHERIT=no", "KVTIER_DISABLE=yes", "PATH=/bin", NULL };
+	CU_ASSERT_EQUAL(kvt_options_load(&o, env), 0);
+	CU_ASSERT_EQUAL(o.stack_depth, 7);
+	CU_ASSERT_EQUAL(o.log_level, KVT_LOG_OFF);
+	CU_ASSERT_EQUAL(o.trace_buffer, 65536);
+	CU_ASSERT_EQUAL(o.inherit, 0);
+	CU_ASSERT_EQUAL(o.disable, 1);
+	struct kvt_options d = kvt_opt;
+	char *bad[] = { "KVTIER_STACK_DEPTH=999", "KVTIER_LOG=loud", "KVTIER_TRACE_BUFFER=1",
+			"KVTIER_NOPE=1", "KVTIER_DISABLE=", NULL };
+	kvt_opt.log_level = KVT_LOG_OFF;          /* keep the test's stderr quiet */
+	CU_ASSERT_EQUAL(kvt_options_load(&d, bad), 5);
+	kvt_opt.log_level = KVT_LOG_WARN;
+	CU_ASSERT_EQUAL(d.stack_depth, 32);       /* defaults kept */
+	CU_ASSERT_EQUAL(d.log_level, KVT_LOG_WARN);
+	CU_ASSERT_EQUAL(d.trace_buffer, 1u << 20);
+	CU_ASSERT_EQUAL(d.disable, 0);
+}
+
+/* Every option in the table is documented in README.md. */
+static void test_readme_documents_options(void)
+{
+	char *readme = kvt_slurp("README.md", NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(readme);
+	const char *name, *def, *unit, *help;
+	for (unsigned i = 0; !kvt_option_info(i, &name, &def, &unit, &help); i++) {
+		char key[80];
+		snprintf(key, sizeof key, "`%s`", name);
+		if (!strstr(readme, key))
+			fprintf(stderr, "README.md does not document %s\n", name);
+		CU_ASSERT_PTR_NOT_NULL(strstr(readme, key));
+	}
+	free(readme);
+}
+
+int main(void)
+{
+	CU_TestInfo tests[] = {
+		{ "writer -> reader round trip, stack dedup", test_roundtrip },
+		{ "malformed, truncated, newer, random files", test_hostile },
+		{ "%p expansion", test_expand },
+		{ "sizes and booleans", test_units },
+		{ "options table: values, bad values", test_options },
+		{ "README documents every option", test_readme_documents_options },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "trace", setup, teardown, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+	return kvt_test_main(suites);
+}
