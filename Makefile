@@ -96,6 +96,14 @@ test: all
 asan:
 	$(MAKE) BUILD=build/asan SAN=address OPT=-O1 test
 
+# The README's first command: kvtier's main job on its built-in default, a
+# vLLM-like KV workload at KV = 2x the simulated device, under `kvtier run`.
+demo:
+	@.ci/install-deps
+	@$(MAKE) --no-print-directory all >/dev/null
+	LD_LIBRARY_PATH=$(BUILD)/fakecuda $(KVTIER) run --trace $(BUILD)/demo.%p.trace -- \
+		$(BUILD)/workloads/vllm-like --mode uvm --kv-over-hbm 2
+
 tsan:
 	$(MAKE) BUILD=build/tsan SAN=thread OPT=-O1 test
 
