@@ -176,7 +176,7 @@ int kvt_replay_parse_line(const char *line, struct kvt_replay_event *ev,
 /* ---- call sites from "sym@module|sym@module" -------------------------------- */
 
 struct site_frames {
-	char buf[128];
+	char buf[256];
 	const char *sym[16], *mod[16];
 	unsigned nr;
 };
@@ -267,7 +267,6 @@ int kvt_replay_feed(struct kvt_replay *r, const struct kvt_replay_event *ev)
 		a->kind = ev->kind;
 		a->expect = ev->expect;
 		a->live = true;
-		memcpy(a->site, ev->site, sizeof a->site);
 		r->nr++;
 		struct kvt_policy_alloc_event ae = {
 			.kind = ev->kind, .size = ev->size, .t_ns = t_ns, .id = a->id,
@@ -294,7 +293,8 @@ int kvt_replay_feed(struct kvt_replay *r, const struct kvt_replay_event *ev)
 		a = find_live(r, ev->id);
 		if (!a)
 			return -ENOENT;
-		kvt_policy_on_memset(&r->eng, a->id, 0, ev->size, 0, t_ns, &res);
+		kvt_policy_on_memset(&r->eng, a->id, ev->offset, ev->size, ev->value,
+				     t_ns, &res);
 		apply(r, &res);
 		return 0;
 	case KVT_RP_MEMINFO:

@@ -7,7 +7,7 @@
 #include "kvt.h"
 #include "hooks.h"
 
-__attribute__((visibility("hidden"))) void *kvt_dlsym_hook(void *handle, const char *name)
+KVT_NO_SANITIZE __attribute__((visibility("hidden"))) void *kvt_dlsym_hook(void *handle, const char *name)
 {
 	void *p = kvt_real_dlsym(handle, name);
 	if (!p || !name || name[0] != 'c' || name[1] != 'u')

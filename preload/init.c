@@ -150,6 +150,10 @@ int kvt_ready(void)
 		return 1;
 	if (s != KVT_STATE_NEW)
 		return 0;
+	/* Called before libc has set up the environment (a sanitizer runtime's
+	 * own start-up, say): pass through and initialize later. */
+	if (!environ)
+		return 0;
 	int expect = KVT_STATE_NEW;
 	if (!__atomic_compare_exchange_n(&kvt_state, &expect, KVT_STATE_INIT, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))

@@ -15,6 +15,9 @@
 #define KVT_VERSION "0.1.0"
 #define KVT_EXPORT __attribute__((visibility("default")))
 #define KVT_TLS __thread __attribute__((tls_model("initial-exec")))
+/* For code a sanitizer runtime may reach through dlsym before it has set
+ * itself up (its interceptors resolve with dlsym(RTLD_NEXT, ...)). */
+#define KVT_NO_SANITIZE __attribute__((no_sanitize_address, no_sanitize_thread))
 #define KVT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define KVT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 

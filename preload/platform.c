@@ -21,7 +21,7 @@ __attribute__((visibility("hidden"))) dlsym_fn kvt_real_dlsym_fn;
 
 /* Resolve glibc's dlsym through dlvsym (never interposed). Several version
  * nodes: x86_64 has GLIBC_2.2.5 and 2.34, aarch64 GLIBC_2.17 and 2.34. */
-__attribute__((visibility("hidden"))) dlsym_fn kvt_resolve_real_dlsym(void)
+KVT_NO_SANITIZE __attribute__((visibility("hidden"))) dlsym_fn kvt_resolve_real_dlsym(void)
 {
 	static const char *const versions[] = {
 		"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0", "GLIBC_2.1",
@@ -36,7 +36,7 @@ __attribute__((visibility("hidden"))) dlsym_fn kvt_resolve_real_dlsym(void)
 	return f;
 }
 
-void *kvt_real_dlsym(void *handle, const char *name)
+KVT_NO_SANITIZE void *kvt_real_dlsym(void *handle, const char *name)
 {
 	dlsym_fn f = kvt_resolve_real_dlsym();
 	return f ? f(handle, name) : NULL;

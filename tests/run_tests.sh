@@ -5,6 +5,12 @@
 set -u
 BUILD=${BUILD:-build}
 export BUILD
+# Sanitizer builds: the preloaded (instrumented) libkvtier is loaded before
+# the sanitizer runtime the test programs link, which ASan must be told.
+case "${SAN:-}" in
+address) export ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=1:abort_on_error=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" ;;
+thread)  export TSAN_OPTIONS="halt_on_error=0:report_signal_unsafe=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}" ;;
+esac
 passed=0; failed=0; crashed=0
 logdir="$BUILD/test-logs"
 mkdir -p "$logdir"

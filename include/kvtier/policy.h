@@ -279,7 +279,21 @@ void kvt_policy_cls_meminfo(struct kvt_policy_cls *c, uint64_t free_bytes,
 			    uint64_t total_bytes, uint64_t t_ns,
 			    struct kvt_policy_cls_verdicts *out);
 
-/* ---- the decision engine ---------------------------------------------------- */
+/* ---- the decision engine ----------------------------------------------------
+ * Wiring (one engine per process, under one lock):
+ *   init      kvt_policy_parse(KVTIER_POLICY) or kvt_policy_default(), then
+ *             kvt_policy_engine_init(pol, NULL, KVTIER_HBM_BUDGET,
+ *             KVTIER_CXL_LIMIT, KVTIER_RESERVE) (bytes; 0 = derive/unlimited)
+ *   alloc     every device/async/vmm/managed/host/register/mmap allocation:
+ *             kvt_policy_on_alloc before the pointer is returned; place per
+ *             d.action; keep d.far_bytes with the allocation; act on res
+ *   free      kvt_policy_on_free(id, far bytes kept for it)
+ *   memset    cuMemsetD8/16/32(Async) and cudaMemset*: the containing
+ *             allocation's id, the offset into it, bytes and value
+ *   meminfo   every cuMemGetInfo/cudaMemGetInfo the application makes
+ *   res       CONFIRMED/REFUTED: a provisional managed:hbm allocation; if
+ *             action is managed with another home, re-advise its preferred
+ *             location (and accessed-by); LATE_KV: record only. */
 
 enum kvt_policy_reason {
 	KVT_REASON_RULE = 1,         /* rule `rule` matched */
@@ -400,7 +414,9 @@ struct kvt_replay_event {
 	uint64_t t_us;
 	uint64_t size;           /* alloc: bytes; memset: bytes; meminfo: free bytes */
 	uint64_t id;             /* alloc/free/memset/launch: id; meminfo: total bytes */
-	char site[128];          /* alloc: "sym@module" frames joined by '|', or "" */
+	uint64_t offset;         /* memset: start inside the allocation (text: 0) */
+	int value;               /* memset: byte value (text: 0) */
+	char site[256];          /* alloc: "sym@module" frames joined by '|', or "" */
 };
 
 /* Parse one text line. Returns 1 with *ev filled, 0 for a blank/comment
@@ -419,7 +435,6 @@ struct kvt_replay_alloc {
 	struct kvt_policy_decision birth;
 	bool resolved;
 	struct kvt_policy_resolution res;   /* the last resolution, if any */
-	char site[128];
 };
 
 struct kvt_replay {
@@ -432,8 +447,11 @@ struct kvt_replay {
 
 void kvt_replay_init(struct kvt_replay *r, const struct kvt_policy *pol,
 		     struct kvt_replay_alloc *table, size_t cap);
-/* Feed one event. 0, or -ENOSPC when the allocation table is full, or
- * -ENOENT for a free/memset of an unknown id (ignored otherwise). */
+/* Feed one event (from the text format, or a trace reader: ids are then
+ * allocation base addresses, a memset names its allocation's base, offset
+ * and value). 0, or -ENOSPC when the allocation table is full (grow
+ * r->allocs/r->cap and feed the event again), or -ENOENT for a free or
+ * memset of an id that is not live (the event is ignored). */
 int kvt_replay_feed(struct kvt_replay *r, const struct kvt_replay_event *ev);
 /* One report line for allocation i (no newline): ordinal, kind, size,
  * decision, reason, verdict. Returns snprintf's length. */

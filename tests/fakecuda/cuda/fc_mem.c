@@ -186,12 +186,13 @@ CUresult CUDAAPI cuMemFreeHost(void *p)
 	FC_GUARD("cuMemFreeHost", FC_CTX);
 	fc_lock();
 	struct fc_alloc *a = fc_reg_find_base((uintptr_t)p, FC_KIND_HOST);
-	if (a && !a->pool) {
+	int ok = a && !a->pool;
+	if (ok) {
 		munmap(p, a->map_bytes);
 		fc_reg_remove(a);
 	}
 	fc_unlock();
-	return a && !a->pool ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 static CUresult fc_host_register(void *p, size_t bytesize, unsigned int flags)
