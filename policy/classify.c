@@ -8,8 +8,12 @@
  *   arming   a meminfo query after large allocations exist (the weights are
  *            in) arms the classifier for the next arm_bursts bursts, or
  *            until one of them is confirmed.
+ *   size     "large" scales with the device: total/min_total_div from the
+ *            last meminfo that reported a total, never under
+ *            min_floor_bytes and never over min_bytes (min_bytes alone
+ *            until a total is known). Smaller allocations are ignored.
  *   burst    identical sizes of one kind back to back (allocations under
- *            min_bytes, or while armed under free/maybe_free_div, are
+ *            the large size, or while armed under free/maybe_free_div, are
  *            ignored; a gap over burst_gap_ns ends it).
  *   armed burst: KV at birth when one allocation takes pool_share_pct of
  *            the free memory; else its first members are MAYBE and the burst
@@ -30,6 +34,8 @@ void kvt_policy_cls_config_default(struct kvt_policy_cls_config *c)
 {
 	*c = (struct kvt_policy_cls_config){
 		.min_bytes = 32ull << 20,
+		.min_total_div = 256,
+		.min_floor_bytes = 4ull << 20,
 		.burst_gap_ns = 5000000000ull,
 		.burst_confirm = 3,
 		.arm_bursts = 3,
@@ -55,6 +61,22 @@ void kvt_policy_cls_init(struct kvt_policy_cls *c,
 		c->cfg.burst_confirm = KVT_POLICY_MAX_PENDING;
 	if (!c->cfg.late_total_div)
 		c->cfg.late_total_div = 1;
+	c->large_bytes = c->cfg.min_bytes;
+}
+
+/* The size from which an allocation is "large" on a device of total bytes:
+ * total/min_total_div within [min_floor_bytes, min_bytes]. Real servers
+ * (8 GiB and more with the defaults) get min_bytes itself. */
+static uint64_t large_for_total(const struct kvt_policy_cls_config *cfg,
+				uint64_t total)
+{
+	uint64_t cap = cfg->min_bytes, v;
+	if (!total || !cfg->min_total_div)
+		return cap;
+	v = total / cfg->min_total_div;
+	if (v < cfg->min_floor_bytes)
+		v = cfg->min_floor_bytes;
+	return v < cap ? v : cap;
 }
 
 static void emit(struct kvt_policy_cls_verdicts *out, uint64_t id, uint8_t v)
@@ -150,7 +172,7 @@ static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 static uint64_t size_floor(const struct kvt_policy_cls *c)
 {
 	const struct kvt_policy_cls_burst *b = &c->burst;
-	uint64_t floor = c->cfg.min_bytes;
+	uint64_t floor = c->large_bytes;
 	bool armed = c->arm_left || (b->open && b->armed && !b->confirmed);
 	if (armed && c->cfg.maybe_free_div &&
 	    c->free_at_arm / c->cfg.maybe_free_div > floor)
@@ -241,8 +263,10 @@ void kvt_policy_cls_meminfo(struct kvt_policy_cls *c, uint64_t free_bytes,
 {
 	(void)t_ns;
 	(void)out;
-	if (total_bytes)
+	if (total_bytes) {
 		c->total_bytes = total_bytes;
+		c->large_bytes = large_for_total(&c->cfg, total_bytes);
+	}
 	if (c->nr_large > 0) {
 		c->arm_left = c->cfg.arm_bursts;
 		c->free_at_arm = free_bytes;

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "kvt.h"
 #include "record.h"
@@ -19,7 +21,7 @@ static mmap_fn real_mmap, real_mmap64;
 static munmap_fn real_munmap;
 static mremap_fn real_mremap;
 
-static void *next_symbol(void **slot, const char *name)
+KVT_NO_SANITIZE static void *next_symbol(void **slot, const char *name)
 {
 	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	if (!p) {
@@ -55,20 +57,31 @@ static void *do_mmap(mmap_fn real, void *addr, size_t len, int prot, int flags,
 	return p;
 }
 
-KVT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+/* The entry points stay uninstrumented and pass straight through until
+ * kvtier's constructor has run: sanitizer runtimes map memory this way
+ * during their own start-up, before instrumented code may run. */
+KVT_EXPORT KVT_NO_SANITIZE void *mmap(void *addr, size_t len, int prot, int flags, int fd,
+				      off_t off)
 {
+	if (KVT_UNLIKELY(!*(volatile int *)&kvt_started))
+		return kvt_sys_mmap(addr, len, prot, flags, fd, off);
 	return do_mmap((mmap_fn)next_symbol((void **)&real_mmap, "mmap"),
 		       addr, len, prot, flags, fd, off);
 }
 
-KVT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+KVT_EXPORT KVT_NO_SANITIZE void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
+					off_t off)
 {
+	if (KVT_UNLIKELY(!*(volatile int *)&kvt_started))
+		return kvt_sys_mmap(addr, len, prot, flags, fd, off);
 	return do_mmap((mmap_fn)next_symbol((void **)&real_mmap64, "mmap64"),
 		       addr, len, prot, flags, fd, off);
 }
 
-KVT_EXPORT int munmap(void *addr, size_t len)
+KVT_EXPORT KVT_NO_SANITIZE int munmap(void *addr, size_t len)
 {
+	if (KVT_UNLIKELY(!*(volatile int *)&kvt_started))
+		return kvt_sys_munmap(addr, len) ? -1 : 0;
 	munmap_fn real = (munmap_fn)next_symbol((void **)&real_munmap, "munmap");
 	if (!real)
 		return kvt_sys_munmap(addr, len) ? (errno = EINVAL, -1) : 0;
@@ -88,7 +101,11 @@ KVT_EXPORT int munmap(void *addr, size_t len)
 	return r;
 }
 
-KVT_EXPORT void *mremap(void *old, size_t old_size, size_t new_size, int flags, ...)
+static void *do_mremap(void *old, size_t old_size, size_t new_size, int flags,
+		       void *new_addr);
+
+KVT_EXPORT KVT_NO_SANITIZE void *mremap(void *old, size_t old_size, size_t new_size,
+					int flags, ...)
 {
 	void *new_addr = NULL;
 	if (flags & MREMAP_FIXED) {
@@ -97,6 +114,16 @@ KVT_EXPORT void *mremap(void *old, size_t old_size, size_t new_size, int flags, 
 		new_addr = va_arg(ap, void *);
 		va_end(ap);
 	}
+	if (KVT_UNLIKELY(!*(volatile int *)&kvt_started)) {
+		long r = syscall(SYS_mremap, old, old_size, new_size, flags, new_addr);
+		return r == -1 ? MAP_FAILED : (void *)r;
+	}
+	return do_mremap(old, old_size, new_size, flags, new_addr);
+}
+
+static void *do_mremap(void *old, size_t old_size, size_t new_size, int flags,
+		       void *new_addr)
+{
 	mremap_fn real = (mremap_fn)next_symbol((void **)&real_mremap, "mremap");
 	if (!real) {
 		errno = ENOSYS;

@@ -68,8 +68,12 @@ static void drop_from_ld_preload(void)
 		unsetenv("LD_PRELOAD");
 }
 
+/* Between prepare and parent/child this thread holds every kvtier lock: its
+ * hooked calls (other atfork handlers, a sanitizer's fork interceptor) must
+ * pass straight through, so the guard is raised for that window. */
 static void fork_prepare(void)
 {
+	kvt_tls.depth++;
 	if (kvt_inert())
 		return;
 	kvt_trace_fork_prepare();
@@ -80,23 +84,25 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
-	if (kvt_inert())
-		return;
-	kvt_reg_unlock_all(kvt_host_reg);
-	kvt_reg_unlock_all(kvt_vmm_reg);
-	kvt_reg_unlock_all(kvt_mem_reg);
-	kvt_trace_fork_parent();
+	if (!kvt_inert()) {
+		kvt_reg_unlock_all(kvt_host_reg);
+		kvt_reg_unlock_all(kvt_vmm_reg);
+		kvt_reg_unlock_all(kvt_mem_reg);
+		kvt_trace_fork_parent();
+	}
+	kvt_tls.depth--;
 }
 
 static void fork_child(void)
 {
 	kvt_platform_after_fork();
-	if (kvt_inert())
-		return;
-	kvt_reg_unlock_all(kvt_host_reg);
-	kvt_reg_unlock_all(kvt_vmm_reg);
-	kvt_reg_unlock_all(kvt_mem_reg);
-	kvt_trace_fork_child();
+	if (!kvt_inert()) {
+		kvt_reg_unlock_all(kvt_host_reg);
+		kvt_reg_unlock_all(kvt_vmm_reg);
+		kvt_reg_unlock_all(kvt_mem_reg);
+		kvt_trace_fork_child();
+	}
+	kvt_tls.depth--;
 }
 
 static void open_trace(void)
@@ -150,9 +156,9 @@ int kvt_ready(void)
 		return 1;
 	if (s != KVT_STATE_NEW)
 		return 0;
-	/* Called before libc has set up the environment (a sanitizer runtime's
-	 * own start-up, say): pass through and initialize later. */
-	if (!environ)
+	/* Before kvtier's constructor (a sanitizer runtime's or another
+	 * library's start-up): pass through; the constructor initializes. */
+	if (!__atomic_load_n(&kvt_started, __ATOMIC_ACQUIRE) || !environ)
 		return 0;
 	int expect = KVT_STATE_NEW;
 	if (!__atomic_compare_exchange_n(&kvt_state, &expect, KVT_STATE_INIT, 0,
@@ -166,6 +172,7 @@ int kvt_ready(void)
 
 __attribute__((constructor(101))) static void kvt_ctor(void)
 {
+	__atomic_store_n(&kvt_started, 1, __ATOMIC_RELEASE);
 	kvt_ready();
 }
 

@@ -27,6 +27,7 @@ enum kvt_run_state { KVT_STATE_NEW = 0, KVT_STATE_INIT, KVT_STATE_READY,
 		     KVT_STATE_INERT, KVT_STATE_DOWN };
 
 extern int kvt_state;                 /* enum kvt_run_state, atomic */
+extern int kvt_started;               /* kvtier's constructor has begun */
 
 /* Per-thread: hook nesting depth (kvtier's own calls pass straight through)
  * and the runtime API in progress (so cudaMalloc -> cuMemAlloc is one event). */

@@ -14,6 +14,7 @@
 #endif
 #endif
 #include "kvtier/policy.h"
+#include "../profiler/trace_replay.h"
 
 int kvt_cmd_replay(int argc, char **argv);
 
@@ -21,7 +22,8 @@ static void replay_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kvtier replay [--policy 'RULES'] [--check] [--quiet] FILE\n"
-		"  Replays a text allocation sequence (docs/replay-format.md; '-' = stdin)\n"
+		"  Replays a kvtier trace (KVTIER_TRACE) or a text allocation sequence\n"
+		"  (docs/replay-format.md; '-' = stdin)\n"
 		"  through the KV classifier and the rules (default: $KVTIER_POLICY, else\n"
 		"  '" KVT_POLICY_DEFAULT_TEXT "').\n"
 		"  Prints: ordinal kind size decision reason [-> verdict: final] [label]\n"
@@ -75,6 +77,15 @@ static int replay_file(FILE *in, const char *name, struct kvt_replay *r)
 	return 0;
 }
 
+static int replay_trace(const char *path, struct kvt_replay *r)
+{
+	char err[256];
+	int rc = kvt_trace_replay(path, r, err, sizeof err);
+	if (rc < 0)
+		fprintf(stderr, "kvtier: %s: %s\n", path, err);
+	return rc < 0 ? 2 : 0;
+}
+
 int kvt_cmd_replay(int argc, char **argv)
 {
 	const char *rules = getenv("KVTIER_POLICY"), *file = NULL;
@@ -114,15 +125,13 @@ int kvt_cmd_replay(int argc, char **argv)
 		return 2;
 	}
 	char magic[8] = { 0 };
-	if (fread(magic, 1, 8, in) == 8 && !memcmp(magic, KVT_TRACE_MAGIC, 8)) {
-		fprintf(stderr, "kvtier: %s: binary traces are not supported by replay yet\n", file);
-		fclose(in);
-		return 2;
-	}
-	rewind(in);
+	int is_trace = in != stdin && fread(magic, 1, 8, in) == 8 &&
+		       !memcmp(magic, KVT_TRACE_MAGIC, 8);
+	if (in != stdin)
+		rewind(in);
 	static struct kvt_replay r;
 	kvt_replay_init(&r, &pol, NULL, 0);
-	int rc = replay_file(in, file, &r);
+	int rc = is_trace ? replay_trace(file, &r) : replay_file(in, file, &r);
 	if (in != stdin)
 		fclose(in);
 	if (rc) {

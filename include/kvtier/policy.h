@@ -205,7 +205,12 @@ void kvt_policy_budget_watermarks(const struct kvt_policy_budget *b,
 /* ---- the KV classifier ------------------------------------------------------ */
 
 struct kvt_policy_cls_config {
-	uint64_t min_bytes;          /* smaller allocations are never KV (32 MiB) */
+	uint64_t min_bytes;          /* "large" cap: smaller allocations are never
+				      * KV; the whole floor until a device total
+				      * is known (32 MiB) */
+	unsigned min_total_div;      /* with a device total: large = total/N,
+				      * capped at min_bytes; 0 = min_bytes only (256) */
+	uint64_t min_floor_bytes;    /* the scaled size never goes below (4 MiB) */
 	uint64_t burst_gap_ns;       /* max gap inside a burst (5 s) */
 	unsigned burst_confirm;      /* members that confirm an armed burst (3) */
 	unsigned arm_bursts;         /* bursts a meminfo arms, until one is confirmed (3) */
@@ -240,6 +245,7 @@ struct kvt_policy_cls {
 	unsigned arm_left;           /* armed bursts left since the last arming meminfo */
 	uint64_t free_at_arm;        /* free bytes that meminfo reported */
 	uint64_t total_bytes;        /* device total from any meminfo (0 unknown) */
+	uint64_t large_bytes;        /* current size floor: min_bytes scaled to total_bytes */
 	uint64_t nr_large;           /* large device allocations so far */
 	struct kvt_policy_cls_burst burst;
 	/* unarmed candidate for a late (zero-fill) verdict: the last large alloc */

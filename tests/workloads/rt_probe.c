@@ -122,7 +122,8 @@ static void probe_memory(cudaStream_t st)
 	d = (void *)0x77;
 	rc = cudaMalloc(&d, (size_t)1 << 50);
 	check("cudaMalloc.oom", rc, d == (void *)0x77);
-	check("cudaGetLastError.oom", cudaPeekAtLastError(), cudaGetLastError() == cudaErrorMemoryAllocation);
+	cudaError_t peek = cudaPeekAtLastError();        /* does not reset */
+	check("cudaGetLastError.oom", peek, cudaGetLastError() == cudaErrorMemoryAllocation);
 	check("cudaGetLastError.reset", cudaGetLastError(), 0);
 
 	size_t pitch = 0;
@@ -270,6 +271,7 @@ static void probe_launch(cudaStream_t st)
 
 int main(int argc, char **argv)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);      /* lines survive a sanitizer exit */
 	if (argc > 1 && !strcmp(argv[1], "nodriver"))
 		return probe_nodriver();
 	Dl_info info;
@@ -301,6 +303,7 @@ int main(int argc, char **argv)
 	probe_launch(st);
 	rc = cudaStreamSynchronize(sp);    check("cudaStreamSynchronize", rc, 0);
 	rc = cudaStreamDestroy(sp);        check("cudaStreamDestroy", rc, 0);
+	cudaStreamDestroy(st);
 	rc = cudaDeviceSynchronize();      check("cudaDeviceSynchronize", rc, 0);
 	check("cudaGetErrorString", cudaSuccess,
 	      !strcmp(cudaGetErrorString(cudaErrorInsufficientDriver),

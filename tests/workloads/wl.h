@@ -45,7 +45,8 @@ struct wl_opts {
 	int batch;                 /* concurrent requests; 0: active_frac */
 	double active_frac;
 	int drift_every;           /* steps between popularity shifts (0: never) */
-	int steps;
+	int steps;                 /* timed decode steps */
+	int warmup;                /* untimed decode steps before them */
 	int oracle_window;         /* steps of future the oracle plans for */
 	double weights_frac;       /* weights as a fraction of the device */
 	double act_frac;           /* profiling activations, fraction of device */
@@ -53,6 +54,7 @@ struct wl_opts {
 	uint64_t seed;
 	enum wl_mode mode;
 	int quiet;
+	int inject_corruption;     /* test of the verifier: damage one stamp */
 };
 
 /* A GPU-visible region: the K (or V) rows of one layer, token-indexed. */

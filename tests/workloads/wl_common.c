@@ -240,10 +240,10 @@ static int wl_parse_size(const char *s, uint64_t *out)
 static void wl_defaults(struct wl_opts *o)
 {
 	*o = (struct wl_opts){
-		.layers = 8, .kv_over_hbm = 1.0, .device_bytes = 512ull << 20,
-		.row_bytes = 1024, .ctx_min = 512, .ctx_max = 2048, .decode_min = 8,
-		.decode_max = 32, .zipf = 1.0, .prefix_tokens = 256, .prefix_share = 0.5,
-		.active_frac = 0.75, .drift_every = 8, .steps = 32, .oracle_window = 2,
+		.layers = 4, .kv_over_hbm = 1.0, .device_bytes = 512ull << 20,
+		.row_bytes = 2048, .ctx_min = 512, .ctx_max = 2048, .decode_min = 4,
+		.decode_max = 16, .zipf = 1.0, .prefix_tokens = 512, .prefix_share = 0.5,
+		.active_frac = 0.5, .drift_every = 4, .steps = 16, .warmup = 2, .oracle_window = 0,
 		.weights_frac = 0.25, .act_frac = 0.08, .host_ratio = 2.0, .seed = 1,
 		.mode = WL_MODE_NATIVE,
 	};
@@ -278,20 +278,22 @@ static void wl_usage(const struct wl_ops *ops, FILE *f)
 "  --prefix-tokens N     shared prefix (system prompt) tokens              [%d]\n"
 "  --prefix-share F      share of sessions that read the prefix          [%.2f]\n"
 "  --drift-every N       steps between popularity shifts (0: never)        [%d]\n"
-"  --steps N             decode steps                                     [%d]\n"
-"  --oracle-window N     steps of the future the oracle plans for          [%d]\n"
+"  --steps N             timed decode steps                               [%d]\n"
+"  --warmup N            untimed decode steps before them                  [%d]\n"
+"  --oracle-window N     steps of the future the oracle plans for (0: all) [%d]\n"
 "  --weights-frac F      weights as a fraction of the device             [%.2f]\n"
 "  --act-frac F          profiling activations / compute buffer fraction [%.2f]\n"
 "  --host-ratio F        sglang-like: pinned host pool / device KV       [%.1f]\n"
 "  --seed N              everything is deterministic given the seed        [%" PRIu64 "]\n"
 "  --quiet               no progress lines on stderr\n"
+"  --inject-corruption   (test of the verifier) damage one KV stamp after prefill\n"
 "\n"
 "  Output: key=value lines, then a short human summary.  Exit: 0 ok, 1 error or\n"
 "  data corruption, 2 usage, 3 out of memory (native KV does not fit),\n"
 "  77 no simulated GPU (allocation phase done, decode skipped).\n",
 		ops->name, ops->summary, d.kv_over_hbm, d.device_bytes >> 20, d.layers,
 		d.row_bytes, d.ctx_min, d.ctx_max, d.decode_min, d.decode_max, d.active_frac,
-		d.zipf, d.prefix_tokens, d.prefix_share, d.drift_every, d.steps,
+		d.zipf, d.prefix_tokens, d.prefix_share, d.drift_every, d.steps, d.warmup,
 		d.oracle_window, d.weights_frac, d.act_frac, d.host_ratio, d.seed);
 }
 
@@ -330,9 +332,9 @@ static void wl_parse(struct wl_opts *o, const struct wl_ops *ops, int argc, char
 		{ "decode-min", 1, 0, 3 }, { "decode-max", 1, 0, 4 }, { "batch", 1, 0, 'b' },
 		{ "active-frac", 1, 0, 5 }, { "zipf", 1, 0, 'z' }, { "prefix-tokens", 1, 0, 6 },
 		{ "prefix-share", 1, 0, 7 }, { "drift-every", 1, 0, 8 }, { "steps", 1, 0, 's' },
-		{ "oracle-window", 1, 0, 9 }, { "weights-frac", 1, 0, 10 },
+		{ "oracle-window", 1, 0, 9 }, { "warmup", 1, 0, 13 }, { "weights-frac", 1, 0, 10 },
 		{ "act-frac", 1, 0, 11 }, { "host-ratio", 1, 0, 12 }, { "seed", 1, 0, 'S' },
-		{ "quiet", 0, 0, 'q' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "quiet", 0, 0, 'q' }, { "inject-corruption", 0, 0, 14 }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	int c;
 	uint64_t sz;
@@ -373,12 +375,14 @@ static void wl_parse(struct wl_opts *o, const struct wl_ops *ops, int argc, char
 		case 7: o->prefix_share = wl_double(name, optarg, 0.0, 1.0); break;
 		case 8: o->drift_every = (int)wl_int(name, optarg, 0, 1 << 30); break;
 		case 's': o->steps = (int)wl_int(name, optarg, 0, 1 << 24); break;
-		case 9: o->oracle_window = (int)wl_int(name, optarg, 1, 1024); break;
+		case 9: o->oracle_window = (int)wl_int(name, optarg, 0, 1 << 24); break;
 		case 10: o->weights_frac = wl_double(name, optarg, 0.0, 0.9); break;
 		case 11: o->act_frac = wl_double(name, optarg, 0.0, 0.5); break;
+		case 13: o->warmup = (int)wl_int(name, optarg, 0, 1 << 24); break;
 		case 12: o->host_ratio = wl_double(name, optarg, 0.0, 16.0); break;
 		case 'S': o->seed = (uint64_t)strtoull(optarg, NULL, 0); break;
 		case 'q': o->quiet = 1; break;
+		case 14: o->inject_corruption = 1; break;
 		case 'h': wl_usage(ops, stdout); exit(WL_EXIT_OK);
 		default: wl_usage(ops, stderr); exit(WL_EXIT_USAGE);
 		}
@@ -461,6 +465,17 @@ static void wl_report(struct wl *w, uint64_t checked, uint64_t bad, double wall_
 	       w->kv_budget, w->o.layers);
 	for (size_t i = 0; i < WL_NR_KINDS; i++)
 		printf("bytes_%s=%" PRIu64 "\n", wl_kinds[i], w->bytes_by_kind[i]);
+	printf("warmup_steps=%d\n", w->o.warmup);
+	int nr_kv = 0, same = 1;
+	size_t kv0 = 0;
+	for (int i = 0; i < w->nr_allocs; i++)
+		if (!strcmp(w->allocs[i].kind, "kv")) {
+			if (!nr_kv++)
+				kv0 = w->allocs[i].bytes;
+			same &= w->allocs[i].bytes == kv0;
+		}
+	printf("kv_allocations=%d\nkv_allocation_bytes=%zu\nkv_allocations_identical=%d\n", nr_kv,
+	       kv0, same);
 	printf("sessions=%d\nbatch=%d\nsteps=%d\narrivals=%" PRIu64 "\ncompletions=%" PRIu64 "\n",
 	       w->nr_sess, w->batch, w->o.steps, w->nr_arrivals, w->nr_completions);
 	printf("tokens=%" PRIu64 "\nvirtual_ns=%" PRIu64 "\ntokens_per_s=%.1f\n", w->tokens, vns,
@@ -514,12 +529,13 @@ int wl_main(int argc, char **argv, const struct wl_ops *ops)
 	wl_make_sessions(&w);
 	wl_make_schedule(&w);
 	wl_stamp_kv(&w);
+	if (w.o.inject_corruption)            /* one byte of the second stamp */
+		WL_CK(cudaMemset(w.k[0].base + WL_STAMP_EVERY + 20, 0xee, 1));
 	WL_CK(cudaDeviceSynchronize());
 
 	bool simulated = w.fake.touch_kernel && w.fake.get_counters;
 	if (simulated) {
-		w.fake.get_counters(&w.c0);
-		rc = wl_decode(&w);
+		rc = wl_decode(&w);              /* snapshots c0 once warm */
 		if (rc)
 			return rc;
 		w.fake.get_counters(&w.c1);

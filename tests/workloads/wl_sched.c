@@ -115,8 +115,9 @@ void wl_make_schedule(struct wl *w)
 	uint32_t *perm = malloc(sizeof *perm * (size_t)n);
 	bool *busy = calloc((size_t)n, sizeof *busy);
 	struct wl_active *act = malloc(sizeof *act * (size_t)w->batch);
-	w->req = malloc(sizeof *w->req * (size_t)w->batch * ((size_t)o->steps + 1));
-	w->step_off = malloc(sizeof *w->step_off * ((size_t)o->steps + 1));
+	int steps = o->warmup + o->steps;
+	w->req = malloc(sizeof *w->req * (size_t)w->batch * ((size_t)steps + 1));
+	w->step_off = malloc(sizeof *w->step_off * ((size_t)steps + 1));
 	if (!cdf || !perm || !busy || !act || !w->req || !w->step_off)
 		wl_die("out of host memory for the schedule");
 	double sum = 0;
@@ -132,7 +133,7 @@ void wl_make_schedule(struct wl *w)
 	int nr_act = 0;
 	uint32_t nreq = 0;
 	int shift = n / 8 > 1 ? n / 8 : 1;
-	for (int t = 0; t < o->steps; t++) {
+	for (int t = 0; t < steps; t++) {
 		if (o->drift_every && t > 0 && t % o->drift_every == 0) {
 			uint32_t *tmp = malloc(sizeof *tmp * (size_t)n);
 			if (!tmp)
@@ -162,7 +163,7 @@ void wl_make_schedule(struct wl *w)
 			}
 		}
 	}
-	w->step_off[o->steps] = nreq;
+	w->step_off[steps] = nreq;
 	free(cdf);
 	free(perm);
 	free(busy);

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# make bench-sim: the SIMULATED baseline table.  For each workload at KV =
+# 1x, 2x and 4x the KV budget it runs native (only at 1x: it does not fit
+# above), uvm (fault-driven managed memory) and oracle (managed + a
+# future-knowing prefetcher), on the fakecuda simulated GPU, prints one table
+# and writes $BUILD/bench-sim.json.  Every figure is simulated.
+#   BENCH_SIM_STEPS (6)  decode steps per run (UVM thrash costs real copies)
+#   BENCH_SIM_JOBS  (2)  runs in parallel
+#   BENCH_SIM_ARGS       extra workload flags, e.g. "--seed 7"
+set -u
+BUILD=${BUILD:-build}
+STEPS=${BENCH_SIM_STEPS:-6}
+JOBS=${BENCH_SIM_JOBS:-2}
+EXTRA=${BENCH_SIM_ARGS:-}
+OUT=$BUILD/bench-sim
+JSON=$BUILD/bench-sim.json
+WORKLOADS="vllm-like sglang-like llamacpp-like"
+RATIOS="4 2 1"                      # slowest first, for packing
+export LD_LIBRARY_PATH=$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+mkdir -p "$OUT"
+rm -f "$OUT"/*.out "$OUT"/*.err "$OUT"/*.rc
+start=$(date +%s)
+
+jobs_list() {
+	for x in $RATIOS; do
+		for mode in uvm oracle native; do
+			[ "$mode" = native ] && [ "$x" != 1 ] && continue
+			for wl in $WORKLOADS; do
+				echo "$wl $x $mode"
+			done
+		done
+	done
+}
+
+run_one() {
+	local wl=$1 x=$2 mode=$3 base="$OUT/$1-$2-$3"
+	"$BUILD/workloads/$wl" --quiet --mode "$mode" --kv-over-hbm "$x" --steps "$STEPS" \
+		$EXTRA >"$base.out" 2>"$base.err"
+	echo $? >"$base.rc"
+}
+export -f run_one
+export OUT BUILD STEPS EXTRA
+
+jobs_list | xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"'
+
+val() {  # val FILE KEY
+	sed -n "s/^$2=//p" "$1" | head -1
+}
+
+failed=0
+printf '\nkvtier bench-sim — SIMULATED GPU (fakecuda cost model; not a measurement of hardware)\n'
+printf 'device %s MiB simulated, %s decode steps per run\n\n' \
+	"$(( $(val "$OUT/vllm-like-1-native.out" device_bytes 2>/dev/null || echo 0) >> 20 ))" "$STEPS"
+printf '%-14s %6s %-7s %14s %10s %10s %10s %8s %s\n' workload kv/hbm mode \
+	'sim tokens/s' 'HtoD MiB' 'DtoH MiB' 'remote MiB' faults note
+echo "[" >"$JSON.tmp"
+first=1
+for wl in $WORKLOADS; do
+	for x in 1 2 4; do
+		for mode in native uvm oracle; do
+			f="$OUT/$wl-$x-$mode.out"
+			if [ "$mode" = native ] && [ "$x" != 1 ]; then
+				printf '%-14s %5sx %-7s %14s %10s %10s %10s %8s %s\n' "$wl" "$x" "$mode" \
+					- - - - - "does not fit (skipped)"
+				continue
+			fi
+			rc=$(cat "$OUT/$wl-$x-$mode.rc" 2>/dev/null || echo 99)
+			if [ "$rc" != 0 ]; then
+				failed=$((failed + 1))
+				printf '%-14s %5sx %-7s %14s %10s %10s %10s %8s %s\n' "$wl" "$x" "$mode" \
+					- - - - - "FAILED rc=$rc: $(tail -1 "$OUT/$wl-$x-$mode.err")"
+				continue
+			fi
+			tps=$(val "$f" tokens_per_s); h=$(val "$f" bytes_htod); d=$(val "$f" bytes_dtoh)
+			r=$(val "$f" bytes_remote); fl=$(val "$f" faults)
+			printf '%-14s %5sx %-7s %14.0f %10d %10d %10d %8d %s\n' "$wl" "$x" "$mode" "$tps" \
+				$((h >> 20)) $((d >> 20)) $((r >> 20)) "$fl" "$(val "$f" result)"
+			[ $first = 1 ] || echo "," >>"$JSON.tmp"
+			first=0
+			printf '  {"name": "%s", "kv_over_hbm": %s, "alternative": "%s", "tokens_per_s": %s, "bytes_htod": %s, "bytes_dtoh": %s, "bytes_remote": %s, "faults": %s, "steps": %s, "simulated": true}' \
+				"$wl" "$x" "$mode" "$tps" "$h" "$d" "$r" "$fl" "$STEPS" >>"$JSON.tmp"
+		done
+	done
+done
+printf '\n]\n' >>"$JSON.tmp"
+mv "$JSON.tmp" "$JSON"
+printf '\n(simulated) wrote %s in %ss; per-run output in %s/\n' "$JSON" $(( $(date +%s) - start )) "$OUT"
+[ $failed -eq 0 ]
