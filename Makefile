@@ -83,9 +83,11 @@ $(BUILD)/tests/progs/real_rt_%: tests/progs/real_rt_%.c
 $(BUILD)/tests/progs/drv_%: tests/progs/drv_%.c $(FAKECUDA_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD)/fakecuda -l:libcuda.so.1 -ldl -lpthread
+# Stand-ins for third-party preloads: never instrumented (a sanitizer runtime
+# would reach them during its own start-up, as it would a real one).
 $(BUILD)/tests/progs/lib%.so: tests/progs/lib%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -shared $(LDFLAGS) -o $@ $< -ldl
+	$(CC) $(CPPFLAGS) -Itests $(filter-out $(SANFLAGS),$(CFLAGS)) -shared -o $@ $< -ldl
 $(BUILD)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -ldl -lpthread

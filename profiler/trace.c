@@ -48,6 +48,8 @@ static uint32_t next_stack_id = 1;
 static struct { uint64_t start, end; } modules[MAX_MODULES];
 static unsigned nr_modules;
 
+static int backtrace_ips(void **ip, int max);
+
 int kvt_trace_expand(const char *pattern, int pid, char *out, unsigned len)
 {
 	unsigned j = 0;
@@ -209,6 +211,12 @@ int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth)
 	tr.depth = stack_depth > (int)KVT_TRACE_MAX_FRAMES ? (int)KVT_TRACE_MAX_FRAMES : stack_depth;
 	int r = start_locked();
 	pthread_mutex_unlock(&tr.lock);
+	if (!r && tr.depth) {
+		/* libunwind sets itself up lazily on first use, racily: do it now,
+		 * from the constructor, before the application has threads. */
+		void *ip[4];
+		backtrace_ips(ip, 4);
+	}
 	if (r) {
 		kvt_sys_munmap(buf, buffer_bytes);
 		tr.buf = NULL;
@@ -370,13 +378,37 @@ static uint32_t stack_id_of(void *const *ip, int n)
 	return 0;
 }
 
+/* The stack, innermost first. libunwind's fast path keeps a per-thread
+ * cache whose destructor runs after ThreadSanitizer has retired the thread
+ * (TSan then crashes in its own bookkeeping), so TSan builds take the
+ * step-by-step walk, which keeps no per-thread state. */
+static int backtrace_ips(void **ip, int max)
+{
+#if defined(__SANITIZE_THREAD__)
+	unw_context_t uc;
+	unw_cursor_t cur;
+	int n = 0;
+	if (unw_getcontext(&uc) || unw_init_local(&cur, &uc))
+		return 0;
+	while (n < max && unw_step(&cur) > 0) {
+		unw_word_t pc;
+		if (unw_get_reg(&cur, UNW_REG_IP, &pc))
+			break;
+		ip[n++] = (void *)(uintptr_t)pc;
+	}
+	return n;
+#else
+	return unw_backtrace(ip, max);
+#endif
+}
+
 uint32_t kvt_trace_callsite(void)
 {
 	void *ip[KVT_TRACE_MAX_FRAMES + 8];
 	int depth = tr.depth;
 	if (depth <= 0 || !stack_keys || tr.fd < 0)
 		return 0;
-	int n = unw_backtrace(ip, depth + 8);
+	int n = backtrace_ips(ip, depth + 8);
 	int skip = 0;
 	while (skip < n && kvt_self_contains(ip[skip]))
 		skip++;

@@ -5,12 +5,14 @@
 # above), uvm (fault-driven managed memory) and oracle (managed + a
 # future-knowing prefetcher), on the fakecuda simulated GPU, prints one table
 # and writes $BUILD/bench-sim.json.  Every figure is simulated.
-#   BENCH_SIM_STEPS (6)  decode steps per run (UVM thrash costs real copies)
+#   BENCH_SIM_STEPS (4)  timed decode steps per run (UVM thrash costs real copies)
+#   BENCH_SIM_WARMUP (1) untimed decode steps before them
 #   BENCH_SIM_JOBS  (2)  runs in parallel
 #   BENCH_SIM_ARGS       extra workload flags, e.g. "--seed 7"
 set -u
 BUILD=${BUILD:-build}
-STEPS=${BENCH_SIM_STEPS:-6}
+STEPS=${BENCH_SIM_STEPS:-4}
+WARMUP=${BENCH_SIM_WARMUP:-1}
 JOBS=${BENCH_SIM_JOBS:-2}
 EXTRA=${BENCH_SIM_ARGS:-}
 OUT=$BUILD/bench-sim
@@ -36,12 +38,12 @@ jobs_list() {
 
 run_one() {
 	local wl=$1 x=$2 mode=$3 base="$OUT/$1-$2-$3"
-	"$BUILD/workloads/$wl" --quiet --mode "$mode" --kv-over-hbm "$x" --steps "$STEPS" \
+	"$BUILD/workloads/$wl" --quiet --mode "$mode" --kv-over-hbm "$x" --steps "$STEPS" --warmup "$WARMUP" \
 		$EXTRA >"$base.out" 2>"$base.err"
 	echo $? >"$base.rc"
 }
 export -f run_one
-export OUT BUILD STEPS EXTRA
+export OUT BUILD STEPS WARMUP EXTRA
 
 jobs_list | xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"'
 
@@ -51,8 +53,9 @@ val() {  # val FILE KEY
 
 failed=0
 printf '\nkvtier bench-sim — SIMULATED GPU (fakecuda cost model; not a measurement of hardware)\n'
-printf 'device %s MiB simulated, %s decode steps per run\n\n' \
-	"$(( $(val "$OUT/vllm-like-1-native.out" device_bytes 2>/dev/null || echo 0) >> 20 ))" "$STEPS"
+printf 'device %s MiB simulated, %s timed decode steps per run after %s warm-up\n\n' \
+	"$(( $(val "$OUT/vllm-like-1-native.out" device_bytes 2>/dev/null || echo 0) >> 20 ))" \
+	"$STEPS" "$WARMUP"
 printf '%-14s %6s %-7s %14s %10s %10s %10s %8s %s\n' workload kv/hbm mode \
 	'sim tokens/s' 'HtoD MiB' 'DtoH MiB' 'remote MiB' faults note
 echo "[" >"$JSON.tmp"

@@ -226,15 +226,17 @@ static void test_rt_no_driver(void)
  * everything through the pointer returned for cuGetProcAddress@12000. */
 static void test_rt_resolution_path(void)
 {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	/* the sanitizer runtime resolves its interceptors through dlsym during
+	 * its own init; a dlsym-wrapping test preload spins there. The plain
+	 * build covers this path. */
+	fprintf(stderr, "  (sanitizer build: resolution trace skipped)\n");
+	return;
+#endif
 	char pre[700];
 	snprintf(pre, sizeof pre, "LD_PRELOAD=%s", kvt_path("workloads/librt-trace.so"));
-	/* an ASan build wants libasan first; a test preload is fine behind it */
-	char asan[600];
-	const char *ao = getenv("ASAN_OPTIONS");
-	snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", ao ? ao : "",
-		 ao && *ao ? ":" : "");
 	const char *const *fe = env_fake();
-	const char *env[] = { fe[0], fe[1], pre, asan, NULL };
+	const char *env[] = { fe[0], fe[1], pre, NULL };
 	const char *argv[] = { kvt_path("workloads/rt-probe"), NULL };
 	static struct kvt_child c;
 	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
