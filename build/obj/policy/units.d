@@ -1,2 +1,0 @@
-build/obj/policy/units.o: policy/units.c include/kvtier/units.h
-include/kvtier/units.h:
