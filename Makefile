@@ -19,10 +19,11 @@ LDFLAGS   += $(SANFLAGS)
 
 # ---- the preload library -------------------------------------------------
 # Files named hook_*.c / *.S define interposed symbols, init.c has the
-# constructor and record.c the in-process glue: they go only into the shared
-# object. Everything else also goes into libkvtier.a for tools and unit tests.
-HOOK_SRCS := $(wildcard preload/hook_*.c) $(wildcard preload/*.S) preload/init.c preload/record.c
-CORE_SRCS := $(filter-out $(HOOK_SRCS),$(wildcard preload/*.c cuda_shim/*.c profiler/*.c policy/*.c))
+# constructor, record.c and place.c the in-process glue, cuda_shim/ kvtier's
+# own driver calls: they go only into the shared object. Everything else also goes into libkvtier.a for tools and unit tests.
+HOOK_SRCS := $(wildcard preload/hook_*.c) $(wildcard preload/*.S) preload/init.c preload/record.c \
+             preload/place.c $(wildcard cuda_shim/*.c)
+CORE_SRCS := $(filter-out $(HOOK_SRCS),$(wildcard preload/*.c profiler/*.c policy/*.c))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 HOOK_OBJS := $(patsubst %.S,$(BUILD)/obj/%.o,$(HOOK_SRCS:%.c=$(BUILD)/obj/%.o))
 LIB_LIBS  := -ldl -lpthread -lunwind -lnuma -lm
@@ -104,7 +105,7 @@ demo:
 	@.ci/install-deps
 	@$(MAKE) --no-print-directory all >/dev/null
 	LD_LIBRARY_PATH=$(BUILD)/fakecuda $(KVTIER) run --trace $(BUILD)/demo.%p.trace -- \
-		$(BUILD)/workloads/vllm-like --mode uvm --kv-over-hbm 2
+		$(BUILD)/workloads/vllm-like --mode native --kv-over-hbm 2
 
 tsan:
 	$(MAKE) BUILD=build/tsan SAN=thread OPT=-O1 test

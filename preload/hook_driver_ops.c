@@ -4,6 +4,7 @@
  * last two, each calling its own real function). They record one event and
  * pass the call through unchanged. No malloc, no stdio. */
 #include "hook_driver.h"
+#include "place.h"
 
 /* The old (CUdevice) ABIs keep their plain export names; cuda.h maps the
  * plain names to the _v2 ABIs, so undo that here. */
@@ -22,6 +23,8 @@ KVT_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 	kvt_rec_event(KVT_OP_MEMINFO, KVT_KIND_NONE, KVT_API_cuMemGetInfo_v2,
 		      ok && free_bytes ? *free_bytes : 0, ok && total_bytes ? *total_bytes : 0,
 		      0, 0, r);
+	if (ok && free_bytes && total_bytes)
+		kvt_place_on_meminfo(*free_bytes, *total_bytes);
 	kvt_hook_exit();
 	return r;
 }
@@ -34,6 +37,8 @@ KVT_EXPORT CUresult exp(CUdeviceptr d, T v, size_t n)                          \
 	DRV_PROLOGUE(exp, d, v, n);                                            \
 	CUresult r = real(d, v, n);                                            \
 	kvt_rec_event(KVT_OP_MEMSET, KVT_KIND_NONE, api, d, (uint64_t)n * (elem), v, 0, r); \
+	if (r == CUDA_SUCCESS)                                                 \
+		kvt_place_on_memset(d, (uint64_t)n * (elem), (int)v);          \
 	kvt_hook_exit();                                                       \
 	return r;                                                              \
 }
@@ -43,6 +48,8 @@ KVT_EXPORT CUresult exp(CUdeviceptr d, T v, size_t n, CUstream s)              \
 	DRV_PROLOGUE(exp, d, v, n, s);                                         \
 	CUresult r = real(d, v, n, s);                                         \
 	kvt_rec_event(KVT_OP_MEMSET, KVT_KIND_NONE, api, d, (uint64_t)n * (elem), v, U64(s), r); \
+	if (r == CUDA_SUCCESS)                                                 \
+		kvt_place_on_memset(d, (uint64_t)n * (elem), (int)v);          \
 	kvt_hook_exit();                                                       \
 	return r;                                                              \
 }
@@ -181,3 +188,22 @@ PREFETCH_OLD_HOOK(cuMemPrefetchAsync)
 PREFETCH_OLD_HOOK(cuMemPrefetchAsync_ptsz)
 PREFETCH_V2_HOOK(cuMemPrefetchAsync_v2)
 PREFETCH_V2_HOOK(cuMemPrefetchAsync_v2_ptsz)
+
+/* ---- IPC export of redirected memory: managed memory has no IPC handle ---- */
+
+KVT_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p)
+{
+	DRV_PROLOGUE(cuIpcGetMemHandle, h, p);
+	struct kvt_alloc a;
+	if (!kvt_reg_find(kvt_mem_reg, p, &a) && a.placement != KVT_PLACE_NATIVE &&
+	    a.kind != KVT_KIND_MANAGED) {
+		kvt_place_fallback(KVT_FB_IPC);
+		kvt_warn("cuIpcGetMemHandle on %#llx: kvtier placed this %s allocation in "
+			 "managed memory, which cannot be exported; exclude its call site "
+			 "in KVTIER_POLICY (e.g. 'site~*allreduce* => native')",
+			 (unsigned long long)p, kvt_kind_name(a.kind));
+	}
+	CUresult r = real(h, p);
+	kvt_hook_exit();
+	return r;
+}

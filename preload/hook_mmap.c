@@ -12,6 +12,7 @@
 
 #include "kvt.h"
 #include "record.h"
+#include "place.h"
 
 typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
 typedef int (*munmap_fn)(void *, size_t);
@@ -46,12 +47,19 @@ static void *do_mmap(mmap_fn real, void *addr, size_t len, int prot, int flags,
 	void *p = real(addr, len, prot, flags, fd, off);
 	int saved = errno;
 	int ok = p != MAP_FAILED;
+	struct kvt_place pl;
+	kvt_place_decide(KVT_KIND_MMAP, len, &pl);
+	if (ok && pl.placement != KVT_PLACE_NATIVE)
+		kvt_place_bind(p, len, &pl, 0);      /* before the first touch */
+	else
+		pl.placement = KVT_PLACE_NATIVE;
 	if (ok && (flags & MAP_FIXED))      /* replaces whatever was there */
 		kvt_reg_carve(kvt_mem_reg, (uint64_t)(uintptr_t)p, len, is_tracked_mmap);
-	kvt_rec_alloc(kvt_mem_reg, KVT_KIND_MMAP, KVT_API_mmap, ok,
-		      ok ? (uint64_t)(uintptr_t)p : 0, len,
-		      (uint64_t)(uint32_t)prot | ((uint64_t)(uint32_t)flags << 32),
-		      ok ? 0 : -saved);
+	kvt_rec_alloc_placed(kvt_mem_reg, KVT_KIND_MMAP, KVT_API_mmap, ok,
+			     ok ? (uint64_t)(uintptr_t)p : 0, len,
+			     (uint64_t)(uint32_t)prot | ((uint64_t)(uint32_t)flags << 32),
+			     ok ? 0 : -saved, &pl);
+	kvt_place_commit(&pl, ok ? (uint64_t)(uintptr_t)p : 0, len);
 	kvt_hook_exit();
 	errno = saved;
 	return p;

@@ -65,7 +65,8 @@
 	X(cuMemPrefetchAsync, cuMemPrefetchAsync) \
 	X(cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz) \
 	X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2) \
-	X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2_ptsz)
+	X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2_ptsz) \
+	X(cuIpcGetMemHandle, cuIpcGetMemHandle)
 
 /* Runtime exports, chained with RTLD_NEXT. */
 #define KVT_RUNTIME_HOOKS(X) \

@@ -16,6 +16,7 @@
 
 #include "kvt.h"
 #include "record.h"
+#include "place.h"
 #include "../profiler/trace.h"
 
 extern char **environ;
@@ -143,6 +144,7 @@ static void init_once(void)
 		return;
 	}
 	open_trace();
+	kvt_place_init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&kvt_state, KVT_STATE_READY, __ATOMIC_RELEASE);
 }
@@ -212,8 +214,10 @@ __attribute__((destructor(101))) static void kvt_dtor(void)
 	if (__atomic_load_n(&kvt_state, __ATOMIC_ACQUIRE) != KVT_STATE_READY)
 		return;
 	kvt_tls.depth++;
-	if (kvt_trace_active())
+	if (kvt_trace_active()) {
 		trace_live_records();
+		kvt_place_trace_counters();
+	}
 	kvt_trace_close();
 	kvt_tls.depth--;
 }

@@ -83,6 +83,11 @@ pid_t kvt_gettid(void);
 void kvt_platform_after_fork(void);
 uint64_t kvt_now_ns(void);          /* CLOCK_MONOTONIC */
 uint64_t kvt_realtime_ns(void);     /* CLOCK_REALTIME */
+/* mbind(2) and move_pages(2) on this process, raw. 0 or -errno. */
+long kvt_sys_mbind(void *addr, size_t len, int mode, const unsigned long *mask,
+		   unsigned long maxnode, unsigned flags);
+long kvt_sys_move_pages(unsigned long count, void **pages, const int *nodes,
+			int *status, int flags);
 /* Address span of libkvtier.so itself (for "is this pointer ours"). */
 int kvt_self_contains(const void *p);
 
@@ -96,6 +101,12 @@ struct kvt_options {
 	int stack_depth;             /* KVTIER_STACK_DEPTH */
 	uint64_t trace_buffer;       /* KVTIER_TRACE_BUFFER bytes */
 	int inherit;                 /* KVTIER_INHERIT */
+	char policy[4096];           /* KVTIER_POLICY ("" = the default rules) */
+	int strict;                  /* KVTIER_STRICT */
+	uint64_t hbm_budget;         /* KVTIER_HBM_BUDGET (0 = derive) */
+	uint64_t cxl_limit;          /* KVTIER_CXL_LIMIT (0 = unlimited) */
+	uint64_t reserve;            /* KVTIER_RESERVE */
+	char cxl_nodes[256];         /* KVTIER_CXL_NODES ("" = from topology) */
 };
 extern struct kvt_options kvt_opt;
 

@@ -16,6 +16,7 @@ struct kvt_options kvt_opt = {
 	.stack_depth = 32,
 	.trace_buffer = 1u << 20,
 	.inherit = 1,
+	.reserve = 1ull << 30,
 };
 
 enum opt_type { OPT_BOOL, OPT_INT, OPT_SIZE, OPT_STR, OPT_LOGLEVEL };
@@ -28,6 +29,7 @@ struct opt_desc {
 	const char *unit;
 	long long min, max;          /* OPT_INT / OPT_SIZE bounds */
 	const char *help;
+	size_t str_bytes;            /* OPT_STR: room in the field */
 };
 
 #define OFF(f) offsetof(struct kvt_options, f)
@@ -43,7 +45,7 @@ static const struct opt_desc table[] = {
 	  .def = "0", .unit = "bool",
 	  .help = "print the resolved option table to stderr at start" },
 	{ .name = "KVTIER_TRACE", .type = OPT_STR, .offset = OFF(trace),
-	  .def = "", .unit = "path",
+	  .str_bytes = sizeof kvt_opt.trace, .def = "", .unit = "path",
 	  .help = "write every event to this file (%p = pid); never overwrites" },
 	{ .name = "KVTIER_STACK_DEPTH", .type = OPT_INT, .offset = OFF(stack_depth),
 	  .def = "32", .unit = "frames", .min = 0, .max = 128,
@@ -54,6 +56,24 @@ static const struct opt_desc table[] = {
 	{ .name = "KVTIER_INHERIT", .type = OPT_BOOL, .offset = OFF(inherit),
 	  .def = "1", .unit = "bool",
 	  .help = "exec'd children load kvtier too (vLLM workers are child processes)" },
+	{ .name = "KVTIER_POLICY", .type = OPT_STR, .offset = OFF(policy),
+	  .str_bytes = sizeof kvt_opt.policy, .def = "", .unit = "rules",
+	  .help = "placement rules (docs/policy.md); unset: 'kv => managed:cxl; * => native'" },
+	{ .name = "KVTIER_STRICT", .type = OPT_BOOL, .offset = OFF(strict),
+	  .def = "0", .unit = "bool",
+	  .help = "1: a bad KVTIER_POLICY aborts instead of falling back to native" },
+	{ .name = "KVTIER_HBM_BUDGET", .type = OPT_SIZE, .offset = OFF(hbm_budget),
+	  .def = "0", .unit = "bytes",
+	  .help = "redirected bytes allowed in HBM; 0: free memory when KV began, less the reserve" },
+	{ .name = "KVTIER_CXL_LIMIT", .type = OPT_SIZE, .offset = OFF(cxl_limit),
+	  .def = "0", .unit = "bytes",
+	  .help = "bytes placed on the far node; past it allocations stay native (0: no limit)" },
+	{ .name = "KVTIER_RESERVE", .type = OPT_SIZE, .offset = OFF(reserve),
+	  .def = "1G", .unit = "bytes",
+	  .help = "HBM kept free of redirected memory when the budget is derived" },
+	{ .name = "KVTIER_CXL_NODES", .type = OPT_STR, .offset = OFF(cxl_nodes),
+	  .str_bytes = sizeof kvt_opt.cxl_nodes, .def = "", .unit = "nodes",
+	  .help = "far-tier NUMA nodes (numactl list: 1 or 2,3 or 2-4); unset: from topology" },
 };
 
 #define NR_OPTS (sizeof table / sizeof table[0])
@@ -100,7 +120,7 @@ static int set_value(struct kvt_options *o, const struct opt_desc *d, const char
 		*(uint64_t *)field = sz;
 		return 0;
 	case OPT_STR:
-		if (strlen(v) >= sizeof kvt_opt.trace)
+		if (strlen(v) >= d->str_bytes)
 			return -ENAMETOOLONG;
 		strcpy(field, v);
 		return 0;
@@ -196,7 +216,7 @@ static void value_text(const struct kvt_options *o, const struct opt_desc *d,
 
 void kvt_options_print(const struct kvt_options *o, int fd)
 {
-	char line[700], val[520];
+	char line[4400], val[4200];
 	for (size_t i = 0; i < NR_OPTS; i++) {
 		value_text(o, &table[i], val, sizeof val);
 		int n = snprintf(line, sizeof line, "kvtier: %-22s = %-12s (%s; default %s)\n",

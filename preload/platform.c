@@ -153,3 +153,15 @@ int kvt_self_contains(const void *p)
 		dl_iterate_phdr(find_self, (void *)(uintptr_t)&kvt_self_contains);
 	return (uintptr_t)p >= self_lo && (uintptr_t)p < self_hi;
 }
+
+long kvt_sys_mbind(void *addr, size_t len, int mode, const unsigned long *mask,
+		   unsigned long maxnode, unsigned flags)
+{
+	return syscall(SYS_mbind, addr, len, mode, mask, maxnode, flags) ? -errno : 0;
+}
+
+long kvt_sys_move_pages(unsigned long count, void **pages, const int *nodes,
+			int *status, int flags)
+{
+	return syscall(SYS_move_pages, 0, count, pages, nodes, status, flags) ? -errno : 0;
+}

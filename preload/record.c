@@ -5,6 +5,7 @@
 
 #include "kvt.h"
 #include "record.h"
+#include "place.h"
 #include "../profiler/trace.h"
 
 uint16_t kvt_attribute_api(uint16_t api)
@@ -16,16 +17,20 @@ uint16_t kvt_attribute_api(uint16_t api)
 	return api;
 }
 
-void kvt_rec_alloc(struct kvt_registry *reg, uint8_t kind, uint16_t api,
-		   int ok, uint64_t addr, uint64_t size, uint64_t aux, int32_t result)
+void kvt_rec_alloc_placed(struct kvt_registry *reg, uint8_t kind, uint16_t api,
+			  int ok, uint64_t addr, uint64_t size, uint64_t aux,
+			  int32_t result, const struct kvt_place *pl)
 {
 	uint16_t who = kvt_attribute_api(api);
 	uint32_t stack = kvt_trace_active() ? kvt_trace_callsite() : 0;
+	uint8_t placement = ok && pl ? pl->placement : KVT_PLACE_NATIVE;
+	int32_t node = placement != KVT_PLACE_NATIVE ? pl->node : -1;
 	if (ok) {
 		struct kvt_alloc a = {
 			.base = addr, .size = size, .t_ns = kvt_now_ns(), .aux = aux,
 			.tid = (uint32_t)kvt_gettid(), .stack_id = stack, .api = who,
-			.kind = kind, .placement = KVT_PLACE_NATIVE, .node = -1,
+			.kind = kind, .placement = placement, .node = node,
+			.policy_id = pl ? pl->policy_id : 0, .far_bytes = pl ? pl->far_bytes : 0,
 		};
 		if (kvt_reg_insert(reg, &a) < 0)
 			kvt_warn_once("registry out of memory; some allocations go untracked");
@@ -34,9 +39,16 @@ void kvt_rec_alloc(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 		struct kvt_rec_event ev = {
 			.op = KVT_OP_ALLOC, .api = who, .addr = ok ? addr : 0, .size = size,
 			.aux = aux, .stack_id = stack, .result = result, .kind = kind,
+			.placement = placement, .aux2 = (uint64_t)(int64_t)node,
 		};
 		kvt_trace_event(&ev);
 	}
+}
+
+void kvt_rec_alloc(struct kvt_registry *reg, uint8_t kind, uint16_t api,
+		   int ok, uint64_t addr, uint64_t size, uint64_t aux, int32_t result)
+{
+	kvt_rec_alloc_placed(reg, kind, api, ok, addr, size, aux, result, NULL);
 }
 
 int kvt_rec_free_begin(struct kvt_registry *reg, uint64_t addr, struct kvt_alloc *out)
@@ -53,6 +65,8 @@ void kvt_rec_free_end(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 	uint16_t who = kvt_attribute_api(api);
 	if (tracked && !ok)
 		kvt_reg_insert(reg, rec);      /* the release failed: still live */
+	if (tracked && ok)
+		kvt_place_on_free(rec);
 	if (kvt_trace_active()) {
 		struct kvt_rec_event ev = {
 			.op = KVT_OP_FREE, .api = who, .addr = addr,

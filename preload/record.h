@@ -19,15 +19,22 @@ extern struct kvt_registry *kvt_host_reg;  /* cuMemHostRegister'ed ranges */
  * thread if any (marking it seen), else the driver/host call itself. */
 uint16_t kvt_attribute_api(uint16_t api);
 
+struct kvt_place;
+
 /* An allocation call returned `result`; addr/size valid when ok != 0.
- * Registers it (kind, aux = flags/handle) and writes one ALLOC event. */
+ * Registers it (kind, aux = flags/handle, where it was placed: pl, NULL =
+ * native) and writes one ALLOC event. */
 void kvt_rec_alloc(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 		   int ok, uint64_t addr, uint64_t size, uint64_t aux, int32_t result);
+void kvt_rec_alloc_placed(struct kvt_registry *reg, uint8_t kind, uint16_t api,
+			  int ok, uint64_t addr, uint64_t size, uint64_t aux,
+			  int32_t result, const struct kvt_place *pl);
 
 /* Before a release call: take the record out (so a concurrent allocation
  * reusing the address is never confused with it). 0 when it was tracked. */
 int kvt_rec_free_begin(struct kvt_registry *reg, uint64_t addr, struct kvt_alloc *out);
-/* After the release call: on failure the record goes back; one FREE event. */
+/* After the release call: on failure the record goes back; one FREE event;
+ * the policy engine hears of the free. */
 void kvt_rec_free_end(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 		      int tracked, const struct kvt_alloc *rec, uint64_t addr,
 		      int ok, int32_t result);

@@ -20,6 +20,8 @@ struct kvt_alloc {                 /* a record, copied in and out */
 	uint8_t kind;              /* enum kvt_kind */
 	uint8_t placement;         /* enum kvt_placement */
 	int32_t node;              /* NUMA node for host placements, -1 = none */
+	uint64_t policy_id;        /* the id the policy engine knows it by (0 = none) */
+	uint64_t far_bytes;        /* charged to KVTIER_CXL_LIMIT; released on free */
 };
 
 struct kvt_registry;

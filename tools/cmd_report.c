@@ -1,32 +1,105 @@
 // SPDX-License-Identifier: MIT
-/* `kvtier report TRACE...` (the summary) and `kvtier dump TRACE` (every
- * record as one text line; the format tests and humans read). */
+/* `kvtier report TRACE...` (argument handling; the report itself is in
+ * report_*.c) and `kvtier dump TRACE` (every record as one text line; the
+ * format tests and humans read). */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
-#include "summary.h"
+#include "report.h"
 #include "../profiler/trace_read.h"
+
+static int report_usage(FILE *f, int status)
+{
+	fprintf(f, "usage: kvtier report TRACE... [--format text|json|html] [-o FILE] [-q]\n"
+		"  the offline allocation report of one or more traces (one per process):\n"
+		"  call sites, sizes, kinds and decisions, timeline, phases and chunk heat.\n"
+		"  --format F   text (default), json (every number), html (one file, SVG)\n"
+		"  -o FILE      write there instead of stdout\n"
+		"  -q           no progress line on stderr for big traces\n");
+	return status;
+}
+
+static int report_write(struct kvt_report *r, const char *fmt, const char *out)
+{
+	FILE *f = out ? fopen(out, "w") : stdout;
+	if (!f) {
+		fprintf(stderr, "kvtier report: %s: %s\n", out, strerror(errno));
+		return 1;
+	}
+	int ret = !strcmp(fmt, "json") ? kvt_report_print_json(r, f) :
+		  !strcmp(fmt, "html") ? kvt_report_print_html(r, f) : kvt_report_print_text(r, f);
+	if (fflush(f) || (out && fclose(f)) || ret) {
+		fprintf(stderr, "kvtier report: %s: write failed\n", out ? out : "stdout");
+		return 1;
+	}
+	if (out)
+		fprintf(stderr, "kvtier report: wrote %s\n", out);
+	return 0;
+}
 
 int kvt_cmd_report(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help")) {
-		fprintf(argc < 2 ? stderr : stdout, "usage: kvtier report TRACE...\n");
-		return argc < 2 ? 2 : 0;
-	}
-	struct kvt_summary s;
-	memset(&s, 0, sizeof s);
-	int bad = 0;
+	const char *fmt = "text", *out = NULL;
+	char **paths = calloc((size_t)argc, sizeof *paths);
+	int nr = 0, quiet = 0, only_paths = 0;
+	if (!paths)
+		return 1;
 	for (int i = 1; i < argc; i++) {
-		char err[512];
-		if (kvt_summary_add(&s, argv[i], err, sizeof err)) {
-			fprintf(stderr, "kvtier report: %s\n", err);
-			bad = 1;
+		const char *a = argv[i];
+		if (only_paths || a[0] != '-' || !a[1]) {
+			paths[nr++] = argv[i];
+		} else if (!strcmp(a, "--")) {
+			only_paths = 1;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			free(paths);
+			return report_usage(stdout, 0);
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			quiet = 1;
+		} else if ((!strcmp(a, "--format") || !strcmp(a, "-o")) && i + 1 < argc) {
+			*(a[1] == 'o' ? &out : &fmt) = argv[++i];
+		} else if (!strncmp(a, "--format=", 9)) {
+			fmt = a + 9;
+		} else {
+			fprintf(stderr, "kvtier report: unknown or incomplete option '%s'\n", a);
+			free(paths);
+			return report_usage(stderr, 2);
 		}
 	}
-	kvt_summary_print(&s, stdout);
-	return bad;
+	if (strcmp(fmt, "text") && strcmp(fmt, "json") && strcmp(fmt, "html")) {
+		fprintf(stderr, "kvtier report: --format must be text, json or html, not '%s'\n", fmt);
+		free(paths);
+		return 2;
+	}
+	if (!nr) {
+		free(paths);
+		return report_usage(stderr, 2);
+	}
+	struct kvt_report *r = calloc(1, sizeof *r);
+	char err[512];
+	int status = 0;
+	if (!r || kvt_report_init(r, paths, nr, err, sizeof err)) {
+		fprintf(stderr, "kvtier report: %s\n", r ? err : "out of memory");
+		status = 1;
+		goto out;
+	}
+	r->progress = !quiet;
+	for (int i = 0; i < nr && !status; i++)
+		if (kvt_report_add(r, paths[i], err, sizeof err)) {
+			fprintf(stderr, "kvtier report: %s\n", err);
+			status = 1;
+		}
+	if (!status)
+		status = report_write(r, fmt, out);
+out:
+	if (r)
+		kvt_report_free(r);
+	free(r);
+	free(paths);
+	return status;
 }
 
 static void dump_event(const struct kvt_rec_event *e)

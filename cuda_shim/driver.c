@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+/* kvtier's own driver calls (contract in shim.h): typed entry points fetched
+ * once through the real cuGetProcAddress_v2 at fixed ABI versions.
+ * Runs inside hooks: no malloc, no stdio, no locks beyond pthread_once. */
+#include <pthread.h>
+#include <stddef.h>
+
+#include "shim.h"
+#include "../preload/hooks.h"
+
+typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
+			   CUdriverProcAddressQueryResult *);
+
+static struct {
+	CUresult (*alloc_managed)(CUdeviceptr *, size_t, unsigned);
+	CUresult (*mem_free)(CUdeviceptr);
+	CUresult (*advise)(CUdeviceptr, size_t, CUmem_advise, CUmemLocation);
+	CUresult (*ctx_get_device)(CUdevice *);
+	CUresult (*is_capturing)(CUstream, CUstreamCaptureStatus *);
+	CUresult (*stream_sync)(CUstream);
+	CUresult (*host_register)(void *, size_t, unsigned);
+	CUresult (*host_unregister)(void *);
+	CUresult (*range_attr)(void *, size_t, CUmem_range_attribute, CUdeviceptr, size_t);
+	int ok;
+} drv;
+
+static void *entry(gpa_fn gpa, const char *name, int version)
+{
+	void *fn = NULL;
+	if (gpa(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, NULL) != CUDA_SUCCESS)
+		return NULL;
+	return fn;
+}
+
+static void resolve(void)
+{
+	gpa_fn gpa = (gpa_fn)kvt_drv_real(KVT_H_cuGetProcAddress_v2);
+	if (!gpa)
+		return;
+	drv.alloc_managed = entry(gpa, "cuMemAllocManaged", 6000);
+	drv.mem_free = entry(gpa, "cuMemFree", 3020);
+	drv.advise = entry(gpa, "cuMemAdvise", 12020);
+	drv.ctx_get_device = entry(gpa, "cuCtxGetDevice", 2000);
+	drv.is_capturing = entry(gpa, "cuStreamIsCapturing", 10000);
+	drv.stream_sync = entry(gpa, "cuStreamSynchronize", 2000);
+	drv.host_register = entry(gpa, "cuMemHostRegister", 6050);
+	drv.host_unregister = entry(gpa, "cuMemHostUnregister", 4000);
+	drv.range_attr = entry(gpa, "cuMemRangeGetAttribute", 8000);
+	drv.ok = drv.alloc_managed && drv.mem_free && drv.advise;
+}
+
+int kvt_cuda_ready(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, resolve);
+	return drv.ok ? 0 : -1;
+}
+
+#define CALL(fn, ...) (kvt_cuda_ready(), drv.fn ? drv.fn(__VA_ARGS__) : CUDA_ERROR_NOT_INITIALIZED)
+
+CUresult kvt_cuda_alloc_managed(CUdeviceptr *p, size_t bytes)
+{
+	return CALL(alloc_managed, p, bytes, CU_MEM_ATTACH_GLOBAL);
+}
+
+CUresult kvt_cuda_free(CUdeviceptr p)
+{
+	return CALL(mem_free, p);
+}
+
+CUresult kvt_cuda_advise(CUdeviceptr p, size_t bytes, CUmem_advise advice,
+			 CUmemLocationType type, int id)
+{
+	CUmemLocation loc = { .type = type, .id = id };
+	return CALL(advise, p, bytes, advice, loc);
+}
+
+CUresult kvt_cuda_current_device(CUdevice *dev)
+{
+	return CALL(ctx_get_device, dev);
+}
+
+int kvt_cuda_stream_capturing(CUstream s)
+{
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	CUresult r = CALL(is_capturing, s, &st);
+	if (r != CUDA_SUCCESS)
+		return -1;
+	return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+CUresult kvt_cuda_stream_sync(CUstream s)
+{
+	return CALL(stream_sync, s);
+}
+
+CUresult kvt_cuda_host_register(void *p, size_t bytes, unsigned flags)
+{
+	return CALL(host_register, p, bytes, flags);
+}
+
+CUresult kvt_cuda_host_unregister(void *p)
+{
+	return CALL(host_unregister, p);
+}
+
+CUresult kvt_cuda_range_attr(void *data, size_t data_bytes, CUmem_range_attribute attr,
+			     CUdeviceptr p, size_t bytes)
+{
+	return CALL(range_attr, data, data_bytes, attr, p, bytes);
+}

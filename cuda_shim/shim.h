@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* The CUDA driver calls kvtier makes on its own behalf (placement now,
+ * migration later). Entry points are resolved once through the driver's
+ * real resolver (never through kvtier's hooks, so nothing is recorded
+ * twice) at the ABI versions named here. Every function returns the
+ * CUresult, or CUDA_ERROR_NOT_INITIALIZED when the driver has none. */
+#ifndef KVT_CUDA_SHIM_H
+#define KVT_CUDA_SHIM_H
+
+#include <cuda.h>
+
+/* Resolve the entry points (idempotent, thread-safe). 0 when the driver's
+ * resolver is known (kvtier saw it being looked up or linked), else -1. */
+int kvt_cuda_ready(void);
+
+CUresult kvt_cuda_alloc_managed(CUdeviceptr *p, size_t bytes);
+CUresult kvt_cuda_free(CUdeviceptr p);
+CUresult kvt_cuda_advise(CUdeviceptr p, size_t bytes, CUmem_advise advice,
+			 CUmemLocationType type, int id);
+CUresult kvt_cuda_current_device(CUdevice *dev);
+/* 1 when the stream is being captured into a graph, 0 when not, <0 error. */
+int kvt_cuda_stream_capturing(CUstream s);
+CUresult kvt_cuda_stream_sync(CUstream s);
+CUresult kvt_cuda_host_register(void *p, size_t bytes, unsigned flags);
+CUresult kvt_cuda_host_unregister(void *p);
+CUresult kvt_cuda_range_attr(void *data, size_t data_bytes, CUmem_range_attribute attr,
+			     CUdeviceptr p, size_t bytes);
+
+#endif

@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: MIT
+/* Placement glue (contract in place.h): the policy engine under one lock,
+ * managed memory homed on the far node, pinned host memory and anonymous
+ * maps bound there, verdicts acted on, fallbacks counted.
+ * Runs inside hooks: no malloc, no stdio; memory via the platform layer. */
+#include <errno.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kvt.h"
+#include "place.h"
+#include "record.h"
+#include "topo.h"
+#include "../cuda_shim/shim.h"
+#include "../profiler/trace.h"
+
+static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kvt_policy pol;
+static struct kvt_policy_engine eng;
+static int placing;                 /* 0: every allocation stays native */
+static int far_node = -1;
+static uint64_t next_id = 1;
+
+/* Provisional allocations awaiting a verdict: id -> range. */
+static struct { uint64_t id, base, size; } pend[2 * KVT_POLICY_MAX_PENDING];
+
+static uint64_t nr_fallback[KVT_FB__COUNT];
+static uint64_t nr_placed[KVT_PLACE__COUNT], bytes_placed[KVT_PLACE__COUNT];
+static uint64_t nr_rehomed, nr_mismatch;
+
+static const char *const fallback_names[KVT_FB__COUNT] = {
+	"managed_alloc_failed", "numa_home_refused", "stream_capture", "no_driver",
+	"far_node_refused", "register_failed", "no_far_tier", "ipc_export",
+};
+
+void kvt_place_fallback(enum kvt_fallback why)
+{
+	if (__atomic_fetch_add(&nr_fallback[why], 1, __ATOMIC_RELAXED) == 0)
+		kvt_warn("placement fallback: %s (counted; further ones are not logged)",
+			 fallback_names[why]);
+}
+
+int kvt_place_far_node(void)
+{
+	return far_node;
+}
+
+/* ---- init ---- */
+
+static void load_policy(void)
+{
+	struct kvt_policy_error err;
+	if (!kvt_opt.policy[0]) {
+		kvt_policy_default(&pol);
+		placing = 1;
+		return;
+	}
+	if (kvt_policy_parse(kvt_opt.policy, &pol, &err) == 0) {
+		placing = 1;
+		return;
+	}
+	if (kvt_opt.strict) {
+		kvt_error("KVTIER_POLICY: %s; KVTIER_STRICT=1, aborting", err.msg);
+		abort();
+	}
+	kvt_warn("KVTIER_POLICY: %s; every allocation stays native", err.msg);
+	kvt_policy_default(&pol);
+	placing = 0;
+}
+
+void kvt_place_init(void)
+{
+	load_policy();
+	kvt_policy_engine_init(&eng, &pol, NULL, kvt_opt.hbm_budget, kvt_opt.cxl_limit,
+			       kvt_opt.reserve);
+	/* Topology once, at start (static: the structs are large). Several far
+	 * nodes: the first takes the placements for now (weights are kept in
+	 * the choice for the spreading to come). */
+	static struct kvt_topo topo;
+	static struct kvt_topo_choice ch;
+	kvt_topo_discover(&topo, "/", kvt_topo_cxl_default("/"));
+	kvt_topo_choose(&topo, kvt_opt.cxl_nodes, &ch);
+	if (ch.reason == KVT_TOPO_FAR_NONE || ch.nr_far == 0) {
+		far_node = -1;
+		kvt_warn("far tier: %s; far placements stay native", ch.why);
+	} else {
+		far_node = ch.far[0];
+		kvt_info("far tier: node %d (%s: %s)", far_node, kvt_topo_reason_name(ch.reason),
+			 ch.why);
+	}
+}
+
+/* ---- decisions and verdicts ---- */
+
+void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl)
+{
+	memset(pl, 0, sizeof *pl);
+	pl->node = -1;
+	if (!placing)
+		return;
+	struct kvt_policy_decision d;
+	pthread_mutex_lock(&eng_lock);
+	struct kvt_policy_alloc_event ev = { .kind = kind, .size = size,
+					     .t_ns = kvt_now_ns(), .id = next_id++ };
+	kvt_policy_on_alloc(&eng, &ev, &d, &pl->res);
+	pthread_mutex_unlock(&eng_lock);
+	pl->policy_id = ev.id;
+	pl->far_bytes = d.far_bytes;
+	pl->placement = (uint8_t)kvt_policy_action_placement(&d.action);
+	pl->provisional = (d.flags & KVT_DEC_PROVISIONAL) != 0;
+	if (d.action.tier == KVT_TIER_NODE)
+		pl->node = d.action.node;
+	else if (kvt_policy_action_is_far(&d.action))
+		pl->node = far_node;
+	if (kvt_policy_action_is_far(&d.action) && pl->node < 0) {
+		kvt_place_fallback(KVT_FB_NO_FAR_TIER);
+		pl->placement = KVT_PLACE_NATIVE;
+	}
+}
+
+static void rehome(uint64_t base, uint64_t size)
+{
+	CUdevice dev = 0;
+	kvt_cuda_current_device(&dev);
+	if (kvt_cuda_advise(base, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+			    CU_MEM_LOCATION_TYPE_HOST_NUMA, far_node) != CUDA_SUCCESS) {
+		kvt_place_fallback(KVT_FB_NUMA_HOME);
+		kvt_cuda_advise(base, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+				CU_MEM_LOCATION_TYPE_HOST, 0);
+	}
+	kvt_cuda_advise(base, size, CU_MEM_ADVISE_SET_ACCESSED_BY, CU_MEM_LOCATION_TYPE_DEVICE, dev);
+	struct kvt_alloc a;
+	if (!kvt_reg_lookup(kvt_mem_reg, base, &a)) {
+		a.placement = KVT_PLACE_MANAGED_FAR;
+		a.node = far_node;
+		kvt_reg_insert(kvt_mem_reg, &a);
+	}
+	__atomic_fetch_add(&nr_rehomed, 1, __ATOMIC_RELAXED);
+	kvt_rec_event(KVT_OP_ADVISE, KVT_KIND_DEVICE, KVT_API_none, base, size,
+		      CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+		      ((uint64_t)CU_MEM_LOCATION_TYPE_HOST_NUMA << 32) | (uint32_t)far_node, 0);
+}
+
+/* Verdicts on provisional allocations: confirmed ones move their home to
+ * the far node (no copy: advice only); refuted ones stay where they are. */
+static void act_on(const struct kvt_policy_resolutions *res)
+{
+	struct { uint64_t base, size; } todo[KVT_POLICY_MAX_RESOLVE];
+	unsigned n = 0;
+	pthread_mutex_lock(&eng_lock);
+	for (unsigned i = 0; i < res->nr; i++) {
+		const struct kvt_policy_resolution *r = &res->r[i];
+		for (unsigned k = 0; k < sizeof pend / sizeof pend[0]; k++) {
+			if (pend[k].id != r->id)
+				continue;
+			pend[k].id = 0;
+			if (r->reason == KVT_REASON_CONFIRMED && kvt_policy_action_is_far(&r->action)) {
+				todo[n].base = pend[k].base;
+				todo[n++].size = pend[k].size;
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&eng_lock);
+	for (unsigned i = 0; i < n; i++)
+		rehome(todo[i].base, todo[i].size);
+}
+
+void kvt_place_commit(struct kvt_place *pl, uint64_t base, uint64_t size)
+{
+	if (!pl->policy_id)
+		return;
+	if (!base) {                 /* the allocation failed: the engine forgets it */
+		struct kvt_policy_resolutions res;
+		pthread_mutex_lock(&eng_lock);
+		kvt_policy_on_free(&eng, pl->policy_id, pl->far_bytes, kvt_now_ns(), &res);
+		pthread_mutex_unlock(&eng_lock);
+	} else if (pl->provisional && pl->placement == KVT_PLACE_MANAGED_HBM) {
+		pthread_mutex_lock(&eng_lock);
+		for (unsigned k = 0; k < sizeof pend / sizeof pend[0]; k++) {
+			if (!pend[k].id) {
+				pend[k].id = pl->policy_id;
+				pend[k].base = base;
+				pend[k].size = size;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&eng_lock);
+	}
+	if (base && pl->placement != KVT_PLACE_NATIVE) {
+		__atomic_fetch_add(&nr_placed[pl->placement], 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&bytes_placed[pl->placement], size, __ATOMIC_RELAXED);
+	}
+	act_on(&pl->res);
+}
+
+void kvt_place_on_free(const struct kvt_alloc *rec)
+{
+	if (!placing || !rec->policy_id)
+		return;
+	struct kvt_policy_resolutions res;
+	pthread_mutex_lock(&eng_lock);
+	kvt_policy_on_free(&eng, rec->policy_id, rec->far_bytes, kvt_now_ns(), &res);
+	for (unsigned k = 0; k < sizeof pend / sizeof pend[0]; k++)
+		if (pend[k].id == rec->policy_id)
+			pend[k].id = 0;
+	pthread_mutex_unlock(&eng_lock);
+	act_on(&res);
+}
+
+void kvt_place_on_memset(uint64_t addr, uint64_t bytes, int value)
+{
+	struct kvt_alloc a;
+	if (!placing || kvt_reg_find(kvt_mem_reg, addr, &a) || !a.policy_id)
+		return;
+	struct kvt_policy_resolutions res;
+	pthread_mutex_lock(&eng_lock);
+	kvt_policy_on_memset(&eng, a.policy_id, addr - a.base, bytes, value, kvt_now_ns(), &res);
+	pthread_mutex_unlock(&eng_lock);
+	act_on(&res);
+}
+
+void kvt_place_on_meminfo(uint64_t free_bytes, uint64_t total_bytes)
+{
+	if (!placing)
+		return;
+	struct kvt_policy_resolutions res;
+	pthread_mutex_lock(&eng_lock);
+	kvt_policy_on_meminfo(&eng, free_bytes, total_bytes, kvt_now_ns(), &res);
+	pthread_mutex_unlock(&eng_lock);
+	act_on(&res);
+}
+
+/* ---- device side ---- */
+
+static void home_far(CUdeviceptr d, uint64_t size, int node)
+{
+	CUdevice dev = 0;
+	kvt_cuda_current_device(&dev);
+	if (kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+			    CU_MEM_LOCATION_TYPE_HOST_NUMA, node) != CUDA_SUCCESS) {
+		/* pre-12.2 drivers: managed without a NUMA home */
+		kvt_place_fallback(KVT_FB_NUMA_HOME);
+		kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+				CU_MEM_LOCATION_TYPE_HOST, 0);
+	}
+	kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_ACCESSED_BY, CU_MEM_LOCATION_TYPE_DEVICE, dev);
+}
+
+int kvt_place_managed(CUdeviceptr *p, uint64_t size, struct kvt_place *pl)
+{
+	if (kvt_cuda_ready()) {
+		kvt_place_fallback(KVT_FB_NO_DRIVER);
+		pl->placement = KVT_PLACE_NATIVE;
+		return CUDA_ERROR_NOT_INITIALIZED;
+	}
+	CUdeviceptr d = 0;
+	CUresult r = kvt_cuda_alloc_managed(&d, size);
+	if (r != CUDA_SUCCESS) {
+		kvt_place_fallback(KVT_FB_MANAGED_ALLOC);
+		pl->placement = KVT_PLACE_NATIVE;
+		return r;
+	}
+	kvt_place_advise(d, size, pl);
+	*p = d;
+	return CUDA_SUCCESS;
+}
+
+void kvt_place_advise(uint64_t d, uint64_t size, struct kvt_place *pl)
+{
+	if (pl->placement == KVT_PLACE_MANAGED_FAR) {
+		home_far(d, size, pl->node);
+	} else if (pl->placement == KVT_PLACE_MANAGED_HBM) {
+		CUdevice dev = 0;
+		kvt_cuda_current_device(&dev);
+		kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+				CU_MEM_LOCATION_TYPE_DEVICE, dev);
+	}
+}
+
+/* ---- host side ---- */
+
+static uint64_t page_round(uint64_t n)
+{
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	return (n + pg - 1) & ~(pg - 1);
+}
+
+/* How many of up to 64 sampled pages of [p, p+len) are on node (resident
+ * pages only); *sampled gets the number checked. */
+static unsigned pages_on_node(void *p, uint64_t len, int node, unsigned *sampled)
+{
+	void *pages[64];
+	int status[64];
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t nr = len / pg;
+	unsigned n = nr < 64 ? (unsigned)nr : 64, on = 0;
+	for (unsigned i = 0; i < n; i++)
+		pages[i] = (char *)p + (nr / (n ? n : 1)) * i * pg;
+	*sampled = 0;
+	if (!n || kvt_sys_move_pages(n, pages, NULL, status, 0))
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (status[i] < 0)
+			continue;
+		(*sampled)++;
+		on += status[i] == node;
+	}
+	return on;
+}
+
+static void verify(void *p, uint64_t len, int node, const char *what)
+{
+	unsigned sampled, on = pages_on_node(p, len, node, &sampled);
+	if (sampled && on < sampled) {
+		__atomic_fetch_add(&nr_mismatch, 1, __ATOMIC_RELAXED);
+		kvt_warn("%s at %p: %u of %u sampled pages are on node %d, the rest elsewhere",
+			 what, p, on, sampled, node);
+	}
+}
+
+static long bind_range(void *p, uint64_t len, int mode, int node, unsigned flags)
+{
+	unsigned long mask[2] = { 0, 0 };
+	if (node < 0 || node >= 128)
+		return -EINVAL;
+	mask[node / 64] = 1ul << (node % 64);
+	return kvt_sys_mbind(p, len, mode, mask, 129, flags);
+}
+
+void *kvt_place_pinned(uint64_t size, unsigned alloc_flags, struct kvt_place *pl)
+{
+	uint64_t len = page_round(size ? size : 1);
+	void *p = kvt_sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		goto native;
+	/* MPOL_PREFERRED: a full far node spills elsewhere (reported by the
+	 * verification) instead of failing the process. */
+	if (bind_range(p, len, MPOL_PREFERRED, pl->node, 0)) {
+		kvt_sys_munmap(p, len);
+		kvt_place_fallback(KVT_FB_HOST_BIND);
+		goto native;
+	}
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	for (uint64_t off = 0; off < len; off += pg)      /* populate on the node */
+		((volatile char *)p)[off] = 0;
+	unsigned reg = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP;
+	(void)alloc_flags;   /* PORTABLE and DEVICEMAP are implied; WRITECOMBINED has no register form */
+	if (kvt_cuda_host_register(p, len, reg) != CUDA_SUCCESS) {
+		kvt_sys_munmap(p, len);
+		kvt_place_fallback(KVT_FB_REGISTER);
+		goto native;
+	}
+	verify(p, len, pl->node, "pinned:cxl");
+	return p;
+native:
+	pl->placement = KVT_PLACE_NATIVE;
+	return NULL;
+}
+
+void kvt_place_unpin(void *p, uint64_t size)
+{
+	kvt_cuda_host_unregister(p);
+	kvt_sys_munmap(p, page_round(size ? size : 1));
+}
+
+int kvt_place_bind(void *p, uint64_t len, struct kvt_place *pl, int move)
+{
+	long r;
+	if (pl->placement == KVT_PLACE_INTERLEAVE) {
+		/* DRAM node 0 and the far node; weights need MPOL_WEIGHTED_INTERLEAVE
+		 * (Linux 6.9+), plain interleave is used here. */
+		unsigned long mask[2] = { 1, 0 };
+		if (pl->node > 0 && pl->node < 128)
+			mask[pl->node / 64] |= 1ul << (pl->node % 64);
+		r = kvt_sys_mbind(p, len, MPOL_INTERLEAVE, mask, 129, move ? MPOL_MF_MOVE : 0);
+	} else {
+		r = bind_range(p, len, MPOL_PREFERRED, pl->node, move ? MPOL_MF_MOVE : 0);
+	}
+	if (r) {
+		kvt_place_fallback(KVT_FB_HOST_BIND);
+		pl->placement = KVT_PLACE_NATIVE;
+		return (int)r;
+	}
+	if (move && pl->placement != KVT_PLACE_INTERLEAVE)
+		verify(p, len, pl->node, "registered range");
+	return 0;
+}
+
+/* ---- counters ---- */
+
+void kvt_place_trace_counters(void)
+{
+	char key[64], val[64];
+	for (unsigned i = 1; i < KVT_PLACE__COUNT; i++) {
+		snprintf(key, sizeof key, "place.%s", kvt_placement_name(i));
+		snprintf(val, sizeof val, "%llu %llu", (unsigned long long)nr_placed[i],
+			 (unsigned long long)bytes_placed[i]);
+		kvt_trace_info(key, val);
+	}
+	for (unsigned i = 0; i < KVT_FB__COUNT; i++) {
+		snprintf(key, sizeof key, "fallback.%s", fallback_names[i]);
+		snprintf(val, sizeof val, "%llu", (unsigned long long)nr_fallback[i]);
+		kvt_trace_info(key, val);
+	}
+	snprintf(val, sizeof val, "%llu", (unsigned long long)nr_rehomed);
+	kvt_trace_info("place.rehomed", val);
+	snprintf(val, sizeof val, "%llu", (unsigned long long)nr_mismatch);
+	kvt_trace_info("place.node_mismatch", val);
+	snprintf(val, sizeof val, "%d", far_node);
+	kvt_trace_info("place.far_node", val);
+}

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+/* Placement under the simulated GPU: the policy's decisions carried out
+ * (managed memory homed on the far node, pinned and mapped host memory bound
+ * to it), every release path, fallbacks when the driver or the node refuses,
+ * and kvtier's main job: a vLLM-like server whose KV cache is twice what
+ * fits runs to completion with its data intact. */
+#include "kvt_test.h"
+#include "kvtier/api.h"
+#include "../profiler/trace_read.h"
+
+static char lib[512], fakedir[512], ldpath[600], preload[600];
+
+static int setup(void)
+{
+	if (!realpath(kvt_path("libkvtier.so"), lib) || !realpath(kvt_path("fakecuda"), fakedir))
+		return 1;
+	snprintf(ldpath, sizeof ldpath, "LD_LIBRARY_PATH=%s", fakedir);
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lib);
+	return 0;
+}
+
+#define ALL_RULES "KVTIER_POLICY=device,size>=8M => managed:cxl; async => managed:cxl; " \
+		  "host => pinned:cxl; mmap,size>=16M => bind:cxl; * => native"
+
+static int run_probe(struct kvt_child *c, const char *const extra[])
+{
+	const char *argv[] = { kvt_path("tests/progs/place_probe"), NULL };
+	const char *env[8] = { ldpath, NULL };
+	int n = 1;
+	for (int i = 0; extra && extra[i] && n < 7; i++)
+		env[n++] = extra[i];
+	env[n] = NULL;
+	return kvt_run(c, argv, env);
+}
+
+static void test_native_baseline(void)
+{
+	static struct kvt_child c;
+	CU_ASSERT_EQUAL_FATAL(run_probe(&c, NULL), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "device0 size=16777216 rc=0 data=1 managed=0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "host rc=0 numa=default freehost=0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "mmap numa=default"));
+}
+
+static void test_rules_place_each_kind(void)
+{
+	static struct kvt_child c;
+	const char *extra[] = { preload, ALL_RULES, NULL };
+	CU_ASSERT_EQUAL_FATAL(run_probe(&c, extra), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	/* 16 MiB device memory: managed, home = host NUMA node 0 (this machine's
+	 * far tier is DRAM node 0), data intact, freed once, second free refused
+	 * exactly as without kvtier (refree=1: CUDA_ERROR_INVALID_VALUE). */
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out,
+		"device0 size=16777216 rc=0 data=1 managed=1 home_type=3 home_id=0 free=0 refree=1"));
+	/* 1 MiB: below the rule's size, native. */
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "device1 size=1048576 rc=0 data=1 managed=0"));
+	/* stream-ordered: managed, and cuMemFreeAsync of it still succeeds. */
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "async rc=0 managed=1 freeasync=0"));
+	/* pinned and mapped host memory carry the far node's policy. */
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "host rc=0 numa=prefer:0 freehost=0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "mmap numa=prefer:0"));
+	CU_ASSERT_EQUAL(c.err_len, 0);           /* nothing to warn about */
+}
+
+static void test_missing_node(void)
+{
+	static struct kvt_child c;
+	const char *extra[] = { preload, ALL_RULES, "KVTIER_CXL_NODES=7", NULL };
+	CU_ASSERT_EQUAL_FATAL(run_probe(&c, extra), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "device0 size=16777216 rc=0 data=1 managed=0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "host rc=0 numa=default"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "kvtier: far tier:"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "far placements stay native"));
+}
+
+static void test_managed_alloc_fails(void)
+{
+	static struct kvt_child c;
+	const char *extra[] = { preload, ALL_RULES, "FAKECUDA_FAIL=cuMemAllocManaged:1", NULL };
+	CU_ASSERT_EQUAL_FATAL(run_probe(&c, extra), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "device0 size=16777216 rc=0 data=1 managed=0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "async rc=0 managed=0 freeasync=0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "placement fallback: managed_alloc_failed"));
+}
+
+static void test_register_fails(void)
+{
+	static struct kvt_child c;
+	const char *extra[] = { preload, ALL_RULES, "FAKECUDA_FAIL=cuMemHostRegister_v2:1", NULL };
+	CU_ASSERT_EQUAL_FATAL(run_probe(&c, extra), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "host rc=0 numa=default freehost=0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "placement fallback: register_failed"));
+}
+
+static void test_bad_policy(void)
+{
+	static struct kvt_child c, s;
+	const char *extra[] = { preload, "KVTIER_POLICY=device size>=8G => managed:cxl", NULL };
+	CU_ASSERT_EQUAL_FATAL(run_probe(&c, extra), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "device0 size=16777216 rc=0 data=1 managed=0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "kvtier: KVTIER_POLICY: column"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "every allocation stays native"));
+	const char *strict[] = { preload, "KVTIER_POLICY=device size>=8G => managed:cxl",
+				 "KVTIER_STRICT=1", NULL };
+	CU_ASSERT_EQUAL_FATAL(run_probe(&s, strict), 0);
+	CU_ASSERT_EQUAL(s.exit_code, 128 + 6);         /* SIGABRT */
+	CU_ASSERT_PTR_NOT_NULL(strstr(s.err, "KVTIER_STRICT=1, aborting"));
+}
+
+/* kvtier's main job: KV = 2x what fits. Native: out of memory. Under the
+ * default policy: the KV tensors (and only they) go to managed memory
+ * homed on the far node, the run completes and its data verifies. */
+static void test_vllm_kv_twice_the_device(void)
+{
+	static struct kvt_child n, k;
+	char tr[128];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=/tmp/kvt-test-place.%d.trace", (int)getpid());
+	const char *argv[] = { kvt_path("workloads/vllm-like"), "--mode", "native",
+			       "--kv-over-hbm", "2", NULL };
+	const char *env_native[] = { ldpath, NULL };
+	const char *env_kvt[] = { ldpath, preload, tr, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&n, argv, env_native), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(n.out, "result=oom"));
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&k, argv, env_kvt), 0);
+	CU_ASSERT_EQUAL(k.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(k.out, "result=ok"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(k.out, "\ncorrupt=0\n"));
+	unsigned kv = 0;
+	unsigned long long kv_bytes = 0;
+	char *p = strstr(k.out, "kv_allocations=");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	sscanf(p, "kv_allocations=%u", &kv);
+	p = strstr(k.out, "kv_allocation_bytes=");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	sscanf(p, "kv_allocation_bytes=%llu", &kv_bytes);
+	CU_ASSERT_TRUE(kv >= 2);
+	/* From the trace: exactly the KV-sized allocations are redirected. */
+	static struct kvt_trace_reader r;
+	struct kvt_trace_item it;
+	unsigned redirected = 0, redirected_not_kv = 0, rehomed = 0;
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_reader_open(&r, tr + 13), 0);
+	while (kvt_trace_next(&r, &it) > 0) {
+		if (it.ev && it.ev->op == KVT_OP_ALLOC && it.ev->placement != KVT_PLACE_NATIVE) {
+			redirected++;
+			redirected_not_kv += it.ev->size != kv_bytes;
+		}
+		if (it.ev && it.ev->op == KVT_OP_ADVISE && it.ev->api == KVT_API_none)
+			rehomed++;
+	}
+	kvt_trace_reader_close(&r);
+	unlink(tr + 13);
+	CU_ASSERT_EQUAL(redirected, kv);
+	CU_ASSERT_EQUAL(redirected_not_kv, 0);
+	/* The burst's first member is provisional (managed:hbm) until confirmed. */
+	CU_ASSERT_EQUAL(rehomed, 1);
+}
+
+int main(void)
+{
+	CU_TestInfo tests[] = {
+		{ "without kvtier: nothing managed, default NUMA policy", test_native_baseline },
+		{ "rules place device, async, host and mmap memory", test_rules_place_each_kind },
+		{ "KVTIER_CXL_NODES names a missing node: native, one message", test_missing_node },
+		{ "cuMemAllocManaged failing: native fallback", test_managed_alloc_fails },
+		{ "cuMemHostRegister failing: native pinned memory", test_register_fails },
+		{ "bad KVTIER_POLICY: native (or abort with KVTIER_STRICT)", test_bad_policy },
+		{ "vLLM-like, KV = 2x the device: runs, data intact", test_vllm_kv_twice_the_device },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "place", setup, NULL, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+	return kvt_test_main(suites);
+}

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* The model behind `kvtier report` (docs/report.md): one streaming pass over
+ * one or more trace files fills it, then a printer writes text, JSON or
+ * HTML. Memory grows with distinct call sites, stacks, modules and heat
+ * chunks, never with the number of events. Tool-side only. */
+#ifndef KVT_TOOLS_REPORT_H
+#define KVT_TOOLS_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "elfsym.h"
+#include "summary.h"                    /* struct kvt_kind_sum */
+#include "kvtier/api.h"
+#include "kvtier/trace_format.h"
+
+#define KVT_RPT_FINE      4096u         /* timeline buckets kept while streaming */
+#define KVT_RPT_HEAT_COLS 64u           /* heat columns kept while streaming */
+#define KVT_RPT_BUCKETS   100u          /* timeline buckets shown */
+#define KVT_RPT_TOP       20u           /* call sites shown per table */
+#define KVT_RPT_FRAMES    8u            /* frames kept per call site */
+#define KVT_RPT_MAX_FAILS 64u           /* distinct (api, result) failure rows */
+#define KVT_RPT_MAX_MARKS 64u           /* meminfo marks and bursts kept */
+#define KVT_RPT_MAX_CHUNKS 4096u        /* heat rows kept */
+#define KVT_RPT_CHUNK_SHIFT 21          /* 2 MiB heat chunks */
+#define KVT_RPT_NO_MOD    UINT32_MAX
+
+/* Timeline series: live bytes per kind, then per placement. */
+#define KVT_RPT_SER_PLACE KVT_KIND__COUNT
+#define KVT_RPT_NR_SER    (KVT_KIND__COUNT + KVT_PLACE__COUNT)
+
+struct kvt_rpt_frame {
+	uint32_t mod;                   /* index in modules[], or KVT_RPT_NO_MOD */
+	uint64_t off;                   /* ip - bias (the raw ip without a module) */
+};
+
+struct kvt_rpt_site {
+	struct kvt_rpt_frame at;        /* the attributed frame: the key */
+	uint64_t nr, bytes, nr_failed;
+	uint32_t nr_frames;             /* representative stack, innermost first, */
+	struct kvt_rpt_frame frames[KVT_RPT_FRAMES];    /* ending at `at` */
+};
+
+struct kvt_rpt_module {
+	char *path;
+	int runtime;                    /* a runtime library: never the call site */
+	int sym_state;                  /* 0 not tried, 1 loaded, -1 failed */
+	struct kvt_elfsym sym;
+};
+
+struct kvt_rpt_fail {
+	uint16_t api;
+	uint8_t kind;
+	int32_t result;
+	uint64_t nr, bytes;
+};
+
+struct kvt_rpt_bucket {
+	int64_t delta[KVT_RPT_NR_SER];  /* change of live bytes in the bucket */
+	uint64_t nr_events, nr_prefetch, alloc_bytes;
+};
+
+struct kvt_rpt_chunk {
+	uint32_t file;
+	uint64_t addr;                  /* 2 MiB aligned */
+	uint64_t total, by_op[4];       /* copy, memset, launch, prefetch */
+	uint32_t cnt[KVT_RPT_HEAT_COLS];
+};
+
+struct kvt_rpt_mark {                   /* a meminfo event or a KV burst */
+	uint32_t file;
+	uint64_t t0_ns, t1_ns;
+	uint64_t a, b;                  /* meminfo: free, total; burst: count, size */
+};
+
+struct kvt_rpt_range { uint64_t start, end; };
+
+/* Per-file scratch, reset for each trace. */
+struct kvt_rpt_file {
+	uint64_t base_ns;               /* start_mono_ns - report origin */
+	struct { uint64_t start, end, bias; uint32_t mod; } *mods;
+	uint32_t nr_mods, cap_mods;
+	uint32_t *stack_key, *stack_site;   /* open addressing: stack id -> site */
+	uint32_t stack_cap, nr_stack;
+	struct kvt_rpt_range *ranges;   /* live redirected ranges, sorted */
+	uint32_t nr_ranges, cap_ranges;
+	int in_segment;                 /* a meminfo was seen: look for a burst */
+	struct kvt_rpt_mark run, best;  /* current and biggest same-size run */
+};
+
+struct kvt_report {
+	unsigned nr_files, nr_unended;
+	uint64_t nr_events, nr_stacks, nr_dropped, end_ns, origin_ns;
+	uint64_t by_op[KVT_OP__COUNT];
+	struct kvt_kind_sum kind[KVT_KIND__COUNT];
+	uint64_t place_nr[KVT_PLACE__COUNT], place_bytes[KVT_PLACE__COUNT];
+	uint64_t hist_nr[65], hist_bytes[65];           /* by floor(log2(size)) */
+	struct kvt_rpt_fail fails[KVT_RPT_MAX_FAILS];
+	uint32_t nr_fails;
+	uint64_t nr_fail_other;
+	struct kvt_rpt_module *mods;
+	uint32_t nr_mods, cap_mods;
+	struct kvt_rpt_site *sites;     /* sites[0]: allocations without a stack */
+	uint32_t nr_sites, cap_sites;
+	uint32_t *site_hash, site_hash_cap;
+	uint64_t width_ns;              /* of one fine bucket; doubles as needed */
+	struct kvt_rpt_bucket fine[KVT_RPT_FINE];
+	struct kvt_rpt_chunk *chunks;
+	uint32_t nr_chunks, cap_chunks, *chunk_hash, chunk_hash_cap;
+	uint64_t nr_heat_dropped, nr_heat_events;
+	struct kvt_rpt_mark meminfo[KVT_RPT_MAX_MARKS], bursts[KVT_RPT_MAX_MARKS];
+	uint32_t nr_meminfo, nr_bursts;
+	uint64_t nr_meminfo_total;
+	int progress;                   /* print a progress line on stderr */
+	struct kvt_rpt_file cur;
+};
+
+/* Timeline rebinned for printing. */
+struct kvt_rpt_timeline {
+	uint64_t bucket_ns;
+	uint32_t nr;
+	int64_t live[KVT_RPT_BUCKETS][KVT_RPT_NR_SER];
+	uint64_t nr_events[KVT_RPT_BUCKETS], nr_prefetch[KVT_RPT_BUCKETS];
+	uint32_t heat_cols;             /* heat columns in use */
+	uint64_t heat_col_ns;
+};
+
+int kvt_report_init(struct kvt_report *r, char *const *paths, int nr_paths,
+		    char *err, size_t errlen);
+/* Add one trace file: 0, or -errno with the reader's message in err. */
+int kvt_report_add(struct kvt_report *r, const char *path, char *err, size_t errlen);
+void kvt_report_free(struct kvt_report *r);
+
+/* Queries used by the printers (report_out.c). */
+void kvt_report_timeline(const struct kvt_report *r, struct kvt_rpt_timeline *tl);
+/* Indices of the top n sites by bytes (by_count = 0) or count; returns how many. */
+uint32_t kvt_report_top(const struct kvt_report *r, int by_count, uint32_t *idx, uint32_t n);
+/* "function" of a frame (symbolized on first use) or NULL; module basename. */
+const char *kvt_report_func(struct kvt_report *r, const struct kvt_rpt_frame *f,
+			    uint64_t *sym_off);
+const char *kvt_report_mod_name(const struct kvt_report *r, uint32_t mod);
+/* Chunk rows sorted by (file, addr) into idx; returns nr_chunks. */
+uint32_t kvt_report_chunk_order(const struct kvt_report *r, uint32_t *idx);
+
+int kvt_report_print_text(struct kvt_report *r, FILE *f);
+int kvt_report_print_json(struct kvt_report *r, FILE *f);
+int kvt_report_print_html(struct kvt_report *r, FILE *f);
+
+#endif

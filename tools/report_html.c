@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+/* The HTML form of `kvtier report`: one self-contained file (inline CSS and
+ * SVG, no script, no network), well-formed so that `xmllint --html` and
+ * XML tools can read it. Every text from the trace is escaped. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "report.h"
+#include "report_out.h"
+#include "kvtier/units.h"
+
+#define W 860
+#define H 220
+#define PADL 70
+#define PADB 24
+
+static const char *const colors[] = {
+	"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+	"#7f7f7f", "#bcbd22", "#17becf",
+};
+
+static void esc(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '<')
+			fputs("&lt;", f);
+		else if (c == '>')
+			fputs("&gt;", f);
+		else if (c == '&')
+			fputs("&amp;", f);
+		else if (c == '"')
+			fputs("&quot;", f);
+		else
+			fputc(c < 0x20 || c >= 0x7f ? '?' : c, f);
+	}
+}
+
+static const char *series_name(unsigned s)
+{
+	return s < KVT_RPT_SER_PLACE ? kvt_kind_name(s) : kvt_placement_name(s - KVT_RPT_SER_PLACE);
+}
+
+/* Live bytes of the series [s0, s1) as step lines, with phase marks. */
+static void svg_live(const struct kvt_report *r, const struct kvt_rpt_timeline *tl, FILE *f,
+		     unsigned s0, unsigned s1, const char *title)
+{
+	int64_t max = 1;
+	for (uint32_t b = 0; b < tl->nr; b++)
+		for (unsigned s = s0; s < s1; s++)
+			max = tl->live[b][s] > max ? tl->live[b][s] : max;
+	double span = (double)tl->bucket_ns * tl->nr, pw = W - PADL - 10, ph = H - PADB - 20;
+	char a[32];
+	fprintf(f, "<h3>%s</h3>\n<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n"
+		"<rect x=\"%d\" y=\"10\" width=\"%.0f\" height=\"%.0f\" class=\"plot\"/>\n",
+		title, W, H, W, H, PADL, pw, ph);
+	fprintf(f, "<text x=\"4\" y=\"20\">%s</text><text x=\"4\" y=\"%.0f\">0</text>\n",
+		kvt_format_size((uint64_t)max, a, sizeof a), 10 + ph);
+	fprintf(f, "<text x=\"%d\" y=\"%d\">0 s</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.3f s</text>\n",
+		PADL, H - 6, W - 10, H - 6, span / 1e9);
+	for (uint32_t i = 0; i < r->nr_meminfo; i++)
+		fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"10\" y2=\"%.0f\" class=\"mark\"><title>meminfo</title></line>\n",
+			PADL + pw * (double)r->meminfo[i].t0_ns / span,
+			PADL + pw * (double)r->meminfo[i].t0_ns / span, 10 + ph);
+	for (uint32_t i = 0; i < r->nr_bursts; i++) {
+		double x0 = PADL + pw * (double)r->bursts[i].t0_ns / span;
+		double x1 = PADL + pw * (double)r->bursts[i].t1_ns / span;
+		fprintf(f, "<rect x=\"%.1f\" y=\"10\" width=\"%.1f\" height=\"%.0f\" class=\"burst\"><title>KV burst</title></rect>"
+			"<text x=\"%.1f\" y=\"24\">KV burst</text>\n", x0, x1 - x0 + 1, ph, x0 + 2);
+	}
+	unsigned legend = 0;
+	for (unsigned s = s0; s < s1; s++) {
+		int any = 0;
+		for (uint32_t b = 0; b < tl->nr; b++)
+			any |= tl->live[b][s] != 0;
+		if (!any)
+			continue;
+		const char *c = colors[legend % 10];
+		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", c);
+		for (uint32_t b = 0; b < tl->nr; b++) {
+			double y = 10 + ph - ph * (double)tl->live[b][s] / (double)max;
+			fprintf(f, "%.1f,%.1f %.1f,%.1f ", PADL + pw * b / tl->nr, y,
+				PADL + pw * (b + 1) / tl->nr, y);
+		}
+		fprintf(f, "\"/>\n<text x=\"%u\" y=\"%d\" fill=\"%s\">%s</text>\n",
+			PADL + 140 + legend * 110, H - 6, c, series_name(s));
+		legend++;
+	}
+	fprintf(f, "</svg>\n");
+}
+
+static void svg_bars(FILE *f, const char *title, const uint64_t *v, uint32_t n,
+		     const char *const *labels, const char *unit)
+{
+	uint64_t max = 1;
+	for (uint32_t i = 0; i < n; i++)
+		max = v[i] > max ? v[i] : max;
+	double pw = W - PADL - 10, ph = H - PADB - 20, bw = pw / (n ? n : 1);
+	fprintf(f, "<h3>%s</h3>\n<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n"
+		"<rect x=\"%d\" y=\"10\" width=\"%.0f\" height=\"%.0f\" class=\"plot\"/>\n"
+		"<text x=\"4\" y=\"20\">%" PRIu64 " %s</text>\n", title, W, H, W, H, PADL, pw, ph, max, unit);
+	for (uint32_t i = 0; i < n; i++) {
+		double h = ph * (double)v[i] / (double)max;
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#1f77b4\">"
+			"<title>%s: %" PRIu64 "</title></rect>\n", PADL + bw * i + 1, 10 + ph - h,
+			bw > 2 ? bw - 2 : bw, h, labels ? labels[i] : "", v[i]);
+		if (labels && (n <= 16 || i % (n / 8) == 0))
+			fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"9\">%s</text>\n",
+				PADL + bw * i + 1, H - 6, labels[i]);
+	}
+	fprintf(f, "</svg>\n");
+}
+
+static void html_hist(const struct kvt_report *r, FILE *f)
+{
+	uint64_t v[65];
+	char lab[65][32];
+	const char *labels[65];
+	uint32_t n = 0;
+	unsigned lo = 64, hi = 0;
+	for (unsigned i = 0; i < 64; i++)
+		if (r->hist_nr[i]) {
+			lo = i < lo ? i : lo;
+			hi = i;
+		}
+	for (unsigned i = lo; i <= hi && lo < 64; i++) {
+		v[n] = r->hist_nr[i];
+		kvt_format_size((uint64_t)1 << i, lab[n], sizeof lab[n]);
+		labels[n] = lab[n];
+		n++;
+	}
+	svg_bars(f, "Size histogram (allocations per power of two)", v, n, labels, "allocs");
+	fprintf(f, "<table><tr><th>size &#8805;</th><th>allocs</th><th>bytes</th></tr>\n");
+	for (unsigned i = 0; i < 65; i++)
+		if (r->hist_nr[i])
+			fprintf(f, "<tr><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n",
+				i == 64 ? 0 : (uint64_t)1 << i, r->hist_nr[i], r->hist_bytes[i]);
+	fprintf(f, "</table>\n");
+}
+
+static void html_counts(const struct kvt_report *r, FILE *f)
+{
+	char a[32];
+	fprintf(f, "<h2>Allocations by kind</h2>\n<table id=\"kinds\"><tr><th>kind</th><th>allocs</th>"
+		"<th>bytes</th><th>size</th><th>peak live</th><th>frees</th><th>failed</th></tr>\n");
+	for (unsigned k = 1; k < KVT_KIND__COUNT; k++) {
+		const struct kvt_kind_sum *s = &r->kind[k];
+		if (!s->nr && !s->failed && !s->nr_free)
+			continue;
+		fprintf(f, "<tr id=\"kind-%s\"><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td>"
+			"<td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n",
+			kvt_kind_name(k), kvt_kind_name(k), s->nr, s->bytes,
+			kvt_format_size(s->bytes, a, sizeof a), s->peak_live, s->nr_free, s->failed);
+	}
+	fprintf(f, "</table>\n<h2>Allocations by decision</h2>\n<table id=\"placements\"><tr><th>placement</th>"
+		"<th>allocs</th><th>bytes</th></tr>\n");
+	for (unsigned p = 0; p < KVT_PLACE__COUNT; p++)
+		fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td></tr>\n",
+			kvt_placement_name(p), r->place_nr[p], r->place_bytes[p]);
+	for (uint32_t i = 0; i < r->nr_fails; i++)
+		fprintf(f, "<tr class=\"fail\"><td>failed: %s (%s) result %d</td><td>%" PRIu64 "</td><td>%"
+			PRIu64 "</td></tr>\n", kvt_api_name(r->fails[i].api),
+			kvt_kind_name(r->fails[i].kind), r->fails[i].result, r->fails[i].nr, r->fails[i].bytes);
+	fprintf(f, "</table>\n");
+}
+
+static void html_sites(struct kvt_report *r, FILE *f, int by_count)
+{
+	uint32_t idx[KVT_RPT_TOP], n = kvt_report_top(r, by_count, idx, KVT_RPT_TOP);
+	char lab[512];
+	fprintf(f, "<h2>Top call sites by %s</h2>\n<table id=\"sites-%s\"><tr><th>#</th><th>bytes</th>"
+		"<th>allocs</th><th>failed</th><th>call site (runtime frames below)</th></tr>\n",
+		by_count ? "count" : "bytes", by_count ? "count" : "bytes");
+	for (uint32_t k = 0; k < n; k++) {
+		const struct kvt_rpt_site *s = &r->sites[idx[k]];
+		fprintf(f, "<tr><td>%u</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64
+			"</td><td><b>", k + 1, s->bytes, s->nr, s->nr_failed);
+		esc(f, kvt_rpt_site_label(r, idx[k], lab, sizeof lab));
+		fprintf(f, "</b>");
+		for (uint32_t j = 0; j + 1 < s->nr_frames; j++) {
+			fprintf(f, "<br/><span class=\"via\">via ");
+			esc(f, kvt_rpt_frame_label(r, &s->frames[j], lab, sizeof lab));
+			fprintf(f, "</span>");
+		}
+		fprintf(f, "</td></tr>\n");
+	}
+	fprintf(f, "</table>\n");
+}
+
+static void html_heat(const struct kvt_report *r, const struct kvt_rpt_timeline *tl, FILE *f)
+{
+	fprintf(f, "<h2>Chunk heat</h2>\n<p>Migrations (prefetch events): %s.</p>\n",
+		r->by_op[KVT_OP_PREFETCH] ? "see the timeline" : "no migrations recorded");
+	if (!r->nr_chunks) {
+		fprintf(f, "<p>No copy, memset, launch or prefetch touched a redirected range.</p>\n");
+		return;
+	}
+	uint32_t *idx = malloc(r->nr_chunks * sizeof *idx);
+	if (!idx)
+		return;
+	kvt_report_chunk_order(r, idx);
+	uint32_t rows = r->nr_chunks < 128 ? r->nr_chunks : 128, cols = tl->heat_cols ? tl->heat_cols : 1;
+	uint32_t max = 1;
+	for (uint32_t k = 0; k < rows; k++)
+		for (uint32_t j = 0; j < cols; j++)
+			max = r->chunks[idx[k]].cnt[j] > max ? r->chunks[idx[k]].cnt[j] : max;
+	double cw = (W - 160.0) / cols, rh = 6;
+	fprintf(f, "<p>%u chunks of 2 MiB, %" PRIu64 " events; columns of %.6f s</p>\n"
+		"<svg class=\"chart\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\">\n",
+		r->nr_chunks, r->nr_heat_events, (double)tl->heat_col_ns / 1e9, W, rows * rh + 20, W,
+		rows * rh + 20);
+	for (uint32_t k = 0; k < rows; k++) {
+		const struct kvt_rpt_chunk *c = &r->chunks[idx[k]];
+		if (k % 8 == 0)
+			fprintf(f, "<text x=\"0\" y=\"%.1f\" font-size=\"8\">%u:0x%" PRIx64 "</text>\n",
+				k * rh + 6, c->file, c->addr);
+		for (uint32_t j = 0; j < cols; j++)
+			if (c->cnt[j])
+				fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+					"fill=\"#d62728\" fill-opacity=\"%.2f\"><title>%u</title></rect>\n",
+					150 + j * cw, k * rh, cw, rh, 0.1 + 0.9 * c->cnt[j] / max, c->cnt[j]);
+	}
+	fprintf(f, "</svg>\n");
+	free(idx);
+}
+
+int kvt_report_print_html(struct kvt_report *r, FILE *f)
+{
+	struct kvt_rpt_timeline *tl = malloc(sizeof *tl);
+	if (!tl)
+		return -1;
+	kvt_report_timeline(r, tl);
+	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>"
+		"<title>kvtier report</title>\n<style>\n"
+		"body{font-family:sans-serif;margin:1em 2em;color:#222}"
+		"table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;"
+		"text-align:right;font-size:13px}td:last-child{text-align:left}"
+		".via{color:#777;font-size:11px}.plot{fill:#fafafa;stroke:#999}"
+		".mark{stroke:#000;stroke-dasharray:4 3}.burst{fill:#ff7f0e;fill-opacity:.15}"
+		"svg text{font-size:11px}\n</style></head><body>\n<h1>kvtier report</h1>\n");
+	fprintf(f, "<p id=\"summary\">%u trace file%s, <span id=\"nr-events\">%" PRIu64 "</span> events, %"
+		PRIu64 " stacks, %u call sites, %.4f s. The call site is the first frame outside "
+		"libcudart*, libcuda*, libkvtier*, libc and the loader.</p>\n", r->nr_files,
+		r->nr_files == 1 ? "" : "s", r->nr_events, r->nr_stacks, r->nr_sites - 1,
+		(double)r->end_ns / 1e9);
+	html_counts(r, f);
+	fprintf(f, "<h2>Timeline</h2>\n");
+	svg_live(r, tl, f, 1, KVT_RPT_SER_PLACE, "Live bytes per kind");
+	svg_live(r, tl, f, KVT_RPT_SER_PLACE, KVT_RPT_NR_SER, "Live bytes per placement");
+	uint64_t eps[KVT_RPT_BUCKETS];
+	for (uint32_t b = 0; b < tl->nr; b++)
+		eps[b] = (uint64_t)((double)tl->nr_events[b] * 1e9 / (double)tl->bucket_ns);
+	svg_bars(f, "Events per second", eps, tl->nr, NULL, "events/s");
+	for (uint32_t i = 0; i < r->nr_bursts; i++)
+		fprintf(f, "<p class=\"phase\">KV burst at %.4f&#8211;%.4f s (trace %u): %" PRIu64
+			" &#215; %" PRIu64 " bytes</p>\n", (double)r->bursts[i].t0_ns / 1e9,
+			(double)r->bursts[i].t1_ns / 1e9, r->bursts[i].file, r->bursts[i].a, r->bursts[i].b);
+	html_hist(r, f);
+	html_sites(r, f, 0);
+	html_sites(r, f, 1);
+	html_heat(r, tl, f);
+	fprintf(f, "</body></html>\n");
+	free(tl);
+	return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the report printers (text, JSON, HTML). */
+#ifndef KVT_TOOLS_REPORT_OUT_H
+#define KVT_TOOLS_REPORT_OUT_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "report.h"
+
+/* "function (module+0xoff)" of a frame; "? (0xip)" outside every module. */
+const char *kvt_rpt_frame_label(struct kvt_report *r, const struct kvt_rpt_frame *f,
+				char *buf, size_t len);
+const char *kvt_rpt_site_label(struct kvt_report *r, uint32_t site, char *buf, size_t len);
+
+#endif
