@@ -104,6 +104,7 @@ asan:
 demo:
 	@.ci/install-deps
 	@$(MAKE) --no-print-directory all >/dev/null
+	@rm -f $(BUILD)/demo.*.trace*
 	LD_LIBRARY_PATH=$(BUILD)/fakecuda $(KVTIER) run --trace $(BUILD)/demo.%p.trace -- \
 		$(BUILD)/workloads/vllm-like --mode native --kv-over-hbm 2
 

@@ -16,6 +16,8 @@ static void on_event(struct kvt_summary *s, const struct kvt_rec_event *ev)
 		s->duration_ns = ev->t_ns;
 	if (ev->kind >= KVT_KIND__COUNT)
 		return;
+	if (ev->op == KVT_OP_ADVISE && ev->api != KVT_API_none)
+		return;
 	struct kvt_kind_sum *k = &s->kind[ev->kind];
 	if (ev->op == KVT_OP_ALLOC) {
 		if (ev->result != 0 || !ev->addr) {
@@ -29,6 +31,12 @@ static void on_event(struct kvt_summary *s, const struct kvt_rec_event *ev)
 			k->peak_live = k->live;
 		if (ev->placement < KVT_PLACE__COUNT)
 			s->placed_bytes[ev->placement] += ev->size;
+	} else if (ev->op == KVT_OP_ADVISE && ev->api == KVT_API_none) {
+		/* kvtier re-homed a provisional managed:hbm allocation to the far node */
+		uint64_t moved = ev->size < s->placed_bytes[KVT_PLACE_MANAGED_HBM] ?
+				 ev->size : s->placed_bytes[KVT_PLACE_MANAGED_HBM];
+		s->placed_bytes[KVT_PLACE_MANAGED_HBM] -= moved;
+		s->placed_bytes[KVT_PLACE_MANAGED_FAR] += moved;
 	} else if (ev->op == KVT_OP_FREE && ev->result == 0) {
 		k->nr_free++;
 		k->live -= ev->size < k->live ? ev->size : k->live;
