@@ -24,3 +24,7 @@ bench-report: $(KVTIER) $(REPORT_BENCH_TRACE)
 	awk -v n=$(REPORT_BENCH_EVENTS) -v s=$$s -v e=$$e \
 		'BEGIN { printf "bench-report: %d events in %.2f s = %.1f M events/s\n", n, e - s, n / (e - s) / 1e6 }'
 bench: bench-report
+
+# test_report.c compiles the ELF reader in (tools are not in libkvtier.a) and
+# runs $(KVTIER) and gen_trace.
+$(BUILD)/tests/unit/test_report: tools/elfsym.c tools/elfsym.h

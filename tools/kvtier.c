@@ -19,6 +19,7 @@ static void usage(FILE *f)
 		"  policy check 'RULES'                     parse KVTIER_POLICY rules\n"
 		"  replay FILE                              replay an allocation sequence\n"
 		"                                           through the classifier and rules\n"
+		"  topo [--json] [--root DIR]               NUMA nodes, CXL regions, the far tier\n"
 		"  options                                  the KVTIER_* variables\n"
 		"  --version, --help\n");
 }
@@ -57,6 +58,8 @@ int main(int argc, char **argv)
 		return kvt_cmd_policy(argc - 1, argv + 1);
 	if (!strcmp(c, "replay"))
 		return kvt_cmd_replay(argc - 1, argv + 1);
+	if (!strcmp(c, "topo"))
+		return kvt_cmd_topo(argc - 1, argv + 1);
 	if (!strcmp(c, "options"))
 		return cmd_options();
 	fprintf(stderr, "kvtier: unknown command '%s'\n", c);

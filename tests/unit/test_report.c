@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: MIT
+/* `kvtier report` on real traces of the workloads and the driver test
+ * program: text, JSON and HTML agree with each other and with the trace
+ * recomputed here independently; symbolization names drvapi's main; the
+ * HTML is well-formed; hostile traces exit 1 with a message, never a crash.
+ * Also the ELF symbol reader on this very binary. */
+#include <inttypes.h>
+#include <link.h>
+
+#include "unit/kvt_test.h"
+#include "../profiler/trace_read.h"
+#include "kvtier/api.h"
+#include "../../tools/elfsym.c"
+
+static char tmpdir[] = "/tmp/kvt-report-XXXXXX";
+static char vllm_trace[600], sglang_trace[600], drv_trace[600];
+
+static const char *tmp_path(const char *name)
+{
+	static char bufs[8][600];
+	static int next;
+	char *b = bufs[next++ & 7];
+	snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
+	return b;
+}
+
+static int make_trace(char *out, const char *name, const char *prog, const char *mode)
+{
+	char env_trace[700], env_lib[600], env_pre[600];
+	snprintf(out, 600, "%s", tmp_path(name));
+	snprintf(env_trace, sizeof env_trace, "KVTIER_TRACE=%s", out);
+	snprintf(env_lib, sizeof env_lib, "LD_LIBRARY_PATH=%s", kvt_path("fakecuda"));
+	snprintf(env_pre, sizeof env_pre, "LD_PRELOAD=%s", kvt_path("libkvtier.so"));
+	const char *argv[] = { kvt_path(prog), mode ? "--mode" : NULL, mode, NULL };
+	const char *env[] = { env_trace, env_lib, env_pre, "KVTIER_POLICY=", NULL };
+	static struct kvt_child c;
+	if (kvt_run(&c, argv, env) || c.exit_code) {
+		fprintf(stderr, "%s failed (%d): %s\n", prog, c.exit_code, c.err);
+		return -1;
+	}
+	return 0;
+}
+
+static int suite_init(void)
+{
+	if (!mkdtemp(tmpdir))
+		return -1;
+	if (make_trace(vllm_trace, "vllm.trace", "workloads/vllm-like", "native") ||
+	    make_trace(sglang_trace, "sglang.trace", "workloads/sglang-like", "native") ||
+	    make_trace(drv_trace, "drv.trace", "tests/progs/drvapi", NULL))
+		return -1;
+	return 0;
+}
+
+static int suite_clean(void)
+{
+	char cmd[700];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- independent recomputation from the trace ---- */
+
+struct truth {
+	uint64_t nr[KVT_KIND__COUNT], bytes[KVT_KIND__COUNT], failed[KVT_KIND__COUNT];
+	uint64_t nr_events, top_site_bytes;
+};
+
+static int is_runtime(const char *path, size_t len)
+{
+	const char *base = path;
+	for (size_t i = 0; i < len; i++)
+		if (path[i] == '/')
+			base = path + i + 1;
+	return !strncmp(base, "libcuda", 7) || !strncmp(base, "libkvtier", 9) ||
+	       !strncmp(base, "libc.so", 7) || !strncmp(base, "ld-linux", 8);
+}
+
+/* Sites keyed by (module index, offset) of the first non-runtime frame; one
+ * trace file only (module indices are per file here). */
+static void recompute(const char *path, struct truth *t)
+{
+	static struct kvt_trace_reader r;
+	struct kvt_trace_item it;
+	static struct { uint64_t start, end, bias; int rt; } mods[512];
+	static struct { uint32_t id; int mod; uint64_t off; } stacks[4096];
+	static struct { int mod; uint64_t off, bytes; } sites[4096];
+	unsigned nm = 0, ns = 0, nsite = 0;
+	memset(t, 0, sizeof *t);
+	CU_ASSERT_FATAL(kvt_trace_reader_open(&r, path) == 0);
+	while (kvt_trace_next(&r, &it) > 0) {
+		if (it.mod && nm < 512) {
+			mods[nm].start = it.mod->start;
+			mods[nm].end = it.mod->end;
+			mods[nm].bias = it.mod->bias;
+			mods[nm++].rt = is_runtime(it.text, it.text_len);
+		} else if (it.stack && ns < 4096) {
+			stacks[ns].id = it.stack->id;
+			stacks[ns].mod = -1;
+			for (uint32_t i = 0; i < it.stack->nr_frames && stacks[ns].mod < 0; i++)
+				for (unsigned m = 0; m < nm; m++)
+					if (it.ips[i] >= mods[m].start && it.ips[i] < mods[m].end && !mods[m].rt) {
+						stacks[ns].mod = (int)m;
+						stacks[ns].off = it.ips[i] - mods[m].bias;
+					}
+			ns++;
+		} else if (it.ev) {
+			const struct kvt_rec_event *e = it.ev;
+			t->nr_events++;
+			if (e->op != KVT_OP_ALLOC || e->kind >= KVT_KIND__COUNT)
+				continue;
+			if (e->result || !e->addr) {
+				t->failed[e->kind]++;
+				continue;
+			}
+			t->nr[e->kind]++;
+			t->bytes[e->kind] += e->size;
+			unsigned s = 0;
+			while (s < ns && stacks[s].id != e->stack_id)
+				s++;
+			if (s == ns || stacks[s].mod < 0)
+				continue;
+			unsigned k = 0;
+			while (k < nsite && (sites[k].mod != stacks[s].mod || sites[k].off != stacks[s].off))
+				k++;
+			if (k == nsite && nsite < 4096) {
+				sites[k].mod = stacks[s].mod;
+				sites[k].off = stacks[s].off;
+				sites[k].bytes = 0;
+				nsite++;
+			}
+			if (k < nsite)
+				sites[k].bytes += e->size;
+		}
+	}
+	kvt_trace_reader_close(&r);
+	for (unsigned k = 0; k < nsite; k++)
+		if (sites[k].bytes > t->top_site_bytes)
+			t->top_site_bytes = sites[k].bytes;
+}
+
+/* ---- reading the three formats ---- */
+
+static struct kvt_child rc;
+
+static char *report(const char *fmt, const char *t1, const char *t2)
+{
+	const char *out = tmp_path(fmt);
+	const char *argv[] = { kvt_path("kvtier"), "report", "--format", fmt, "-o", out, t1, t2, NULL };
+	if (kvt_run(&rc, argv, NULL) || rc.exit_code) {
+		fprintf(stderr, "report %s: %d %s\n", fmt, rc.exit_code, rc.err);
+		return NULL;
+	}
+	return kvt_slurp(out, NULL);
+}
+
+/* The number after the successive markers (each searched after the last). */
+static uint64_t num_after(const char *s, const char *const *marks)
+{
+	for (int i = 0; s && marks[i]; i++) {
+		s = strstr(s, marks[i]);
+		if (s)
+			s += strlen(marks[i]);
+	}
+	if (!s)
+		return UINT64_MAX;
+	while (*s == ' ' || *s == '"' || *s == ':')
+		s++;
+	return strtoull(s, NULL, 10);
+}
+
+static uint64_t json_kind(const char *j, const char *kind, const char *field)
+{
+	char k[64], f[64];
+	snprintf(k, sizeof k, "\"%s\":{", kind);
+	snprintf(f, sizeof f, "\"%s\":", field);
+	return num_after(j, (const char *const[]){ "\"kinds\":{", k, f, NULL });
+}
+
+/* text row "  device  N  BYTES ..." in "allocations by kind" */
+static uint64_t text_kind(const char *t, const char *kind, int col)
+{
+	char k[64];
+	snprintf(k, sizeof k, "\n  %s ", kind);
+	const char *s = strstr(strstr(t, "allocations by kind"), k);
+	if (!s)
+		return UINT64_MAX;
+	s += strlen(k);
+	char *end;
+	uint64_t v = strtoull(s, &end, 10);
+	return col ? strtoull(end, NULL, 10) : v;
+}
+
+static uint64_t html_kind(const char *h, const char *kind, int col)
+{
+	char k[64];
+	snprintf(k, sizeof k, "<tr id=\"kind-%s\"><td>%s</td><td>", kind, kind);
+	const char *s = strstr(h, k);
+	if (!s)
+		return UINT64_MAX;
+	s += strlen(k);
+	if (col)
+		s = strstr(s, "<td>") + 4;
+	return strtoull(s, NULL, 10);
+}
+
+static void check_agree(const char *t1, const char *t2)
+{
+	struct truth a, b;
+	recompute(t1, &a);
+	if (t2) {
+		recompute(t2, &b);
+		for (unsigned k = 0; k < KVT_KIND__COUNT; k++) {
+			a.nr[k] += b.nr[k];
+			a.bytes[k] += b.bytes[k];
+			a.failed[k] += b.failed[k];
+		}
+		a.nr_events += b.nr_events;
+	}
+	char *txt = report("text", t1, t2), *js = report("json", t1, t2), *html = report("html", t1, t2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(js);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(html);
+	CU_ASSERT(a.nr[KVT_KIND_DEVICE] > 0);
+	CU_ASSERT_EQUAL(num_after(js, (const char *const[]){ "\"events\":", NULL }), a.nr_events);
+	CU_ASSERT_EQUAL(num_after(html, (const char *const[]){ "<span id=\"nr-events\">", NULL }),
+			a.nr_events);
+	for (unsigned k = 1; k < KVT_KIND__COUNT; k++) {
+		const char *name = kvt_kind_name(k);
+		CU_ASSERT_EQUAL(json_kind(js, name, "count"), a.nr[k]);
+		CU_ASSERT_EQUAL(json_kind(js, name, "bytes"), a.bytes[k]);
+		CU_ASSERT_EQUAL(json_kind(js, name, "failed"), a.failed[k]);
+		if (!a.nr[k] && !a.failed[k])
+			continue;
+		CU_ASSERT_EQUAL(text_kind(txt, name, 0), a.nr[k]);
+		CU_ASSERT_EQUAL(text_kind(txt, name, 1), a.bytes[k]);
+		CU_ASSERT_EQUAL(html_kind(html, name, 0), a.nr[k]);
+		CU_ASSERT_EQUAL(html_kind(html, name, 1), a.bytes[k]);
+	}
+	if (!t2) {                      /* top site by bytes, all three formats */
+		uint64_t jt = num_after(js, (const char *const[]){ "\"top_sites_by_bytes\":[", "\"bytes\":", NULL });
+		uint64_t tt = num_after(txt, (const char *const[]){ "top call sites by bytes", "\n    1 ", NULL });
+		uint64_t ht = num_after(html, (const char *const[]){ "<table id=\"sites-bytes\">", "<tr><td>1</td><td>", NULL });
+		CU_ASSERT(a.top_site_bytes > 0);
+		CU_ASSERT_EQUAL(jt, a.top_site_bytes);
+		CU_ASSERT_EQUAL(tt, a.top_site_bytes);
+		CU_ASSERT_EQUAL(ht, a.top_site_bytes);
+	}
+	free(txt);
+	free(js);
+	free(html);
+}
+
+static void test_vllm_agree(void) { check_agree(vllm_trace, NULL); }
+static void test_sglang_agree(void) { check_agree(sglang_trace, NULL); }
+static void test_two_traces_aggregate(void) { check_agree(vllm_trace, sglang_trace); }
+
+static void test_vllm_phases(void)
+{
+	char *txt = report("text", vllm_trace, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
+	/* vllm-like: L identical per-layer KV tensors after the profiling meminfo */
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "  meminfo   t="));
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "  KV burst  t="));
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "no migrations recorded"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "size histogram"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "timeline: 100 buckets"));
+	/* the workload's helper, not the runtime, is the call site */
+	CU_ASSERT_PTR_NULL(strstr(strstr(txt, "top call sites by count"), "  cudaMalloc ("));
+	free(txt);
+}
+
+static void test_drvapi_symbolized(void)
+{
+	char *js = report("json", drv_trace, NULL), *txt = report("text", drv_trace, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(js);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
+	const char *top = strstr(js, "\"top_sites_by_bytes\":[{\"label\":\"");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(top);
+	top += strlen("\"top_sites_by_bytes\":[{\"label\":\"");
+	CU_ASSERT_EQUAL(strncmp(top, "main (drvapi+0x", 15), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"site\":{\"function\":\"main\",\"module\":"));
+	const char *t = strstr(txt, "top call sites by count");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "  main (drvapi+0x"));
+	free(js);
+	free(txt);
+}
+
+static void test_html_wellformed(void)
+{
+	char *html = report("html", vllm_trace, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(html);
+	CU_ASSERT(strstr(html, "<svg") != NULL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(html, "Live bytes per kind"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(html, "Size histogram"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(html, "sites-bytes"));
+	CU_ASSERT_PTR_NULL(strstr(html, "<script"));
+	CU_ASSERT_PTR_NULL(strstr(html, "http://"));
+	CU_ASSERT_PTR_NULL(strstr(html, "https://"));
+	free(html);
+	if (access("/usr/bin/xmllint", X_OK)) {
+		fprintf(stderr, "\n  SKIP: xmllint not installed (apt-get install libxml2-utils)\n");
+		CU_PASS("xmllint absent: well-formedness not checked");
+		return;
+	}
+	/* the HTML 4 parser: exit 0, and no complaint but SVG's unknown tags */
+	const char *argv[] = { "/usr/bin/xmllint", "--html", "--noout", tmp_path("html"), NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	/* stderr is captured up to 64 KiB: the last line may be cut short */
+	char *last = strrchr(rc.err, '\n');
+	if (last && rc.err_len == sizeof rc.err - 1)
+		*last = 0;
+	int others = 0;
+	for (char *l = strtok(rc.err, "\n"); l; l = strtok(NULL, "\n"))
+		if (strstr(l, "parser error") && !strstr(l, " invalid")) {
+			fprintf(stderr, "\n  xmllint: %s", l);
+			others++;
+		}
+	CU_ASSERT_EQUAL(others, 0);
+	/* and the XML parser: the file is well-formed XML too (strict) */
+	const char *xargv[] = { "/usr/bin/xmllint", "--noout", tmp_path("html"), NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, xargv, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_EQUAL(rc.err_len, 0);
+	if (access("/usr/bin/chromium", X_OK))
+		fprintf(stderr, "\n  SKIP: chromium not installed: no screenshot check\n");
+}
+
+/* ---- heat and migrations on a generated trace ---- */
+
+static void test_heat_generated(void)
+{
+	const char *gen = kvt_path("bench/gen_trace"), *out = tmp_path("gen.trace");
+	if (access(gen, X_OK)) {
+		CU_FAIL("gen_trace not built (make all builds it)");
+		return;
+	}
+	const char *argv[] = { gen, out, "200000", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0 && rc.exit_code == 0);
+	char *js = report("json", out, NULL), *txt = report("text", out, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(js);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
+	uint64_t pf = num_after(js, (const char *const[]){ "\"ops\":{", "\"prefetch\":", NULL });
+	CU_ASSERT(pf > 0 && pf < 200000);
+	CU_ASSERT_EQUAL(num_after(js, (const char *const[]){ "\"migrations\":", NULL }), pf);
+	CU_ASSERT(num_after(js, (const char *const[]){ "\"heat\":{", "\"events\":", NULL }) > pf);
+	CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"chunks\":[{\"trace\":0,"));
+	CU_ASSERT_PTR_NULL(strstr(txt, "no migrations recorded"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, " prefetch events"));
+	/* gen_trace: 32 KV layers of 64 MiB, managed:far */
+	CU_ASSERT_EQUAL(num_after(js, (const char *const[]){ "\"placements\":{", "\"managed:far\":{\"count\":", NULL }), 32);
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "trace 0: 32 x 67108864 bytes"));
+	free(js);
+	free(txt);
+}
+
+/* ---- hostile input and usage ---- */
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT(fwrite(p, 1, n, f) == n);
+	fclose(f);
+}
+
+static void run_report(const char *trace)
+{
+	const char *argv[] = { kvt_path("kvtier"), "report", trace, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+}
+
+static void test_malformed(void)
+{
+	size_t n = 0;
+	char *t = kvt_slurp(vllm_trace, &n);
+	CU_ASSERT_FATAL(t != NULL && n > 1000);
+	write_file(tmp_path("trunc.trace"), t, n - 30);       /* cut inside a record */
+	run_report(tmp_path("trunc.trace"));
+	CU_ASSERT_EQUAL(rc.exit_code, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "truncated"));
+	CU_ASSERT_EQUAL(rc.out_len, 0);
+	write_file(tmp_path("junk.trace"), "hello world, not a trace at all......"
+		   "...............................................", 80);
+	run_report(tmp_path("junk.trace"));
+	CU_ASSERT_EQUAL(rc.exit_code, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "not a kvtier trace"));
+	struct kvt_trace_header h;
+	memcpy(&h, t, sizeof h);
+	h.version = 7;
+	memcpy(t, &h, sizeof h);
+	write_file(tmp_path("v7.trace"), t, n);
+	run_report(tmp_path("v7.trace"));
+	CU_ASSERT_EQUAL(rc.exit_code, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "version 7"));
+	run_report(tmp_path("missing.trace"));
+	CU_ASSERT_EQUAL(rc.exit_code, 1);
+	free(t);
+}
+
+/* Random byte flips past the header: exit 0 or 1, never a signal. */
+static void test_fuzzed(void)
+{
+	size_t n = 0;
+	char *t = kvt_slurp(drv_trace, &n);
+	CU_ASSERT_FATAL(t != NULL && n > 200);
+	char *m = malloc(n);
+	uint64_t seed = 12345;
+	int crashes = 0, errors = 0;
+	for (int round = 0; round < 150; round++) {
+		memcpy(m, t, n);
+		for (int k = 0; k < 1 + round % 8; k++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			size_t at = 64 + (seed >> 33) % (n - 64);
+			m[at] = (char)(seed >> 13);
+		}
+		write_file(tmp_path("fuzz.trace"), m, n - (round % 3 ? 0 : (seed >> 40) % 64));
+		const char *argv[] = { kvt_path("kvtier"), "report", "--format",
+				       round % 2 ? "html" : "json", tmp_path("fuzz.trace"), NULL };
+		CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+		crashes += rc.exit_code != 0 && rc.exit_code != 1;
+		errors += rc.exit_code == 1;
+		if (rc.exit_code != 0 && rc.exit_code != 1)
+			fprintf(stderr, "fuzz round %d: exit %d\n", round, rc.exit_code);
+	}
+	CU_ASSERT_EQUAL(crashes, 0);
+	CU_ASSERT(errors > 0);          /* some mutations were caught as errors */
+	free(m);
+	free(t);
+}
+
+static void test_usage(void)
+{
+	const char *a1[] = { kvt_path("kvtier"), "report", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, a1, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "usage: kvtier report"));
+	const char *a2[] = { kvt_path("kvtier"), "report", "--help", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, a2, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "--format"));
+	const char *a3[] = { kvt_path("kvtier"), "report", "--format", "pdf", vllm_trace, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, a3, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 2);
+	const char *a4[] = { kvt_path("kvtier"), "report", "--bogus", vllm_trace, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, a4, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 2);
+	const char *a5[] = { kvt_path("kvtier"), "report", vllm_trace, "-o", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, a5, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 2);
+	const char *d[] = { kvt_path("kvtier"), "dump", vllm_trace, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, d, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_EQUAL(strncmp(rc.out, "header version=1 ", 17), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "\nevent t="));
+}
+
+/* ---- the ELF reader on this binary ---- */
+
+static int first_bias(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	*(uint64_t *)arg = info->dlpi_addr;
+	return 1;                       /* the main program comes first */
+}
+
+static void test_elfsym_self(void)
+{
+	struct kvt_elfsym e;
+	uint64_t bias = 0, off = 99;
+	dl_iterate_phdr(first_bias, &bias);
+	CU_ASSERT_FATAL(kvt_elfsym_open(&e, "/proc/self/exe") == 0);
+	CU_ASSERT(e.nr_syms > 10);
+	uint64_t fn = (uint64_t)(uintptr_t)&test_elfsym_self - bias;
+	const char *name = kvt_elfsym_lookup(&e, fn + 3, &off);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(name);
+	CU_ASSERT_STRING_EQUAL(name, "test_elfsym_self");        /* a static: from .symtab */
+	CU_ASSERT_EQUAL(off, 3);
+	CU_ASSERT_PTR_NULL(kvt_elfsym_lookup(&e, 1, NULL));       /* below every symbol */
+	kvt_elfsym_close(&e);
+	CU_ASSERT_EQUAL(kvt_elfsym_open(&e, vllm_trace), -ENOEXEC);
+	CU_ASSERT_EQUAL(kvt_elfsym_open(&e, tmp_path("no-such-file")), -ENOENT);
+	/* a truncated ELF: headers point past the end */
+	size_t n = 0;
+	char *self = kvt_slurp("/proc/self/exe", &n);
+	CU_ASSERT_FATAL(self != NULL);
+	write_file(tmp_path("cut.elf"), self, 4096);
+	CU_ASSERT_EQUAL(kvt_elfsym_open(&e, tmp_path("cut.elf")), -ENOEXEC);
+	free(self);
+}
+
+int main(void)
+{
+	CU_TestInfo tests[] = {
+		{ "vllm-like: text, JSON, HTML agree with the trace", test_vllm_agree },
+		{ "sglang-like: text, JSON, HTML agree with the trace", test_sglang_agree },
+		{ "two traces aggregate into one report", test_two_traces_aggregate },
+		{ "vllm-like: meminfo, KV burst, no migrations", test_vllm_phases },
+		{ "drvapi: call sites symbolized to main in drvapi", test_drvapi_symbolized },
+		{ "HTML: self-contained, SVG, well-formed (xmllint)", test_html_wellformed },
+		{ "generated trace: migrations and chunk heat", test_heat_generated },
+		{ "malformed, truncated, newer version: exit 1", test_malformed },
+		{ "150 fuzzed traces: never a crash", test_fuzzed },
+		{ "usage errors exit 2, --help 0, dump still works", test_usage },
+		{ "ELF reader: own symbols, hostile files", test_elfsym_self },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "report", suite_init, suite_clean, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+	return kvt_test_main(suites);
+}
