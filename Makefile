@@ -107,6 +107,8 @@ demo:
 	@rm -f $(BUILD)/demo.*.trace*
 	LD_LIBRARY_PATH=$(BUILD)/fakecuda $(KVTIER) run --trace $(BUILD)/demo.%p.trace -- \
 		$(BUILD)/workloads/vllm-like --mode native --kv-over-hbm 2
+	@$(KVTIER) report --format html -o $(BUILD)/demo.html $(BUILD)/demo.*.trace
+	@echo "HTML report: $(BUILD)/demo.html"
 
 tsan:
 	$(MAKE) BUILD=build/tsan SAN=thread OPT=-O1 test

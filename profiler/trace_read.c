@@ -64,7 +64,8 @@ static int check_shape(struct kvt_trace_reader *r, const struct kvt_rec_head *h,
 		    h->bytes != sizeof *s + 8ull * s->nr_frames)
 			return fail(r, -EPROTO, "stack record with a bad frame count");
 		it->stack = s;
-		it->ips = (const uint64_t *)(p + sizeof *s);
+		memcpy(r->ips, p + sizeof *s, 8ull * s->nr_frames);   /* frames sit at offset 12 */
+		it->ips = r->ips;
 		return 1;
 	}
 	case KVT_REC_MODULE: {

@@ -15,7 +15,7 @@ struct kvt_trace_item {
 	uint16_t type;                          /* enum kvt_rec_type */
 	const struct kvt_rec_event *ev;         /* KVT_REC_EVENT */
 	const struct kvt_rec_stack *stack;      /* KVT_REC_STACK ... */
-	const uint64_t *ips;                    /* ... its frames */
+	const uint64_t *ips;                    /* ... its frames (an aligned copy) */
 	const struct kvt_rec_module *mod;       /* KVT_REC_MODULE ... */
 	const char *text;                       /* ... its path, or INFO text */
 	size_t text_len;
@@ -29,6 +29,7 @@ struct kvt_trace_reader {
 	uint64_t file_bytes;
 	int saw_end;
 	char err[256];
+	uint64_t ips[KVT_TRACE_MAX_FRAMES];     /* frames of the last STACK record */
 	_Alignas(8) unsigned char rec[65536 + 8];
 };
 

@@ -132,8 +132,11 @@ int kvt_cmd_dump(int argc, char **argv)
 			dump_event(it.ev);
 		} else if (it.stack) {
 			printf("stack id=%u frames=%u", it.stack->id, it.stack->nr_frames);
-			for (uint32_t i = 0; i < it.stack->nr_frames; i++)
-				printf(" 0x%" PRIx64, it.ips[i]);
+			for (uint32_t i = 0; i < it.stack->nr_frames; i++) {
+				uint64_t ip;
+				memcpy(&ip, &it.ips[i], sizeof ip);
+				printf(" 0x%" PRIx64, ip);
+			}
 			printf("\n");
 		} else if (it.mod) {
 			printf("module bias=0x%" PRIx64 " start=0x%" PRIx64 " end=0x%" PRIx64 " %.*s\n",

@@ -120,13 +120,15 @@ static int rehash_sites(struct kvt_report *r)
 
 /* The site of a stack: first frame outside the runtime libraries (the
  * innermost frame when every frame is a runtime one). */
-static int site_of_stack(struct kvt_report *r, const uint64_t *ips, uint32_t n, uint32_t *out)
+static int site_of_stack(struct kvt_report *r, const void *ips, uint32_t n, uint32_t *out)
 {
 	struct kvt_rpt_frame fr[KVT_TRACE_MAX_FRAMES];
 	uint32_t at = 0;
 	int found = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		fr[i] = frame_of(&r->cur, ips[i]);
+		uint64_t ip;
+		memcpy(&ip, (const char *)ips + 8 * i, sizeof ip);  /* only 4-byte aligned */
+		fr[i] = frame_of(&r->cur, ip);
 		if (!found && (fr[i].mod == KVT_RPT_NO_MOD || !r->mods[fr[i].mod].runtime)) {
 			at = i;
 			found = 1;
@@ -160,7 +162,7 @@ static int site_of_stack(struct kvt_report *r, const uint64_t *ips, uint32_t n, 
 	return 0;
 }
 
-static int on_stack(struct kvt_report *r, const struct kvt_rec_stack *st, const uint64_t *ips)
+static int on_stack(struct kvt_report *r, const struct kvt_rec_stack *st, const void *ips)
 {
 	struct kvt_rpt_file *f = &r->cur;
 	uint32_t site;

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* The migration planner (policy/planner.c): pure arithmetic on a table of
+ * 2 MiB chunks (decayed heat, tier, last move) -> promotion and demotion
+ * ranges for one epoch. No CUDA, no syscalls, no allocation: the caller
+ * passes every buffer. O(n) in chunks (a few passes + 64-bucket histograms). */
+#ifndef KVTIER_PLANNER_H
+#define KVTIER_PLANNER_H
+
+#include <stdint.h>
+
+enum kvt_plan_tier { KVT_TIER_FAR = 0, KVT_TIER_HBM = 1 };
+enum kvt_plan_dir { KVT_PLAN_DEMOTE = 0, KVT_PLAN_PROMOTE = 1 };
+
+#define KVT_PLAN_BUCKETS 64
+
+/* One chunk as the planner sees it. Chunks of one range are consecutive in
+ * the table and carry the same `range`; only neighbours in one range merge. */
+struct kvt_plan_chunk {
+	float heat;                 /* decayed to "now" by the caller */
+	uint32_t moved_ms;          /* when it last moved (0 = never) */
+	uint16_t range;
+	uint8_t tier;               /* enum kvt_plan_tier */
+	uint8_t pad;
+};
+
+struct kvt_plan_params {
+	uint64_t budget_bytes;      /* HBM allowed to redirected chunks */
+	uint32_t high_bp, low_bp;   /* watermarks, basis points of the budget */
+	float promote, demote;      /* heat thresholds (promote > demote: hysteresis) */
+	uint64_t rate_bytes_per_s;  /* cap on bytes moved (0 = none) */
+	uint32_t epoch_ms;          /* nominal epoch: the rate cap's burst is 2 epochs */
+	uint32_t min_residence_ms;  /* a moved chunk stays put at least this long */
+	uint64_t chunk_bytes;       /* 2 MiB */
+};
+
+struct kvt_planner {
+	struct kvt_plan_params p;
+	uint64_t allowance_bytes;   /* rate-cap token bucket */
+	uint32_t last_ms;
+	int started;
+};
+
+struct kvt_plan_move {
+	uint32_t first, nr;         /* chunk positions in the table */
+	uint16_t range;
+	uint8_t dir;                /* enum kvt_plan_dir */
+};
+
+struct kvt_plan_out {
+	struct kvt_plan_move *moves;   /* caller's array */
+	uint32_t cap, nr;
+	uint32_t nr_promote, nr_demote;        /* chunks */
+	uint32_t hbm_before, hbm_after;        /* chunks believed in HBM */
+	uint32_t budget_chunks;
+};
+
+void kvt_planner_init(struct kvt_planner *pl, const struct kvt_plan_params *p);
+/* The heat bucket (0..63, 2 per octave) a value falls in. */
+unsigned kvt_plan_bucket(float heat);
+/* One epoch at time now_ms. Demotions are listed before promotions, and
+ * applying the list in order never holds more than the budget in HBM.
+ * Returns the number of moves. */
+uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
+			uint32_t n, uint32_t now_ms, struct kvt_plan_out *out);
+
+#endif

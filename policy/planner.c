@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+/* The migration planner (contract in include/kvtier/planner.h): which 2 MiB
+ * chunks belong in HBM this epoch, within the budget, the watermarks and the
+ * rate cap, with hysteresis and a minimum residence. Pure: no CUDA, no
+ * syscalls, no allocation; deterministic given its inputs. O(n): ranking is
+ * done with 64-bucket heat histograms and bucket cuts, never a sort. */
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "kvtier/planner.h"
+
+/* Incumbents rank this many buckets (one octave) higher: a far chunk must
+ * be twice as hot as a resident one to displace it. */
+#define INCUMBENT_BONUS 2
+#define NR_KEYS (KVT_PLAN_BUCKETS + INCUMBENT_BONUS)
+
+void kvt_planner_init(struct kvt_planner *pl, const struct kvt_plan_params *p)
+{
+	memset(pl, 0, sizeof *pl);
+	pl->p = *p;
+	if (!pl->p.chunk_bytes)
+		pl->p.chunk_bytes = 2ull << 20;
+	if (pl->p.high_bp > 10000)
+		pl->p.high_bp = 10000;
+	if (pl->p.low_bp > pl->p.high_bp)
+		pl->p.low_bp = pl->p.high_bp;
+	if (pl->p.demote > pl->p.promote)
+		pl->p.demote = pl->p.promote;
+}
+
+unsigned kvt_plan_bucket(float heat)
+{
+	if (!(heat > 0.0f))           /* also NaN */
+		return 0;
+	int e;
+	float m = frexpf(heat, &e);   /* heat = m * 2^e, m in [0.5, 1) */
+	int b = 2 * e + (m >= 0.70710678f) + 20;   /* 2^-10 .. 2^21 */
+	return b < 0 ? 0 : b >= KVT_PLAN_BUCKETS ? KVT_PLAN_BUCKETS - 1 : (unsigned)b;
+}
+
+/* ---- per-epoch working state (on the stack) ---- */
+
+struct cut {                 /* take every key above `key`, and `k` chunks at `key` */
+	int key;
+	uint32_t k, taken;
+};
+
+struct epoch {
+	const struct kvt_planner *pl;
+	uint32_t now_ms;
+	struct cut choose, dem, pro;
+};
+
+static int movable(const struct epoch *ep, const struct kvt_plan_chunk *c)
+{
+	return !c->moved_ms || ep->now_ms - c->moved_ms >= ep->pl->p.min_residence_ms;
+}
+
+static int eligible(const struct epoch *ep, const struct kvt_plan_chunk *c)
+{
+	return c->tier == KVT_TIER_HBM ? c->heat >= ep->pl->p.demote
+				       : c->heat >= ep->pl->p.promote;
+}
+
+static int rank_key(const struct kvt_plan_chunk *c)
+{
+	return (int)kvt_plan_bucket(c->heat) + (c->tier == KVT_TIER_HBM ? INCUMBENT_BONUS : 0);
+}
+
+/* Walk a histogram from the top (desc) or the bottom until `want` chunks. */
+static struct cut cut_of(const uint32_t *hist, int nr_keys, uint32_t want, int desc)
+{
+	struct cut c = { .key = desc ? nr_keys : -1, .k = 0 };
+	for (int i = 0; i < nr_keys && want; i++) {
+		int key = desc ? nr_keys - 1 - i : i;
+		c.key = key;
+		if (hist[key] >= want) {
+			c.k = want;
+			return c;
+		}
+		want -= hist[key];
+		c.k = hist[key];
+	}
+	if (!want && c.k == 0)   /* nothing wanted: a cut nothing passes */
+		c.key = desc ? nr_keys : -1;
+	return c;
+}
+
+static int pass(struct cut *c, int key, int desc)
+{
+	if (desc ? key > c->key : key < c->key)
+		return 1;
+	if (key == c->key && c->taken < c->k) {
+		c->taken++;
+		return 1;
+	}
+	return 0;
+}
+
+/* Whether a movable, eligible chunk is among the top `capacity` (call in
+ * table order; the cut's counter makes the boundary bucket first-come). */
+static int chosen(struct epoch *ep, const struct kvt_plan_chunk *c)
+{
+	return movable(ep, c) && eligible(ep, c) && pass(&ep->choose, rank_key(c), 1);
+}
+
+static int demote_key(const struct epoch *ep, const struct kvt_plan_chunk *c)
+{
+	return eligible(ep, c) ? rank_key(c) : 0;
+}
+
+/* ---- emit merged moves ---- */
+
+static int emit(struct kvt_plan_out *out, uint32_t i, uint16_t range, uint8_t dir)
+{
+	struct kvt_plan_move *m = out->nr ? &out->moves[out->nr - 1] : NULL;
+	if (m && m->dir == dir && m->range == range && m->first + m->nr == i) {
+		m->nr++;
+		return 0;
+	}
+	if (out->nr >= out->cap)
+		return -1;
+	out->moves[out->nr++] = (struct kvt_plan_move){ .first = i, .nr = 1, .range = range,
+							.dir = dir };
+	return 0;
+}
+
+static void refill(struct kvt_planner *pl, uint32_t now_ms)
+{
+	uint64_t rate = pl->p.rate_bytes_per_s;
+	if (!rate)
+		return;
+	uint64_t burst = rate * 2 * (pl->p.epoch_ms ? pl->p.epoch_ms : 1) / 1000;
+	if (burst < pl->p.chunk_bytes)
+		burst = pl->p.chunk_bytes;
+	if (!pl->started)
+		pl->allowance_bytes = burst;
+	else
+		pl->allowance_bytes += rate * (uint64_t)(now_ms - pl->last_ms) / 1000;
+	if (pl->allowance_bytes > burst)
+		pl->allowance_bytes = burst;
+}
+
+uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
+			uint32_t n, uint32_t now_ms, struct kvt_plan_out *out)
+{
+	const uint64_t cb = pl->p.chunk_bytes;
+	struct epoch ep = { .pl = pl, .now_ms = now_ms };
+	uint32_t hist[NR_KEYS] = { 0 }, hist_d[NR_KEYS] = { 0 }, hist_p[NR_KEYS] = { 0 };
+	uint32_t used = 0, fixed = 0;
+
+	refill(pl, now_ms);
+	pl->started = 1;
+	pl->last_ms = now_ms;
+	out->nr = out->nr_promote = out->nr_demote = 0;
+
+	/* pass 1: what is in HBM, what could be */
+	for (uint32_t i = 0; i < n; i++) {
+		int m = movable(&ep, &c[i]);
+		if (c[i].tier == KVT_TIER_HBM) {
+			used++;
+			fixed += !m;
+		}
+		if (m && eligible(&ep, &c[i]))
+			hist[rank_key(&c[i])]++;
+	}
+	uint64_t budget = pl->p.budget_bytes / cb;
+	uint32_t high = (uint32_t)(budget * pl->p.high_bp / 10000);
+	uint32_t low = (uint32_t)(budget * pl->p.low_bp / 10000);
+	uint32_t target = used > high ? low : high;          /* watermarks */
+	uint32_t capacity = target > fixed ? target - fixed : 0;
+	ep.choose = cut_of(hist, NR_KEYS, capacity, 1);
+
+	/* pass 2: candidates for each direction */
+	uint32_t nd = 0, np = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		int ch = chosen(&ep, &c[i]);
+		if (c[i].tier == KVT_TIER_HBM && movable(&ep, &c[i]) && !ch) {
+			hist_d[demote_key(&ep, &c[i])]++;
+			nd++;
+		} else if (c[i].tier == KVT_TIER_FAR && ch) {
+			hist_p[rank_key(&c[i])]++;
+			np++;
+		}
+	}
+	uint64_t allow = pl->p.rate_bytes_per_s ? pl->allowance_bytes / cb : UINT32_MAX;
+	uint32_t want_d = nd < allow ? nd : (uint32_t)allow;
+	ep.dem = cut_of(hist_d, NR_KEYS, want_d, 0);           /* coldest first */
+
+	/* pass 3a: demotions */
+	ep.choose.taken = 0;
+	uint32_t dd = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		int ch = chosen(&ep, &c[i]);
+		if (c[i].tier != KVT_TIER_HBM || !movable(&ep, &c[i]) || ch)
+			continue;
+		if (!pass(&ep.dem, demote_key(&ep, &c[i]), 0))
+			continue;
+		if (emit(out, i, c[i].range, KVT_PLAN_DEMOTE))
+			break;
+		dd++;
+	}
+	allow -= dd;
+	uint32_t after = used - dd;
+	uint32_t room = target > after ? target - after : 0;
+	uint32_t want_p = np;
+	if (want_p > allow)
+		want_p = (uint32_t)allow;
+	if (want_p > room)
+		want_p = room;
+	ep.pro = cut_of(hist_p, NR_KEYS, want_p, 1);            /* hottest first */
+
+	/* pass 3b: promotions */
+	ep.choose.taken = 0;
+	uint32_t pp = 0;
+	for (uint32_t i = 0; i < n && pp < want_p; i++) {
+		int ch = chosen(&ep, &c[i]);
+		if (c[i].tier != KVT_TIER_FAR || !ch || !pass(&ep.pro, rank_key(&c[i]), 1))
+			continue;
+		if (emit(out, i, c[i].range, KVT_PLAN_PROMOTE))
+			break;
+		pp++;
+	}
+	if (pl->p.rate_bytes_per_s) {
+		uint64_t spent = (uint64_t)(dd + pp) * cb;
+		pl->allowance_bytes = spent > pl->allowance_bytes ? 0 : pl->allowance_bytes - spent;
+	}
+	out->nr_demote = dd;
+	out->nr_promote = pp;
+	out->hbm_before = used;
+	out->hbm_after = used - dd + pp;
+	out->budget_chunks = (uint32_t)budget;
+	return out->nr;
+}

@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: MIT
+/* Chunk heat (contract in heat.h): the decay math, the chunk arena and the
+ * range table. Hot path (touch/add/find): no malloc, no locks, no syscalls
+ * beyond reading the clock. track/untrack take one short mutex (rare: one
+ * per redirected allocation). The arena is never unmapped. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "heat.h"
+#include "../preload/kvt.h"
+
+static struct kvt_heat_chunk *arena;
+static uint32_t arena_used;          /* chunks handed out (bump) */
+static uint32_t tau;
+static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
+static struct kvt_heat_range slots[KVT_HEAT_MAX_RANGES];
+
+/* The sorted index readers search, under a seqlock (odd = being rewritten). */
+static uint32_t seq;
+static struct { uint64_t base, end; int32_t slot; } idx[KVT_HEAT_MAX_RANGES];
+static uint32_t nr_idx;
+static uint64_t lo_addr = UINT64_MAX, hi_addr;
+
+/* ---- math ---- */
+
+float kvt_heat_decay(float h, uint32_t dt_ms, uint32_t tau_ms)
+{
+	if (!tau_ms || !dt_ms)
+		return h;
+	if (dt_ms > 64u * tau_ms)
+		return 0.0f;
+	return h * expf(-(float)dt_ms / (float)tau_ms);
+}
+
+static inline uint64_t pack(float h, uint32_t t)
+{
+	uint32_t bits;
+	memcpy(&bits, &h, 4);
+	return (uint64_t)t << 32 | bits;
+}
+
+static inline void unpack(uint64_t v, float *h, uint32_t *t)
+{
+	uint32_t bits = (uint32_t)v;
+	memcpy(h, &bits, 4);
+	*t = (uint32_t)(v >> 32);
+}
+
+void kvt_heat_touch(struct kvt_heat_chunk *c, float w, uint32_t now_ms, uint32_t tau_ms)
+{
+	uint64_t old = __atomic_load_n(&c->hv, __ATOMIC_RELAXED), nv;
+	do {
+		float h;
+		uint32_t t;
+		unpack(old, &h, &t);
+		/* a touch stamped later than now (another thread's clock read
+		 * raced ours) adds without decay */
+		uint32_t dt = (int32_t)(now_ms - t) > 0 ? now_ms - t : 0;
+		nv = pack(kvt_heat_decay(h, dt, tau_ms) + w, dt ? now_ms : t);
+	} while (!__atomic_compare_exchange_n(&c->hv, &old, nv, 1, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+}
+
+float kvt_heat_read(const struct kvt_heat_chunk *c, uint32_t now_ms, uint32_t tau_ms)
+{
+	float h;
+	uint32_t t;
+	unpack(__atomic_load_n(&c->hv, __ATOMIC_RELAXED), &h, &t);
+	uint32_t dt = (int32_t)(now_ms - t) > 0 ? now_ms - t : 0;
+	return kvt_heat_decay(h, dt, tau_ms);
+}
+
+uint32_t kvt_heat_now_ms(void)
+{
+	uint32_t ms = (uint32_t)(kvt_now_ns() / 1000000u);
+	return ms ? ms : 1;
+}
+
+/* ---- arena and table ---- */
+
+int kvt_heat_init(uint32_t tau_ms)
+{
+	pthread_mutex_lock(&wlock);
+	tau = tau_ms;
+	if (!arena) {
+		void *p = kvt_sys_mmap(NULL, (size_t)KVT_HEAT_MAX_CHUNKS * sizeof *arena,
+				       PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p != MAP_FAILED)
+			arena = p;
+	}
+	pthread_mutex_unlock(&wlock);
+	return arena ? 0 : -ENOMEM;
+}
+
+uint32_t kvt_heat_tau_ms(void)
+{
+	return tau;
+}
+
+/* Rebuild the sorted index (insertion sort of <= 256; writers only). */
+static void publish(void)
+{
+	__atomic_add_fetch(&seq, 1, __ATOMIC_ACQ_REL);     /* odd: readers retry */
+	uint32_t n = 0;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
+		if (!slots[s].live)
+			continue;
+		uint64_t b = slots[s].base, e = b + slots[s].size;
+		uint32_t j = n++;
+		while (j && __atomic_load_n(&idx[j - 1].base, __ATOMIC_RELAXED) > b) {
+			__atomic_store_n(&idx[j].base, idx[j - 1].base, __ATOMIC_RELAXED);
+			__atomic_store_n(&idx[j].end, idx[j - 1].end, __ATOMIC_RELAXED);
+			__atomic_store_n(&idx[j].slot, idx[j - 1].slot, __ATOMIC_RELAXED);
+			j--;
+		}
+		__atomic_store_n(&idx[j].base, b, __ATOMIC_RELAXED);
+		__atomic_store_n(&idx[j].end, e, __ATOMIC_RELAXED);
+		__atomic_store_n(&idx[j].slot, s, __ATOMIC_RELAXED);
+		lo = b < lo ? b : lo;
+		hi = e > hi ? e : hi;
+	}
+	__atomic_store_n(&nr_idx, n, __ATOMIC_RELAXED);
+	__atomic_store_n(&lo_addr, lo, __ATOMIC_RELAXED);
+	__atomic_store_n(&hi_addr, hi, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&seq, 1, __ATOMIC_ACQ_REL);
+}
+
+int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier)
+{
+	uint32_t nr = (uint32_t)((size + KVT_CHUNK_BYTES - 1) >> KVT_CHUNK_SHIFT);
+	int r = -ENOSPC, free_slot = -1, reuse = -1;
+	if (!arena || !size)
+		return -ENOSPC;
+	pthread_mutex_lock(&wlock);
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
+		if (slots[s].live && slots[s].base == base) {
+			r = -EEXIST;
+			goto out;
+		}
+		if (slots[s].live)
+			continue;
+		/* a retired slot whose chunks fit is reused first, an unused one next */
+		if (slots[s].nr_chunks >= nr && (reuse < 0 || slots[s].nr_chunks < slots[reuse].nr_chunks))
+			reuse = s;
+		if (!slots[s].nr_chunks && free_slot < 0)
+			free_slot = s;
+	}
+	int s = reuse;
+	if (s < 0) {
+		if (free_slot < 0 || arena_used + nr > KVT_HEAT_MAX_CHUNKS || arena_used + nr < nr)
+			goto out;
+		s = free_slot;
+		slots[s].first = arena_used;
+		slots[s].nr_chunks = nr;
+		arena_used += nr;
+	}
+	struct kvt_heat_chunk *c = arena + slots[s].first;
+	for (uint32_t i = 0; i < slots[s].nr_chunks; i++) {
+		__atomic_store_n(&c[i].hv, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&c[i].moved_ms, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&c[i].tier, tier, __ATOMIC_RELAXED);
+	}
+	slots[s].base = base;
+	slots[s].size = size;
+	slots[s].cursor = 0;
+	slots[s].gen++;
+	__atomic_store_n(&slots[s].live, 1, __ATOMIC_RELEASE);
+	publish();
+	r = 0;
+out:
+	pthread_mutex_unlock(&wlock);
+	return r;
+}
+
+int kvt_heat_untrack(uint64_t base)
+{
+	int r = -ENOENT;
+	pthread_mutex_lock(&wlock);
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
+		if (slots[s].live && slots[s].base == base) {
+			__atomic_store_n(&slots[s].live, 0, __ATOMIC_RELEASE);
+			slots[s].gen++;
+			publish();
+			r = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&wlock);
+	return r;
+}
+
+void kvt_heat_reset(void)
+{
+	pthread_mutex_init(&wlock, NULL);
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++)
+		slots[s].live = 0;
+	publish();
+}
+
+/* ---- lookups (lock-free) ---- */
+
+int kvt_heat_maybe(uint64_t addr)
+{
+	return addr >= __atomic_load_n(&lo_addr, __ATOMIC_RELAXED) &&
+	       addr < __atomic_load_n(&hi_addr, __ATOMIC_RELAXED);
+}
+
+int kvt_heat_find(uint64_t addr)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		uint32_t s0 = __atomic_load_n(&seq, __ATOMIC_ACQUIRE);
+		if (s0 & 1)
+			continue;
+		int found = -1;
+		uint32_t lo = 0, hi = __atomic_load_n(&nr_idx, __ATOMIC_RELAXED);
+		if (hi > KVT_HEAT_MAX_RANGES)
+			hi = KVT_HEAT_MAX_RANGES;
+		while (lo < hi) {
+			uint32_t mid = (lo + hi) / 2;
+			uint64_t b = __atomic_load_n(&idx[mid].base, __ATOMIC_RELAXED);
+			if (addr < b) {
+				hi = mid;
+			} else if (addr >= __atomic_load_n(&idx[mid].end, __ATOMIC_RELAXED)) {
+				lo = mid + 1;
+			} else {
+				found = __atomic_load_n(&idx[mid].slot, __ATOMIC_RELAXED);
+				break;
+			}
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&seq, __ATOMIC_RELAXED) == s0)
+			return found;
+	}
+	return -1;
+}
+
+int kvt_heat_range_get(int slot, struct kvt_heat_range *out)
+{
+	if (slot < 0 || slot >= KVT_HEAT_MAX_RANGES ||
+	    !__atomic_load_n(&slots[slot].live, __ATOMIC_ACQUIRE))
+		return -ENOENT;
+	pthread_mutex_lock(&wlock);
+	*out = slots[slot];
+	pthread_mutex_unlock(&wlock);
+	return out->live ? 0 : -ENOENT;
+}
+
+struct kvt_heat_chunk *kvt_heat_chunks(const struct kvt_heat_range *r)
+{
+	return arena + r->first;
+}
+
+/* Fields of a live slot read without the mutex: base/size/first are
+ * written before live is released, and a retired slot's chunks stay mapped. */
+static int slot_view(int s, uint64_t *base, uint64_t *size, uint32_t *first)
+{
+	if (s < 0 || !__atomic_load_n(&slots[s].live, __ATOMIC_ACQUIRE))
+		return -1;
+	*base = __atomic_load_n(&slots[s].base, __ATOMIC_RELAXED);
+	*size = __atomic_load_n(&slots[s].size, __ATOMIC_RELAXED);
+	*first = __atomic_load_n(&slots[s].first, __ATOMIC_RELAXED);
+	return 0;
+}
+
+struct kvt_heat_chunk *kvt_heat_chunk_at(uint64_t addr)
+{
+	uint64_t base, size;
+	uint32_t first;
+	if (slot_view(kvt_heat_find(addr), &base, &size, &first) || addr - base >= size)
+		return NULL;
+	return arena + first + ((addr - base) >> KVT_CHUNK_SHIFT);
+}
+
+unsigned kvt_heat_add(uint64_t addr, uint64_t len, float w, unsigned max_chunks)
+{
+	uint64_t base, size;
+	uint32_t first;
+	if (!kvt_heat_maybe(addr) || slot_view(kvt_heat_find(addr), &base, &size, &first) ||
+	    addr - base >= size)
+		return 0;
+	uint64_t end = len && addr + len - base < size ? addr + len - base : size;
+	uint64_t a = (addr - base) >> KVT_CHUNK_SHIFT, b = (end - 1) >> KVT_CHUNK_SHIFT;
+	uint32_t now = kvt_heat_now_ms();
+	unsigned n = 0;
+	for (uint64_t i = a; i <= b && n < max_chunks; i++, n++)
+		kvt_heat_touch(&arena[first + i], w, now, tau);
+	return n;
+}
+
+unsigned kvt_heat_spread(int slot, unsigned nr, float w)
+{
+	uint64_t base, size;
+	uint32_t first;
+	if (slot_view(slot, &base, &size, &first))
+		return 0;
+	uint32_t chunks = (uint32_t)((size + KVT_CHUNK_BYTES - 1) >> KVT_CHUNK_SHIFT);
+	uint32_t at = __atomic_fetch_add(&slots[slot].cursor, nr, __ATOMIC_RELAXED);
+	uint32_t now = kvt_heat_now_ms();
+	if (nr > chunks)
+		nr = chunks;
+	for (unsigned i = 0; i < nr; i++)
+		kvt_heat_touch(&arena[first + (at + i) % chunks], w, now, tau);
+	return nr;
+}

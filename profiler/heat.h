@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* Chunk heat (profiler/heat.c): every redirected managed range is cut into
+ * 2 MiB chunks, each with an access estimate count * exp(-dt/tau) kept
+ * incrementally (value + time of its last update, decayed lazily when
+ * touched or read; no pass over idle chunks). 16 bytes per chunk, in one
+ * arena mapped once (bounded: KVT_HEAT_MAX_CHUNKS) and never unmapped, so a
+ * racing reader never faults. Lookups are lock-free (seqlock); touches are
+ * one CAS. Safe inside hooks: no malloc, no stdio, no locks on the hot path. */
+#ifndef KVT_HEAT_H
+#define KVT_HEAT_H
+
+#include <stdint.h>
+
+#define KVT_CHUNK_SHIFT 21
+#define KVT_CHUNK_BYTES (1ull << KVT_CHUNK_SHIFT)
+#define KVT_HEAT_MAX_RANGES 256
+#define KVT_HEAT_MAX_CHUNKS (1u << 20)        /* 2 TiB tracked, 16 MiB of tables */
+
+struct kvt_heat_chunk {
+	uint64_t hv;            /* float heat (low 32 bits) | uint32 t_ms (high): one CAS */
+	uint32_t moved_ms;      /* last migration (migrator only; 0 = never) */
+	uint8_t tier;           /* enum kvt_plan_tier, the migrator's belief */
+	uint8_t pad[3];
+};
+
+/* ---- the math (pure) ---- */
+
+/* h * exp(-dt/tau); tau 0 = no decay. */
+float kvt_heat_decay(float h, uint32_t dt_ms, uint32_t tau_ms);
+/* Add w at now_ms (decaying what was there first). Lock-free. */
+void kvt_heat_touch(struct kvt_heat_chunk *c, float w, uint32_t now_ms, uint32_t tau_ms);
+/* The value decayed to now_ms (nothing is written). */
+float kvt_heat_read(const struct kvt_heat_chunk *c, uint32_t now_ms, uint32_t tau_ms);
+
+/* ---- ranges ---- */
+
+struct kvt_heat_range {
+	uint64_t base, size;
+	uint32_t first;         /* its first chunk in the arena */
+	uint32_t nr_chunks;
+	uint32_t cursor;        /* round-robin sampling position */
+	uint32_t gen;           /* bumped on every track/untrack of the slot */
+	int live;
+};
+
+/* Map the arena (MAP_NORESERVE; idempotent). tau_ms: decay constant. 0 or -errno. */
+int kvt_heat_init(uint32_t tau_ms);
+uint32_t kvt_heat_tau_ms(void);
+/* Track [base, base+size) with every chunk in `tier`; 0, -ENOSPC (too many
+ * ranges or chunks), -EEXIST. */
+int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier);
+/* Stop tracking the range starting at base; 0 or -ENOENT. */
+int kvt_heat_untrack(uint64_t base);
+/* Forget everything (fork child). */
+void kvt_heat_reset(void);
+
+/* The slot of the range holding addr, or -1 (lock-free; may miss during a
+ * concurrent track/untrack). */
+int kvt_heat_find(uint64_t addr);
+/* Quick reject: is addr anywhere in [lowest base, highest end)? */
+int kvt_heat_maybe(uint64_t addr);
+/* Evidence: [addr, addr+len) was used; weight w per chunk, at most
+ * max_chunks chunks (from the first). Returns chunks touched. */
+unsigned kvt_heat_add(uint64_t addr, uint64_t len, float w, unsigned max_chunks);
+/* Allocation-level evidence: nr chunks of slot's range, round-robin. */
+unsigned kvt_heat_spread(int slot, unsigned nr, float w);
+
+/* Migrator side: a copy of slot i (0..KVT_HEAT_MAX_RANGES-1); 0 when live. */
+int kvt_heat_range_get(int slot, struct kvt_heat_range *out);
+struct kvt_heat_chunk *kvt_heat_chunks(const struct kvt_heat_range *r);
+/* The chunk of slot's range holding addr (NULL if none). */
+struct kvt_heat_chunk *kvt_heat_chunk_at(uint64_t addr);
+
+/* Milliseconds on the profiler's clock (CLOCK_MONOTONIC, wraps in 49 days;
+ * every difference is taken modulo 2^32). Never 0. */
+uint32_t kvt_heat_now_ms(void);
+
+#endif
