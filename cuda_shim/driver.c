@@ -21,6 +21,15 @@ static struct {
 	CUresult (*host_register)(void *, size_t, unsigned);
 	CUresult (*host_unregister)(void *);
 	CUresult (*range_attr)(void *, size_t, CUmem_range_attribute, CUdeviceptr, size_t);
+	/* the migrator's */
+	CUresult (*primary_retain)(CUcontext *, CUdevice);
+	CUresult (*primary_release)(CUdevice);
+	CUresult (*ctx_set_current)(CUcontext);
+	CUresult (*prio_range)(int *, int *);
+	CUresult (*stream_create_prio)(CUstream *, unsigned, int);
+	CUresult (*stream_destroy)(CUstream);
+	CUresult (*prefetch)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream);
+	CUresult (*mem_info)(size_t *, size_t *);
 	int ok;
 } drv;
 
@@ -46,6 +55,14 @@ static void resolve(void)
 	drv.host_register = entry(gpa, "cuMemHostRegister", 6050);
 	drv.host_unregister = entry(gpa, "cuMemHostUnregister", 4000);
 	drv.range_attr = entry(gpa, "cuMemRangeGetAttribute", 8000);
+	drv.primary_retain = entry(gpa, "cuDevicePrimaryCtxRetain", 7000);
+	drv.primary_release = entry(gpa, "cuDevicePrimaryCtxRelease", 11000);
+	drv.ctx_set_current = entry(gpa, "cuCtxSetCurrent", 4000);
+	drv.prio_range = entry(gpa, "cuCtxGetStreamPriorityRange", 5050);
+	drv.stream_create_prio = entry(gpa, "cuStreamCreateWithPriority", 5050);
+	drv.stream_destroy = entry(gpa, "cuStreamDestroy", 4000);
+	drv.prefetch = entry(gpa, "cuMemPrefetchAsync", 12020);
+	drv.mem_info = entry(gpa, "cuMemGetInfo", 3020);
 	drv.ok = drv.alloc_managed && drv.mem_free && drv.advise;
 }
 
@@ -108,4 +125,49 @@ CUresult kvt_cuda_range_attr(void *data, size_t data_bytes, CUmem_range_attribut
 			     CUdeviceptr p, size_t bytes)
 {
 	return CALL(range_attr, data, data_bytes, attr, p, bytes);
+}
+
+/* ---- the migrator's calls ---- */
+
+CUresult kvt_cuda_bind_primary(CUdevice dev)
+{
+	CUcontext ctx = NULL;
+	CUresult r = CALL(primary_retain, &ctx, dev);
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = CALL(ctx_set_current, ctx);
+	if (r != CUDA_SUCCESS)
+		CALL(primary_release, dev);
+	return r;
+}
+
+CUresult kvt_cuda_release_primary(CUdevice dev)
+{
+	return CALL(primary_release, dev);
+}
+
+CUresult kvt_cuda_stream_lowest(CUstream *s)
+{
+	int least = 0, greatest = 0;
+	if (CALL(prio_range, &least, &greatest) != CUDA_SUCCESS)
+		least = 0;
+	/* numerically greatest = lowest priority */
+	return CALL(stream_create_prio, s, CU_STREAM_NON_BLOCKING, least);
+}
+
+CUresult kvt_cuda_stream_destroy(CUstream s)
+{
+	return CALL(stream_destroy, s);
+}
+
+CUresult kvt_cuda_prefetch(CUdeviceptr p, size_t bytes, CUmemLocationType type, int id,
+			   CUstream s)
+{
+	CUmemLocation loc = { .type = type, .id = id };
+	return CALL(prefetch, p, bytes, loc, 0, s);
+}
+
+CUresult kvt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes)
+{
+	return CALL(mem_info, free_bytes, total_bytes);
 }

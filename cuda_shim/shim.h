@@ -26,4 +26,15 @@ CUresult kvt_cuda_host_unregister(void *p);
 CUresult kvt_cuda_range_attr(void *data, size_t data_bytes, CUmem_range_attribute attr,
 			     CUdeviceptr p, size_t bytes);
 
+/* The migrator (cuda_shim/migrator.c): its thread binds the device's
+ * primary context, makes a lowest-priority non-blocking stream and
+ * prefetches with the CUmemLocation ABI (cuMemPrefetchAsync_v2). */
+CUresult kvt_cuda_bind_primary(CUdevice dev);
+CUresult kvt_cuda_release_primary(CUdevice dev);
+CUresult kvt_cuda_stream_lowest(CUstream *s);
+CUresult kvt_cuda_stream_destroy(CUstream s);
+CUresult kvt_cuda_prefetch(CUdeviceptr p, size_t bytes, CUmemLocationType type, int id,
+			   CUstream s);
+CUresult kvt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes);
+
 #endif

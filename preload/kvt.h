@@ -107,6 +107,13 @@ struct kvt_options {
 	uint64_t cxl_limit;          /* KVTIER_CXL_LIMIT (0 = unlimited) */
 	uint64_t reserve;            /* KVTIER_RESERVE */
 	char cxl_nodes[256];         /* KVTIER_CXL_NODES ("" = from topology) */
+	int migrate;                 /* KVTIER_MIGRATE */
+	char sources[64];            /* KVTIER_SOURCES */
+	int epoch_ms;                /* KVTIER_EPOCH_MS */
+	int promote;                 /* KVTIER_PROMOTE (heat) */
+	int demote;                  /* KVTIER_DEMOTE (heat) */
+	int decay_ms;                /* KVTIER_DECAY_MS (tau) */
+	uint64_t migrate_rate;       /* KVTIER_MIGRATE_RATE bytes/s (0 = no cap) */
 };
 extern struct kvt_options kvt_opt;
 

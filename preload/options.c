@@ -17,6 +17,13 @@ struct kvt_options kvt_opt = {
 	.trace_buffer = 1u << 20,
 	.inherit = 1,
 	.reserve = 1ull << 30,
+	.migrate = 1,
+	.sources = "launch,copy,cupti",
+	.epoch_ms = 50,
+	.promote = 4,
+	.demote = 1,
+	.decay_ms = 1000,
+	.migrate_rate = 8ull << 30,
 };
 
 enum opt_type { OPT_BOOL, OPT_INT, OPT_SIZE, OPT_STR, OPT_LOGLEVEL };
@@ -74,6 +81,27 @@ static const struct opt_desc table[] = {
 	{ .name = "KVTIER_CXL_NODES", .type = OPT_STR, .offset = OFF(cxl_nodes),
 	  .str_bytes = sizeof kvt_opt.cxl_nodes, .def = "", .unit = "nodes",
 	  .help = "far-tier NUMA nodes (numactl list: 1 or 2,3 or 2-4); unset: from topology" },
+	{ .name = "KVTIER_MIGRATE", .type = OPT_BOOL, .offset = OFF(migrate),
+	  .def = "1", .unit = "bool",
+	  .help = "0: no profiler thread and no migration (redirected memory stays where placed)" },
+	{ .name = "KVTIER_SOURCES", .type = OPT_STR, .offset = OFF(sources),
+	  .str_bytes = sizeof kvt_opt.sources, .def = "launch,copy,cupti", .unit = "list",
+	  .help = "evidence sources of chunk heat: launch, copy, cupti (comma-separated)" },
+	{ .name = "KVTIER_EPOCH_MS", .type = OPT_INT, .offset = OFF(epoch_ms),
+	  .def = "50", .unit = "ms", .min = 1, .max = 60000,
+	  .help = "migration epoch: the planner runs and prefetches are issued this often" },
+	{ .name = "KVTIER_PROMOTE", .type = OPT_INT, .offset = OFF(promote),
+	  .def = "4", .unit = "heat", .min = 0, .max = 1000000,
+	  .help = "heat (decayed evidence count) at which a far chunk may move to HBM" },
+	{ .name = "KVTIER_DEMOTE", .type = OPT_INT, .offset = OFF(demote),
+	  .def = "1", .unit = "heat", .min = 0, .max = 1000000,
+	  .help = "heat below which a chunk in HBM goes back to the far node (<= KVTIER_PROMOTE)" },
+	{ .name = "KVTIER_DECAY_MS", .type = OPT_INT, .offset = OFF(decay_ms),
+	  .def = "1000", .unit = "ms", .min = 1, .max = 3600000,
+	  .help = "heat time constant tau: evidence weighs exp(-age/tau)" },
+	{ .name = "KVTIER_MIGRATE_RATE", .type = OPT_SIZE, .offset = OFF(migrate_rate),
+	  .def = "8G", .unit = "bytes/s",
+	  .help = "cap on bytes promoted plus demoted per second (0: no cap)" },
 };
 
 #define NR_OPTS (sizeof table / sizeof table[0])

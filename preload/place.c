@@ -3,6 +3,7 @@
  * managed memory homed on the far node, pinned host memory and anonymous
  * maps bound there, verdicts acted on, fallbacks counted.
  * Runs inside hooks: no malloc, no stdio; memory via the platform layer. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <numaif.h>
 #include <pthread.h>
@@ -23,7 +24,11 @@ static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kvt_policy pol;
 static struct kvt_policy_engine eng;
 static int placing;                 /* 0: every allocation stays native */
-static int far_node = -1;
+static int far_node = -1;           /* the first far node (re-homing, counters) */
+static int nr_far;
+static int far_nodes[KVT_TOPO_MAX_FAR];
+static uint32_t far_weight[KVT_TOPO_MAX_FAR];
+static uint64_t far_placed[KVT_TOPO_MAX_FAR];      /* bytes now on each (atomic) */
 static uint64_t next_id = 1;
 
 /* Provisional allocations awaiting a verdict: id -> range. */
@@ -90,12 +95,59 @@ void kvt_place_init(void)
 		kvt_warn("far tier: %s; far placements stay native", ch.why);
 	} else {
 		far_node = ch.far[0];
-		kvt_info("far tier: node %d (%s: %s)", far_node, kvt_topo_reason_name(ch.reason),
-			 ch.why);
+		nr_far = ch.nr_far;
+		for (int i = 0; i < nr_far; i++) {
+			far_nodes[i] = ch.far[i];
+			far_weight[i] = ch.weight_bp[i];
+		}
+		kvt_info("far tier: node %d%s (%s: %s)", far_node, nr_far > 1 ? " and more" : "",
+			 kvt_topo_reason_name(ch.reason), ch.why);
 	}
 }
 
+/* The far node for the next `size` bytes: spread by weight. */
+static int pick_far(uint64_t size)
+{
+	uint64_t placed[KVT_TOPO_MAX_FAR];
+	if (nr_far <= 1)
+		return far_node;
+	for (int i = 0; i < nr_far; i++)
+		placed[i] = __atomic_load_n(&far_placed[i], __ATOMIC_RELAXED);
+	int i = kvt_policy_spread_pick(placed, far_weight, nr_far, size);
+	return i < 0 ? far_node : far_nodes[i];
+}
+
+static void account_far(int node, int64_t bytes)
+{
+	for (int i = 0; i < nr_far; i++)
+		if (far_nodes[i] == node)
+			__atomic_fetch_add(&far_placed[i], (uint64_t)bytes, __ATOMIC_RELAXED);
+}
+
 /* ---- decisions and verdicts ---- */
+
+/* site~ rules: the call stack, symbolized lazily with dladdr (dynamic
+ * symbols and module paths; static functions show as their module only).
+ * Captured only when the rules contain a site~ selector. */
+struct site_ctx {
+	void *ip[KVT_POLICY_MAX_FRAMES];
+	int n;
+};
+
+static int site_frame(void *arg, unsigned i, const char **sym, const char **module)
+{
+	struct site_ctx *c = arg;
+	Dl_info di;
+	if ((int)i >= c->n)
+		return -1;
+	*sym = NULL;
+	*module = NULL;
+	if (dladdr((char *)c->ip[i] - 1, &di)) {
+		*sym = di.dli_sname;
+		*module = di.dli_fname;
+	}
+	return 0;
+}
 
 void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl)
 {
@@ -104,9 +156,15 @@ void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl)
 	if (!placing)
 		return;
 	struct kvt_policy_decision d;
+	struct site_ctx sc;
+	int need_site = kvt_policy_needs_site(&pol);
+	if (need_site)
+		sc.n = kvt_backtrace(sc.ip, KVT_POLICY_MAX_FRAMES);
 	pthread_mutex_lock(&eng_lock);
 	struct kvt_policy_alloc_event ev = { .kind = kind, .size = size,
-					     .t_ns = kvt_now_ns(), .id = next_id++ };
+					     .t_ns = kvt_now_ns(), .id = next_id++,
+					     .site = need_site ? site_frame : NULL,
+					     .site_ctx = need_site ? &sc : NULL };
 	kvt_policy_on_alloc(&eng, &ev, &d, &pl->res);
 	pthread_mutex_unlock(&eng_lock);
 	pl->policy_id = ev.id;
@@ -116,7 +174,7 @@ void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl)
 	if (d.action.tier == KVT_TIER_NODE)
 		pl->node = d.action.node;
 	else if (kvt_policy_action_is_far(&d.action))
-		pl->node = far_node;
+		pl->node = pick_far(size);
 	if (kvt_policy_action_is_far(&d.action) && pl->node < 0) {
 		kvt_place_fallback(KVT_FB_NO_FAR_TIER);
 		pl->placement = KVT_PLACE_NATIVE;
@@ -193,6 +251,8 @@ void kvt_place_commit(struct kvt_place *pl, uint64_t base, uint64_t size)
 		pthread_mutex_unlock(&eng_lock);
 	}
 	if (base && pl->placement != KVT_PLACE_NATIVE) {
+		if (pl->node >= 0 && pl->placement != KVT_PLACE_MANAGED_HBM)
+			account_far(pl->node, (int64_t)size);
 		__atomic_fetch_add(&nr_placed[pl->placement], 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&bytes_placed[pl->placement], size, __ATOMIC_RELAXED);
 	}
@@ -203,6 +263,9 @@ void kvt_place_on_free(const struct kvt_alloc *rec)
 {
 	if (!placing || !rec->policy_id)
 		return;
+	if (rec->node >= 0 && rec->placement != KVT_PLACE_NATIVE &&
+	    rec->placement != KVT_PLACE_MANAGED_HBM)
+		account_far(rec->node, -(int64_t)rec->size);
 	struct kvt_policy_resolutions res;
 	pthread_mutex_lock(&eng_lock);
 	kvt_policy_on_free(&eng, rec->policy_id, rec->far_bytes, kvt_now_ns(), &res);

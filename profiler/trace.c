@@ -402,6 +402,22 @@ static int backtrace_ips(void **ip, int max)
 #endif
 }
 
+int kvt_backtrace(void **ip, int max)
+{
+	void *raw[KVT_TRACE_MAX_FRAMES + 8];
+	if (max > (int)KVT_TRACE_MAX_FRAMES)
+		max = KVT_TRACE_MAX_FRAMES;
+	int n = backtrace_ips(raw, max + 8), skip = 0;
+	while (skip < n && kvt_self_contains(raw[skip]))
+		skip++;
+	n -= skip;
+	if (n > max)
+		n = max;
+	for (int i = 0; i < n; i++)
+		ip[i] = raw[skip + i];
+	return n > 0 ? n : 0;
+}
+
 uint32_t kvt_trace_callsite(void)
 {
 	void *ip[KVT_TRACE_MAX_FRAMES + 8];

@@ -25,6 +25,10 @@ void kvt_trace_event(struct kvt_rec_event *ev);
 /* Capture the caller's stack (frames inside libkvtier skipped), dedup it,
  * and return its id (0 = none: depth 0, tracing off, or table full). */
 uint32_t kvt_trace_callsite(void);
+/* The caller's stack outside libkvtier, innermost first: up to max return
+ * addresses; returns how many. Works with tracing off. */
+int kvt_backtrace(void **ip, int max);
+
 /* A key=value INFO record (e.g. the kvtier version, resolved options). */
 void kvt_trace_info(const char *key, const char *value);
 

@@ -395,6 +395,12 @@ void kvt_policy_on_meminfo(struct kvt_policy_engine *e, uint64_t free_bytes,
 			   uint64_t total_bytes, uint64_t t_ns,
 			   struct kvt_policy_resolutions *res);
 
+/* Several far nodes: the index (0..n-1) of the node the next far allocation
+ * of `size` bytes goes to, given the bytes already placed on each and their
+ * weights (basis points; 0 = never). -1 when no node has a weight. */
+int kvt_policy_spread_pick(const uint64_t *placed, const uint32_t *weight_bp, int n,
+			   uint64_t size);
+
 const char *kvt_policy_reason_name(unsigned reason);
 const char *kvt_policy_kind_name(unsigned kind);     /* "device", ... "?" */
 int kvt_policy_kind_from_name(const char *s, size_t len);  /* kind or -1 */

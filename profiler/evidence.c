@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+/* Evidence sources (contract in evidence.h): the operations table, the
+ * launch-parameter scan and the copy/memset ranges. Runs inside hooks: no
+ * malloc, no locks, no stdio; every read of application memory whose
+ * validity kvtier cannot know goes through process_vm_readv (a bad address
+ * is an error return, never a fault).
+ *
+ * What the launch scan can see: kernelParams[i] points to argument i, and
+ * without cuFuncGetParamInfo kvtier does not know how many there are, so it
+ * reads up to KVT_LAUNCH_SLOTS slots and 8 bytes behind each (stopping at the
+ * first unreadable one). A value inside a tracked range is allocation-level
+ * evidence (the kernel was handed that tensor): KVT_LAUNCH_SPREAD of its
+ * chunks are credited, round-robin. A value that is not tracked but looks
+ * like a user-space pointer is followed once: a KVT_LAUNCH_WINDOW-byte window
+ * behind it (rotating over KVT_LAUNCH_SPAN bytes) is scanned for 8-byte
+ * values inside tracked ranges, each an exact chunk; a value followed by a
+ * plausible length (pointer, size pairs) credits that span. It cannot see:
+ * addresses computed inside the kernel (a block table's indices, offsets
+ * from a base), device-side pointer arrays, arguments passed by value in
+ * structs wider than the window, or `extra`-packed parameters. */
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "evidence.h"
+#include "heat.h"
+
+static unsigned enabled;
+static uint64_t nr_events[KVT_SRC__COUNT];
+static const char *state[KVT_SRC__COUNT];
+static uint32_t window_turn;
+
+/* ---- the launch scan ---- */
+
+static size_t read_self(void *dst, uint64_t src, size_t len)
+{
+	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)src, len };
+	long n = syscall(SYS_process_vm_readv, (long)getpid(), &l, 1L, &r, 1L, 0L);
+	return n > 0 ? (size_t)n : 0;
+}
+
+static int user_pointer(uint64_t v)
+{
+	return v >= 65536 && v < (1ull << 47) && !(v & 7);
+}
+
+/* Exact-address evidence from a window of 8-byte words. */
+static unsigned scan_window(const uint64_t *w, unsigned nr_words, unsigned budget)
+{
+	unsigned credited = 0;
+	for (unsigned i = 0; i < nr_words && credited < budget; i++) {
+		if (!kvt_heat_maybe(w[i]))
+			continue;
+		uint64_t len = i + 1 < nr_words && w[i + 1] && w[i + 1] < (1ull << 40) ? w[i + 1] : 1;
+		unsigned n = kvt_heat_add(w[i], len, 1.0f, budget - credited);
+		if (!n && len > 1)
+			n = kvt_heat_add(w[i], 1, 1.0f, 1);
+		credited += n;
+		i += n && len > 1;         /* the length word is not a pointer */
+	}
+	return credited;
+}
+
+static void launch_scan(void **params)
+{
+	uint64_t slot[KVT_LAUNCH_SLOTS], val[KVT_LAUNCH_SLOTS];
+	uint64_t win[KVT_LAUNCH_WINDOW / 8];
+	if (!params)
+		return;
+	size_t got = read_self(slot, (uint64_t)(uintptr_t)params, sizeof slot) / 8;
+	unsigned nr = 0, credited = 0, followed = 0;
+	for (; nr < got; nr++)
+		if (!user_pointer(slot[nr]) || read_self(&val[nr], slot[nr], 8) != 8)
+			break;
+	for (unsigned i = 0; i < nr && credited < KVT_LAUNCH_MAX_CHUNKS; i++) {
+		int s = kvt_heat_maybe(val[i]) ? kvt_heat_find(val[i]) : -1;
+		if (s >= 0) {
+			credited += kvt_heat_spread(s, KVT_LAUNCH_SPREAD, 1.0f);
+			continue;
+		}
+		if (followed >= KVT_LAUNCH_FOLLOW || !user_pointer(val[i]))
+			continue;
+		followed++;
+		uint32_t turn = __atomic_fetch_add(&window_turn, 1, __ATOMIC_RELAXED);
+		uint64_t off = (uint64_t)(turn % (KVT_LAUNCH_SPAN / KVT_LAUNCH_WINDOW)) * KVT_LAUNCH_WINDOW;
+		size_t n = read_self(win, val[i] + off, sizeof win);
+		if (!n && off)
+			n = read_self(win, val[i], sizeof win);
+		credited += scan_window(win, (unsigned)(n / 8), KVT_LAUNCH_MAX_CHUNKS - credited);
+	}
+	kvt_prof_count(KVT_SRC_LAUNCH, credited);
+}
+
+/* ---- copies and memsets: exact byte ranges ---- */
+
+static void copy_ranges(uint64_t dst, uint64_t src, uint64_t bytes)
+{
+	unsigned n = kvt_heat_add(dst, bytes, 1.0f, KVT_COPY_MAX_CHUNKS);
+	n += kvt_heat_add(src, bytes, 1.0f, KVT_COPY_MAX_CHUNKS);
+	kvt_prof_count(KVT_SRC_COPY, n);
+}
+
+static void memset_range(uint64_t dst, uint64_t bytes)
+{
+	kvt_prof_count(KVT_SRC_COPY, kvt_heat_add(dst, bytes, 1.0f, KVT_COPY_MAX_CHUNKS));
+}
+
+/* ---- the table ---- */
+
+static const struct kvt_prof_source_ops src_launch = {
+	.name = "launch",
+	.on_launch = launch_scan,
+};
+
+static const struct kvt_prof_source_ops src_copy = {
+	.name = "copy",
+	.on_copy = copy_ranges,
+	.on_memset = memset_range,
+};
+
+static const struct kvt_prof_source_ops *const sources[KVT_SRC__COUNT] = {
+	[KVT_SRC_LAUNCH] = &src_launch,
+	[KVT_SRC_COPY] = &src_copy,
+	[KVT_SRC_CUPTI] = &kvt_src_cupti,
+};
+
+int kvt_prof_sources_parse(const char *list, unsigned *mask, char *bad, unsigned bad_len)
+{
+	unsigned m = 0;
+	const char *p = list;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		unsigned s;
+		for (s = 0; s < KVT_SRC__COUNT; s++)
+			if (strlen(sources[s]->name) == n && !strncmp(p, sources[s]->name, n))
+				break;
+		if (s == KVT_SRC__COUNT && n) {
+			if (bad && bad_len) {
+				size_t k = n < bad_len - 1 ? n : bad_len - 1;
+				memcpy(bad, p, k);
+				bad[k] = 0;
+			}
+			return -EINVAL;
+		}
+		if (n)
+			m |= 1u << s;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	*mask = m;
+	return 0;
+}
+
+void kvt_prof_sources_enable(unsigned mask)
+{
+	__atomic_store_n(&enabled, mask, __ATOMIC_RELEASE);
+}
+
+unsigned kvt_prof_sources_enabled(void)
+{
+	return __atomic_load_n(&enabled, __ATOMIC_ACQUIRE);
+}
+
+#define EACH_ENABLED(s, op) \
+	for (unsigned s = 0; s < KVT_SRC__COUNT; s++) \
+		if ((kvt_prof_sources_enabled() & (1u << s)) && sources[s]->op)
+
+void kvt_prof_on_launch(void **params)
+{
+	EACH_ENABLED(s, on_launch)
+		sources[s]->on_launch(params);
+}
+
+void kvt_prof_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
+{
+	EACH_ENABLED(s, on_copy)
+		sources[s]->on_copy(dst, src, bytes);
+}
+
+void kvt_prof_on_memset(uint64_t dst, uint64_t bytes)
+{
+	EACH_ENABLED(s, on_memset)
+		sources[s]->on_memset(dst, bytes);
+}
+
+void kvt_prof_sources_start(void)
+{
+	EACH_ENABLED(s, start) {
+		if (sources[s]->start())
+			__atomic_and_fetch(&enabled, ~(1u << s), __ATOMIC_ACQ_REL);
+	}
+	for (unsigned s = 0; s < KVT_SRC__COUNT; s++)
+		if (!state[s])
+			kvt_prof_set_state(s, (kvt_prof_sources_enabled() & (1u << s)) ? "active" : "off");
+}
+
+void kvt_prof_sources_poll(void)
+{
+	EACH_ENABLED(s, poll)
+		sources[s]->poll();
+}
+
+void kvt_prof_sources_stop(void)
+{
+	EACH_ENABLED(s, stop)
+		sources[s]->stop();
+}
+
+const char *kvt_prof_source_name(unsigned src)
+{
+	return src < KVT_SRC__COUNT ? sources[src]->name : "?";
+}
+
+uint64_t kvt_prof_events(unsigned src)
+{
+	return src < KVT_SRC__COUNT ? __atomic_load_n(&nr_events[src], __ATOMIC_RELAXED) : 0;
+}
+
+void kvt_prof_count(unsigned src, uint64_t n)
+{
+	if (n && src < KVT_SRC__COUNT)
+		__atomic_fetch_add(&nr_events[src], n, __ATOMIC_RELAXED);
+}
+
+const char *kvt_prof_source_state(unsigned src)
+{
+	const char *s = src < KVT_SRC__COUNT ? __atomic_load_n(&state[src], __ATOMIC_ACQUIRE) : NULL;
+	return s ? s : "off";
+}
+
+void kvt_prof_set_state(unsigned src, const char *st)
+{
+	if (src < KVT_SRC__COUNT)
+		__atomic_store_n(&state[src], st, __ATOMIC_RELEASE);
+}

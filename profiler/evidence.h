@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* Evidence of GPU use, behind one operations table (profiler/evidence.c):
+ * each source fills only the entry points it supports (NULL = not
+ * supported; the core checks). The hook entry points run inside hooks: no
+ * malloc, no locks, bounded work per call (a number of chunks, never the
+ * size of memory). start/stop/poll run on the migrator thread. */
+#ifndef KVT_EVIDENCE_H
+#define KVT_EVIDENCE_H
+
+#include <stdint.h>
+
+enum kvt_prof_src { KVT_SRC_LAUNCH, KVT_SRC_COPY, KVT_SRC_CUPTI, KVT_SRC__COUNT };
+
+struct kvt_prof_source_ops {
+	const char *name;
+	int (*start)(void);                   /* 0, or -errno (source then off) */
+	void (*stop)(void);
+	void (*poll)(void);                   /* once per epoch */
+	void (*on_launch)(void **params);
+	void (*on_copy)(uint64_t dst, uint64_t src, uint64_t bytes);
+	void (*on_memset)(uint64_t dst, uint64_t bytes);
+};
+
+/* Bounds of the launch scan (per cuLaunchKernel). */
+#define KVT_LAUNCH_SLOTS        16     /* parameter slots read */
+#define KVT_LAUNCH_FOLLOW       2      /* host pointers followed one level */
+#define KVT_LAUNCH_WINDOW       1024   /* bytes read behind a followed pointer */
+#define KVT_LAUNCH_SPAN         4096   /* the window rotates over this many bytes */
+#define KVT_LAUNCH_MAX_CHUNKS   64     /* chunks credited */
+#define KVT_LAUNCH_SPREAD       4      /* chunks sampled for a whole-allocation hit */
+#define KVT_COPY_MAX_CHUNKS     64
+
+/* "launch,copy,cupti" -> bit mask of enum kvt_prof_src; 0 or -EINVAL
+ * (the offending name is copied into bad). */
+int kvt_prof_sources_parse(const char *list, unsigned *mask, char *bad, unsigned bad_len);
+void kvt_prof_sources_enable(unsigned mask);
+unsigned kvt_prof_sources_enabled(void);
+
+/* Hooks (inside the recorded path). */
+void kvt_prof_on_launch(void **params);
+void kvt_prof_on_copy(uint64_t dst, uint64_t src, uint64_t bytes);
+void kvt_prof_on_memset(uint64_t dst, uint64_t bytes);
+
+/* Migrator thread. */
+void kvt_prof_sources_start(void);
+void kvt_prof_sources_poll(void);
+void kvt_prof_sources_stop(void);
+
+const char *kvt_prof_source_name(unsigned src);
+/* Chunks credited by a source (evidence events), and its state text. */
+uint64_t kvt_prof_events(unsigned src);
+void kvt_prof_count(unsigned src, uint64_t n);
+const char *kvt_prof_source_state(unsigned src);
+void kvt_prof_set_state(unsigned src, const char *state);
+
+/* The CUPTI source (profiler/src_cupti.c). */
+extern const struct kvt_prof_source_ops kvt_src_cupti;
+/* Records CUPTI delivered (all kinds), for the counters. */
+uint64_t kvt_cupti_records(void);
+
+#endif

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+/* The CUPTI evidence source: unified-memory counter records from
+ * libcupti.so.13, loaded with dlopen at run time (never linked). GPU page
+ * faults and fault-driven migrations are exact-address evidence; evictions
+ * correct the migrator's belief about where a chunk is. CUPTI absent, or
+ * held by another subscriber (nsys, ncu): one message, and the other
+ * sources carry on. Runs on the migrator thread (and CUPTI's callbacks);
+ * buffers are static, never malloc'd. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cupti_activity.h>
+#include <cupti_result.h>
+
+#include "evidence.h"
+#include "heat.h"
+#include "kvtier/planner.h"
+#include "../preload/kvt.h"
+
+#define NR_BUFS 4
+#define BUF_BYTES (64 << 10)
+
+static struct {
+	void *h;
+	CUptiResult (*register_cb)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+	CUptiResult (*configure)(CUpti_ActivityUnifiedMemoryCounterConfig *, uint32_t);
+	CUptiResult (*enable)(CUpti_ActivityKind);
+	CUptiResult (*disable)(CUpti_ActivityKind);
+	CUptiResult (*flush)(uint32_t);
+	CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **);
+	int on;
+} cu;
+
+static _Alignas(8) uint8_t bufs[NR_BUFS][BUF_BYTES];
+static int buf_busy[NR_BUFS];
+static uint64_t nr_records;
+static char why[160];
+
+uint64_t kvt_cupti_records(void)
+{
+	return __atomic_load_n(&nr_records, __ATOMIC_RELAXED);
+}
+
+static void CUPTIAPI buf_request(uint8_t **buf, size_t *size, size_t *max_records)
+{
+	*buf = NULL;
+	*size = 0;
+	*max_records = 0;
+	for (int i = 0; i < NR_BUFS; i++) {
+		if (!__atomic_exchange_n(&buf_busy[i], 1, __ATOMIC_ACQUIRE)) {
+			*buf = bufs[i];
+			*size = BUF_BYTES;
+			return;
+		}
+	}
+}
+
+static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
+{
+	unsigned credited = 0;
+	switch (r->counterKind) {
+	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
+		credited = kvt_heat_add(r->address, 1, 1.0f, 1);
+		break;
+	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
+		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE)
+			credited = kvt_heat_add(r->address, 1, 1.0f, 1);
+		break;
+	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
+		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION) {
+			struct kvt_heat_chunk *c = kvt_heat_chunk_at(r->address);
+			if (c)
+				__atomic_store_n(&c->tier, KVT_TIER_FAR, __ATOMIC_RELAXED);
+		}
+		break;
+	default:
+		break;
+	}
+	kvt_prof_count(KVT_SRC_CUPTI, credited);
+}
+
+static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf,
+				  size_t size, size_t valid)
+{
+	(void)ctx; (void)stream; (void)size;
+	CUpti_Activity *rec = NULL;
+	while (valid && cu.next(buf, valid, &rec) == CUPTI_SUCCESS) {
+		__atomic_fetch_add(&nr_records, 1, __ATOMIC_RELAXED);
+		if (rec->kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
+			one_record((const CUpti_ActivityUnifiedMemoryCounter3 *)rec);
+	}
+	for (int i = 0; i < NR_BUFS; i++)
+		if (buf == bufs[i])
+			__atomic_store_n(&buf_busy[i], 0, __ATOMIC_RELEASE);
+}
+
+static int unavailable(const char *what, int r)
+{
+	snprintf(why, sizeof why, "unavailable (%s%s%d)", what, r ? ": CUPTI error " : "", r);
+	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+		snprintf(why, sizeof why, "busy (another CUPTI subscriber such as nsys or ncu)");
+	kvt_prof_set_state(KVT_SRC_CUPTI, why);
+	kvt_warn("CUPTI %s: profiling carries on with the other evidence sources", why);
+	if (cu.h)
+		dlclose(cu.h);
+	cu.h = NULL;
+	return -1;
+}
+
+#define SYM(f, name) (*(void **)&cu.f = kvt_real_dlsym(cu.h, name))
+
+static int cupti_start(void)
+{
+	cu.h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
+	if (!cu.h)
+		return unavailable("libcupti.so.13 not found", 0);
+	if (!SYM(register_cb, "cuptiActivityRegisterCallbacks") ||
+	    !SYM(configure, "cuptiActivityConfigureUnifiedMemoryCounter") ||
+	    !SYM(enable, "cuptiActivityEnable") || !SYM(disable, "cuptiActivityDisable") ||
+	    !SYM(flush, "cuptiActivityFlushAll") || !SYM(next, "cuptiActivityGetNextRecord"))
+		return unavailable("libcupti.so.13 lacks the activity API", 0);
+	CUptiResult r = cu.register_cb(buf_request, buf_complete);
+	if (r != CUPTI_SUCCESS)
+		return unavailable("cuptiActivityRegisterCallbacks", r);
+	CUpti_ActivityUnifiedMemoryCounterConfig cfg[3] = {
+		{ .scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE,
+		  .kind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, .enable = 1 },
+		{ .scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE,
+		  .kind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD, .enable = 1 },
+		{ .scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE,
+		  .kind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH, .enable = 1 },
+	};
+	if ((r = cu.configure(cfg, 3)) != CUPTI_SUCCESS)
+		return unavailable("cuptiActivityConfigureUnifiedMemoryCounter", r);
+	if ((r = cu.enable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)) != CUPTI_SUCCESS)
+		return unavailable("cuptiActivityEnable", r);
+	cu.on = 1;
+	kvt_prof_set_state(KVT_SRC_CUPTI, "active");
+	return 0;
+}
+
+static void cupti_poll(void)
+{
+	if (cu.on)
+		cu.flush(0);
+}
+
+static void cupti_stop(void)
+{
+	if (!cu.on)
+		return;
+	cu.flush(0);
+	cu.disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+	cu.on = 0;
+}
+
+const struct kvt_prof_source_ops kvt_src_cupti = {
+	.name = "cupti",
+	.start = cupti_start,
+	.stop = cupti_stop,
+	.poll = cupti_poll,
+};
