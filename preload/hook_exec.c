@@ -55,6 +55,12 @@ static int collect(const char *arg0, va_list ap, char **argv)
 	return n;
 }
 
+static int too_many(void)
+{
+	errno = E2BIG;
+	return -1;
+}
+
 KVT_EXPORT int execl(const char *path, const char *arg0, ...)
 {
 	char *argv[MAX_ARGS];
@@ -62,11 +68,7 @@ KVT_EXPORT int execl(const char *path, const char *arg0, ...)
 	va_start(ap, arg0);
 	int n = collect(arg0, ap, argv);
 	va_end(ap);
-	if (n < 0) {
-		errno = E2BIG;
-		return -1;
-	}
-	return execv(path, argv);
+	return n < 0 ? too_many() : execv(path, argv);
 }
 
 KVT_EXPORT int execlp(const char *file, const char *arg0, ...)
@@ -76,11 +78,7 @@ KVT_EXPORT int execlp(const char *file, const char *arg0, ...)
 	va_start(ap, arg0);
 	int n = collect(arg0, ap, argv);
 	va_end(ap);
-	if (n < 0) {
-		errno = E2BIG;
-		return -1;
-	}
-	return execvp(file, argv);
+	return n < 0 ? too_many() : execvp(file, argv);
 }
 
 KVT_EXPORT int execle(const char *path, const char *arg0, ...)
@@ -91,9 +89,5 @@ KVT_EXPORT int execle(const char *path, const char *arg0, ...)
 	int n = collect(arg0, ap, argv);
 	char *const *envp = n < 0 ? NULL : va_arg(ap, char *const *);
 	va_end(ap);
-	if (n < 0) {
-		errno = E2BIG;
-		return -1;
-	}
-	return execve(path, argv, envp);
+	return n < 0 ? too_many() : execve(path, argv, envp);
 }

@@ -67,7 +67,7 @@ static int grow(struct kvt_replay *r)
 	return 0;
 }
 
-static int feed(struct kvt_replay *r, const struct kvt_replay_event *ev)
+int kvt_replay_feed_growing(struct kvt_replay *r, const struct kvt_replay_event *ev)
 {
 	int rc = kvt_replay_feed(r, ev);
 	if (rc == -ENOSPC) {
@@ -75,7 +75,12 @@ static int feed(struct kvt_replay *r, const struct kvt_replay_event *ev)
 			return -ENOMEM;
 		rc = kvt_replay_feed(r, ev);
 	}
-	return rc == -ENOMEM || rc == -ENOSPC ? -ENOMEM : 0;
+	return rc == -ENOSPC ? -ENOMEM : rc;
+}
+
+static int feed(struct kvt_replay *r, const struct kvt_replay_event *ev)
+{
+	return kvt_replay_feed_growing(r, ev) == -ENOMEM ? -ENOMEM : 0;
 }
 
 int kvt_trace_replay(const char *path, struct kvt_replay *r,

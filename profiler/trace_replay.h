@@ -22,6 +22,10 @@ int kvt_trace_replay_event(struct kvt_registry *live,
 			   const struct kvt_rec_event *e,
 			   struct kvt_replay_event *ev);
 
+/* kvt_replay_feed, growing r->allocs (malloc'd or NULL) with realloc when
+ * it is full. The feed's result, or -ENOMEM. */
+int kvt_replay_feed_growing(struct kvt_replay *r, const struct kvt_replay_event *ev);
+
 /* Feed every event of the trace at path into r (kvt_replay_init done by
  * the caller). r->allocs grows with realloc when full, so it must be NULL
  * or come from malloc; the caller frees it. Returns 0, or a negative errno

@@ -8,15 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__has_include)
-#if __has_include("cmd.h")
 #include "cmd.h"
-#endif
-#endif
 #include "kvtier/policy.h"
 #include "../profiler/trace_replay.h"
 
-int kvt_cmd_replay(int argc, char **argv);
 
 static void replay_usage(FILE *f)
 {
@@ -29,17 +24,6 @@ static void replay_usage(FILE *f)
 		"  Prints: ordinal kind size decision reason [-> verdict: final] [label]\n"
 		"  --check  exit 1 unless every '# expect:' mark agrees with the final label\n"
 		"  --quiet  print only mismatches and the summary\n");
-}
-
-static int grow(struct kvt_replay *r)
-{
-	size_t cap = r->cap ? r->cap * 2 : 1024;
-	struct kvt_replay_alloc *t = realloc(r->allocs, cap * sizeof *t);
-	if (!t)
-		return -ENOMEM;
-	r->allocs = t;
-	r->cap = cap;
-	return 0;
 }
 
 static int replay_file(FILE *in, const char *name, struct kvt_replay *r)
@@ -62,13 +46,10 @@ static int replay_file(FILE *in, const char *name, struct kvt_replay *r)
 		}
 		if (rc == 0)
 			continue;
-		rc = kvt_replay_feed(r, &ev);
-		if (rc == -ENOSPC) {
-			if (grow(r)) {
-				fprintf(stderr, "kvtier: out of memory\n");
-				return 2;
-			}
-			rc = kvt_replay_feed(r, &ev);
+		rc = kvt_replay_feed_growing(r, &ev);
+		if (rc == -ENOMEM) {
+			fprintf(stderr, "kvtier: out of memory\n");
+			return 2;
 		}
 		if (rc == -ENOENT)
 			fprintf(stderr, "kvtier: %s:%u: warning: id %#llx is not a live allocation\n",
