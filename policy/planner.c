@@ -59,13 +59,13 @@ static int movable(const struct epoch *ep, const struct kvt_plan_chunk *c)
 
 static int eligible(const struct epoch *ep, const struct kvt_plan_chunk *c)
 {
-	return c->tier == KVT_TIER_HBM ? c->heat >= ep->pl->p.demote
+	return c->tier == KVT_PLAN_TIER_HBM ? c->heat >= ep->pl->p.demote
 				       : c->heat >= ep->pl->p.promote;
 }
 
 static int rank_key(const struct kvt_plan_chunk *c)
 {
-	return (int)kvt_plan_bucket(c->heat) + (c->tier == KVT_TIER_HBM ? INCUMBENT_BONUS : 0);
+	return (int)kvt_plan_bucket(c->heat) + (c->tier == KVT_PLAN_TIER_HBM ? INCUMBENT_BONUS : 0);
 }
 
 /* Walk a histogram from the top (desc) or the bottom until `want` chunks. */
@@ -158,7 +158,7 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 	/* pass 1: what is in HBM, what could be */
 	for (uint32_t i = 0; i < n; i++) {
 		int m = movable(&ep, &c[i]);
-		if (c[i].tier == KVT_TIER_HBM) {
+		if (c[i].tier == KVT_PLAN_TIER_HBM) {
 			used++;
 			fixed += !m;
 		}
@@ -176,10 +176,10 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 	uint32_t nd = 0, np = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		int ch = chosen(&ep, &c[i]);
-		if (c[i].tier == KVT_TIER_HBM && movable(&ep, &c[i]) && !ch) {
+		if (c[i].tier == KVT_PLAN_TIER_HBM && movable(&ep, &c[i]) && !ch) {
 			hist_d[demote_key(&ep, &c[i])]++;
 			nd++;
-		} else if (c[i].tier == KVT_TIER_FAR && ch) {
+		} else if (c[i].tier == KVT_PLAN_TIER_FAR && ch) {
 			hist_p[rank_key(&c[i])]++;
 			np++;
 		}
@@ -193,7 +193,7 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 	uint32_t dd = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		int ch = chosen(&ep, &c[i]);
-		if (c[i].tier != KVT_TIER_HBM || !movable(&ep, &c[i]) || ch)
+		if (c[i].tier != KVT_PLAN_TIER_HBM || !movable(&ep, &c[i]) || ch)
 			continue;
 		if (!pass(&ep.dem, demote_key(&ep, &c[i]), 0))
 			continue;
@@ -216,7 +216,7 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 	uint32_t pp = 0;
 	for (uint32_t i = 0; i < n && pp < want_p; i++) {
 		int ch = chosen(&ep, &c[i]);
-		if (c[i].tier != KVT_TIER_FAR || !ch || !pass(&ep.pro, rank_key(&c[i]), 1))
+		if (c[i].tier != KVT_PLAN_TIER_FAR || !ch || !pass(&ep.pro, rank_key(&c[i]), 1))
 			continue;
 		if (emit(out, i, c[i].range, KVT_PLAN_PROMOTE))
 			break;

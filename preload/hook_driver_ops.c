@@ -5,6 +5,7 @@
  * pass the call through unchanged. No malloc, no stdio. */
 #include "hook_driver.h"
 #include "place.h"
+#include "../profiler/evidence.h"
 
 /* The old (CUdevice) ABIs keep their plain export names; cuda.h maps the
  * plain names to the _v2 ABIs, so undo that here. */
@@ -37,8 +38,10 @@ KVT_EXPORT CUresult exp(CUdeviceptr d, T v, size_t n)                          \
 	DRV_PROLOGUE(exp, d, v, n);                                            \
 	CUresult r = real(d, v, n);                                            \
 	kvt_rec_event(KVT_OP_MEMSET, KVT_KIND_NONE, api, d, (uint64_t)n * (elem), v, 0, r); \
-	if (r == CUDA_SUCCESS)                                                 \
+	if (r == CUDA_SUCCESS) {                                               \
 		kvt_place_on_memset(d, (uint64_t)n * (elem), (int)v);          \
+		kvt_prof_on_memset(d, (uint64_t)n * (elem));                   \
+	}                                                                      \
 	kvt_hook_exit();                                                       \
 	return r;                                                              \
 }
@@ -48,8 +51,10 @@ KVT_EXPORT CUresult exp(CUdeviceptr d, T v, size_t n, CUstream s)              \
 	DRV_PROLOGUE(exp, d, v, n, s);                                         \
 	CUresult r = real(d, v, n, s);                                         \
 	kvt_rec_event(KVT_OP_MEMSET, KVT_KIND_NONE, api, d, (uint64_t)n * (elem), v, U64(s), r); \
-	if (r == CUDA_SUCCESS)                                                 \
+	if (r == CUDA_SUCCESS) {                                               \
 		kvt_place_on_memset(d, (uint64_t)n * (elem), (int)v);          \
+		kvt_prof_on_memset(d, (uint64_t)n * (elem));                   \
+	}                                                                      \
 	kvt_hook_exit();                                                       \
 	return r;                                                              \
 }
@@ -80,6 +85,8 @@ KVT_EXPORT CUresult exp(TD dst, TS src, size_t n)                              \
 	DRV_PROLOGUE(exp, dst, src, n);                                        \
 	CUresult r = real(dst, src, n);                                        \
 	kvt_rec_event(KVT_OP_COPY, KVT_KIND_NONE, api, U64(dst), n, U64(src), 0, r); \
+	if (r == CUDA_SUCCESS)                                                 \
+		kvt_prof_on_copy(U64(dst), U64(src), n);                       \
 	kvt_hook_exit();                                                       \
 	return r;                                                              \
 }
@@ -89,6 +96,8 @@ KVT_EXPORT CUresult exp(TD dst, TS src, size_t n, CUstream s)                  \
 	DRV_PROLOGUE(exp, dst, src, n, s);                                     \
 	CUresult r = real(dst, src, n, s);                                     \
 	kvt_rec_event(KVT_OP_COPY, KVT_KIND_NONE, api, U64(dst), n, U64(src), U64(s), r); \
+	if (r == CUDA_SUCCESS)                                                 \
+		kvt_prof_on_copy(U64(dst), U64(src), n);                       \
 	kvt_hook_exit();                                                       \
 	return r;                                                              \
 }
@@ -128,6 +137,8 @@ KVT_EXPORT CUresult exp(CUfunction f, unsigned gx, unsigned gy, unsigned gz,    
 	CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);  \
 	kvt_rec_event(KVT_OP_LAUNCH, KVT_KIND_NONE, KVT_API_cuLaunchKernel, U64(f), \
 		      (uint64_t)bx * by * bz, U64(s), (uint64_t)gx * gy * gz, r);  \
+	if (r == CUDA_SUCCESS)                                                  \
+		kvt_prof_on_launch(params);                                     \
 	kvt_hook_exit();                                                        \
 	return r;                                                               \
 }

@@ -18,6 +18,7 @@
 #include "record.h"
 #include "place.h"
 #include "../profiler/trace.h"
+#include "../cuda_shim/migrator.h"
 
 extern char **environ;
 
@@ -98,6 +99,7 @@ static void fork_child(void)
 {
 	kvt_platform_after_fork();
 	if (!kvt_inert()) {
+		kvt_migrator_after_fork();
 		kvt_reg_unlock_all(kvt_host_reg);
 		kvt_reg_unlock_all(kvt_vmm_reg);
 		kvt_reg_unlock_all(kvt_mem_reg);
@@ -145,6 +147,7 @@ static void init_once(void)
 	}
 	open_trace();
 	kvt_place_init();
+	kvt_migrator_start();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&kvt_state, KVT_STATE_READY, __ATOMIC_RELEASE);
 }
@@ -214,9 +217,11 @@ __attribute__((destructor(101))) static void kvt_dtor(void)
 	if (__atomic_load_n(&kvt_state, __ATOMIC_ACQUIRE) != KVT_STATE_READY)
 		return;
 	kvt_tls.depth++;
+	kvt_migrator_stop();
 	if (kvt_trace_active()) {
 		trace_live_records();
 		kvt_place_trace_counters();
+		kvt_migrator_trace_counters();
 	}
 	kvt_trace_close();
 	kvt_tls.depth--;

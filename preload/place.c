@@ -17,6 +17,7 @@
 #include "place.h"
 #include "record.h"
 #include "topo.h"
+#include "../cuda_shim/migrator.h"
 #include "../cuda_shim/shim.h"
 #include "../profiler/trace.h"
 
@@ -53,6 +54,19 @@ void kvt_place_fallback(enum kvt_fallback why)
 int kvt_place_far_node(void)
 {
 	return far_node;
+}
+
+uint64_t kvt_place_hbm_budget(void)
+{
+	pthread_mutex_lock(&eng_lock);
+	uint64_t b = eng.budget.hbm_budget_bytes;
+	pthread_mutex_unlock(&eng_lock);
+	return b;
+}
+
+static int is_managed(uint8_t placement)
+{
+	return placement == KVT_PLACE_MANAGED_FAR || placement == KVT_PLACE_MANAGED_HBM;
 }
 
 /* ---- init ---- */
@@ -251,6 +265,8 @@ void kvt_place_commit(struct kvt_place *pl, uint64_t base, uint64_t size)
 		pthread_mutex_unlock(&eng_lock);
 	}
 	if (base && pl->placement != KVT_PLACE_NATIVE) {
+		if (is_managed(pl->placement))      /* the migrator's chunks */
+			kvt_migrator_track(base, size, pl->node);
 		if (pl->node >= 0 && pl->placement != KVT_PLACE_MANAGED_HBM)
 			account_far(pl->node, (int64_t)size);
 		__atomic_fetch_add(&nr_placed[pl->placement], 1, __ATOMIC_RELAXED);
@@ -261,6 +277,8 @@ void kvt_place_commit(struct kvt_place *pl, uint64_t base, uint64_t size)
 
 void kvt_place_on_free(const struct kvt_alloc *rec)
 {
+	if (is_managed(rec->placement))
+		kvt_migrator_untrack(rec->base);
 	if (!placing || !rec->policy_id)
 		return;
 	if (rec->node >= 0 && rec->placement != KVT_PLACE_NATIVE &&

@@ -38,6 +38,9 @@ enum kvt_fallback {
  * a bad text warns and places nothing unless KVTIER_STRICT=1), the far node. */
 void kvt_place_init(void);
 int kvt_place_far_node(void);
+/* The HBM budget for redirected memory: KVTIER_HBM_BUDGET, or what was
+ * derived when the KV allocations began (0 = not yet, or nothing left). */
+uint64_t kvt_place_hbm_budget(void);
 
 void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl);
 /* After the allocation: remember provisional ones, act on verdicts. */

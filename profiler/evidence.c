@@ -31,6 +31,15 @@ static unsigned enabled;
 static uint64_t nr_events[KVT_SRC__COUNT];
 static const char *state[KVT_SRC__COUNT];
 static uint32_t window_turn;
+static void (*kick_fn)(void);
+static unsigned kick_every;
+static uint32_t nr_launch_hits;
+
+void kvt_prof_set_kick(void (*fn)(void), unsigned every)
+{
+	kick_every = every;
+	__atomic_store_n(&kick_fn, fn, __ATOMIC_RELEASE);
+}
 
 /* ---- the launch scan ---- */
 
@@ -91,6 +100,10 @@ static void launch_scan(void **params)
 		credited += scan_window(win, (unsigned)(n / 8), KVT_LAUNCH_MAX_CHUNKS - credited);
 	}
 	kvt_prof_count(KVT_SRC_LAUNCH, credited);
+	void (*kick)(void) = __atomic_load_n(&kick_fn, __ATOMIC_ACQUIRE);
+	if (credited && kick && kick_every &&
+	    __atomic_add_fetch(&nr_launch_hits, 1, __ATOMIC_RELAXED) % kick_every == 0)
+		kick();
 }
 
 /* ---- copies and memsets: exact byte ranges ---- */

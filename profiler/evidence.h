@@ -41,6 +41,10 @@ void kvt_prof_on_launch(void **params);
 void kvt_prof_on_copy(uint64_t dst, uint64_t src, uint64_t bytes);
 void kvt_prof_on_memset(uint64_t dst, uint64_t bytes);
 
+/* Early epochs: fn is called (on the launching thread; it must not block)
+ * after every `every` launches that produced evidence. */
+void kvt_prof_set_kick(void (*fn)(void), unsigned every);
+
 /* Migrator thread. */
 void kvt_prof_sources_start(void);
 void kvt_prof_sources_poll(void);

@@ -59,6 +59,8 @@ void kvt_heat_touch(struct kvt_heat_chunk *c, float w, uint32_t now_ms, uint32_t
 		/* a touch stamped later than now (another thread's clock read
 		 * raced ours) adds without decay */
 		uint32_t dt = (int32_t)(now_ms - t) > 0 ? now_ms - t : 0;
+		if (h == 0.0f)          /* empty: its stamp means nothing */
+			dt = 1, h = 0.0f;
 		nv = pack(kvt_heat_decay(h, dt, tau_ms) + w, dt ? now_ms : t);
 	} while (!__atomic_compare_exchange_n(&c->hv, &old, nv, 1, __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
@@ -130,7 +132,7 @@ static void publish(void)
 	__atomic_add_fetch(&seq, 1, __ATOMIC_ACQ_REL);
 }
 
-int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier)
+int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node)
 {
 	uint32_t nr = (uint32_t)((size + KVT_CHUNK_BYTES - 1) >> KVT_CHUNK_SHIFT);
 	int r = -ENOSPC, free_slot = -1, reuse = -1;
@@ -168,6 +170,7 @@ int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier)
 	slots[s].base = base;
 	slots[s].size = size;
 	slots[s].cursor = 0;
+	slots[s].node = node;
 	slots[s].gen++;
 	__atomic_store_n(&slots[s].live, 1, __ATOMIC_RELEASE);
 	publish();

@@ -40,15 +40,16 @@ struct kvt_heat_range {
 	uint32_t nr_chunks;
 	uint32_t cursor;        /* round-robin sampling position */
 	uint32_t gen;           /* bumped on every track/untrack of the slot */
+	int32_t node;           /* far NUMA node demotions go to (-1: host) */
 	int live;
 };
 
 /* Map the arena (MAP_NORESERVE; idempotent). tau_ms: decay constant. 0 or -errno. */
 int kvt_heat_init(uint32_t tau_ms);
 uint32_t kvt_heat_tau_ms(void);
-/* Track [base, base+size) with every chunk in `tier`; 0, -ENOSPC (too many
+/* Track [base, base+size) (demotions go to node) with every chunk in `tier`; 0, -ENOSPC (too many
  * ranges or chunks), -EEXIST. */
-int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier);
+int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node);
 /* Stop tracking the range starting at base; 0 or -ENOENT. */
 int kvt_heat_untrack(uint64_t base);
 /* Forget everything (fork child). */

@@ -71,7 +71,7 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION) {
 			struct kvt_heat_chunk *c = kvt_heat_chunk_at(r->address);
 			if (c)
-				__atomic_store_n(&c->tier, KVT_TIER_FAR, __ATOMIC_RELAXED);
+				__atomic_store_n(&c->tier, KVT_PLAN_TIER_FAR, __ATOMIC_RELAXED);
 		}
 		break;
 	default:

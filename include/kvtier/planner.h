@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-enum kvt_plan_tier { KVT_TIER_FAR = 0, KVT_TIER_HBM = 1 };
+enum kvt_plan_tier { KVT_PLAN_TIER_FAR = 0, KVT_PLAN_TIER_HBM = 1 };
 enum kvt_plan_dir { KVT_PLAN_DEMOTE = 0, KVT_PLAN_PROMOTE = 1 };
 
 #define KVT_PLAN_BUCKETS 64

@@ -9,6 +9,11 @@
 #   BENCH_SIM_WARMUP (1) untimed decode steps before them
 #   BENCH_SIM_JOBS  (2)  runs in parallel
 #   BENCH_SIM_ARGS       extra workload flags, e.g. "--seed 7"
+#   BENCH_SIM_KVTIER_WARMUP (3000) / _STEPS (200)  the kvtier rows (native under
+#        the preload, migration on) and kvtier-static (KVTIER_MIGRATE=0), at 2x
+#        and 4x.  The migrator runs in real time while the simulated decode is
+#        ~100x faster than its virtual clock, so the kvtier rows need many more
+#        untimed steps before the timed ones for the migrator's epochs to happen.
 set -u
 BUILD=${BUILD:-build}
 STEPS=${BENCH_SIM_STEPS:-4}
@@ -19,6 +24,9 @@ OUT=$BUILD/bench-sim
 JSON=$BUILD/bench-sim.json
 WORKLOADS="vllm-like sglang-like llamacpp-like"
 RATIOS="4 2 1"                      # slowest first, for packing
+KV_WARMUP=${BENCH_SIM_KVTIER_WARMUP:-3000}
+KV_STEPS=${BENCH_SIM_KVTIER_STEPS:-200}
+LIBKVTIER=$(realpath "$BUILD/libkvtier.so")
 export LD_LIBRARY_PATH=$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 mkdir -p "$OUT"
@@ -27,8 +35,9 @@ start=$(date +%s)
 
 jobs_list() {
 	for x in $RATIOS; do
-		for mode in uvm oracle native; do
+		for mode in uvm oracle native kvtier kvtier-static; do
 			[ "$mode" = native ] && [ "$x" != 1 ] && continue
+			case $mode in kvtier*) [ "$x" = 1 ] && continue ;; esac
 			for wl in $WORKLOADS; do
 				echo "$wl $x $mode"
 			done
@@ -38,12 +47,19 @@ jobs_list() {
 
 run_one() {
 	local wl=$1 x=$2 mode=$3 base="$OUT/$1-$2-$3"
-	"$BUILD/workloads/$wl" --quiet --mode "$mode" --kv-over-hbm "$x" --steps "$STEPS" --warmup "$WARMUP" \
-		$EXTRA >"$base.out" 2>"$base.err"
+	case $mode in
+	kvtier|kvtier-static)
+		env LD_PRELOAD="$LIBKVTIER" $([ "$mode" = kvtier-static ] && echo KVTIER_MIGRATE=0) \
+			"$BUILD/workloads/$wl" --quiet --mode native --kv-over-hbm "$x" \
+			--steps "$KV_STEPS" --warmup "$KV_WARMUP" $EXTRA >"$base.out" 2>"$base.err" ;;
+	*)
+		"$BUILD/workloads/$wl" --quiet --mode "$mode" --kv-over-hbm "$x" --steps "$STEPS" --warmup "$WARMUP" \
+			$EXTRA >"$base.out" 2>"$base.err" ;;
+	esac
 	echo $? >"$base.rc"
 }
 export -f run_one
-export OUT BUILD STEPS WARMUP EXTRA
+export OUT BUILD STEPS WARMUP EXTRA KV_WARMUP KV_STEPS LIBKVTIER
 
 jobs_list | xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"'
 
@@ -62,7 +78,8 @@ echo "[" >"$JSON.tmp"
 first=1
 for wl in $WORKLOADS; do
 	for x in 1 2 4; do
-		for mode in native uvm oracle; do
+		for mode in native uvm oracle kvtier kvtier-static; do
+			case $mode in kvtier*) [ "$x" = 1 ] && continue ;; esac
 			f="$OUT/$wl-$x-$mode.out"
 			if [ "$mode" = native ] && [ "$x" != 1 ]; then
 				printf '%-14s %5sx %-7s %14s %10s %10s %10s %8s %s\n' "$wl" "$x" "$mode" \
@@ -85,6 +102,21 @@ for wl in $WORKLOADS; do
 			printf '  {"name": "%s", "kv_over_hbm": %s, "alternative": "%s", "tokens_per_s": %s, "bytes_htod": %s, "bytes_dtoh": %s, "bytes_remote": %s, "faults": %s, "steps": %s, "simulated": true}' \
 				"$wl" "$x" "$mode" "$tps" "$h" "$d" "$r" "$fl" "$STEPS" >>"$JSON.tmp"
 		done
+	done
+done
+# kvtier's ratios (simulated tokens/s): vs oracle, vs fault-driven UVM, vs
+# static placement (kvtier with KVTIER_MIGRATE=0).  Targets: >= 0.9, >= 3, >= 1.5.
+printf '\n%-14s %6s %18s %16s %18s\n' workload kv/hbm kvtier_vs_oracle kvtier_vs_uvm kvtier_vs_static
+for wl in $WORKLOADS; do
+	for x in 2 4; do
+		k=$(val "$OUT/$wl-$x-kvtier.out" tokens_per_s); s=$(val "$OUT/$wl-$x-kvtier-static.out" tokens_per_s)
+		o=$(val "$OUT/$wl-$x-oracle.out" tokens_per_s); u=$(val "$OUT/$wl-$x-uvm.out" tokens_per_s)
+		[ -n "$k" ] && [ -n "$s" ] && [ -n "$o" ] && [ -n "$u" ] || continue
+		r=$(awk -v k="$k" -v o="$o" -v u="$u" -v s="$s" 'BEGIN { printf "%.3f %.3f %.3f", k / o, k / u, k / s }')
+		set -- $r
+		printf '%-14s %5sx %18s %16s %18s\n' "$wl" "$x" "$1" "$2" "$3"
+		printf ',\n  {"name": "%s", "kv_over_hbm": %s, "alternative": "kvtier-ratios", "kvtier_vs_oracle": %s, "kvtier_vs_uvm": %s, "kvtier_vs_static": %s, "simulated": true}' \
+			"$wl" "$x" "$1" "$2" "$3" >>"$JSON.tmp"
 	done
 done
 printf '\n]\n' >>"$JSON.tmp"

@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: MIT
+/* The migration thread (contract in migrator.h). One thread, one
+ * lowest-priority stream on the device's primary context; per epoch:
+ * poll the evidence sources, snapshot the chunk heat, run the planner,
+ * prefetch. Never called on an application thread except track/untrack
+ * (a short mutex in the heat table). Every failure: one warning, counted. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "kvtier/planner.h"
+#include "migrator.h"
+#include "shim.h"
+#include "../preload/kvt.h"
+#include "../preload/place.h"
+#include "../preload/record.h"
+#include "../profiler/evidence.h"
+#include "../profiler/heat.h"
+#include "../profiler/trace.h"
+
+#define MAX_MOVES 1024
+#define HIGH_BP 9500
+#define LOW_BP 9000
+#define MIN_RESIDENCE_EPOCHS 4
+#define STOP_WAIT_MS 2000
+/* An epoch also ends early after this many launches with evidence: on a
+ * fast (or simulated) device many decode steps fit in one KVTIER_EPOCH_MS. */
+#define KICK_LAUNCHES 256
+
+static struct {
+	pthread_t th;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int running, stop, wanted, restart, kicked;
+	int bound;                   /* context + stream made (on the thread) */
+	CUstream stream;
+	CUdevice dev;
+	struct kvt_planner planner;
+	struct kvt_plan_chunk *table;          /* KVT_HEAT_MAX_CHUNKS, mmap'd */
+	uint32_t rstart[KVT_HEAT_MAX_RANGES];
+	struct kvt_heat_range r[KVT_HEAT_MAX_RANGES];
+	struct kvt_plan_move moves[MAX_MOVES];
+	uint64_t budget;
+} m = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static struct {
+	uint64_t epochs, epoch_ns, epoch_ns_max;
+	uint64_t nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
+	uint64_t prefetch_issued, prefetch_failed, bind_failed;
+	uint64_t chunks_hbm, chunks_far, tracked, track_failed;
+} ctr;
+
+#define CTR_ADD(f, v) __atomic_fetch_add(&ctr.f, (v), __ATOMIC_RELAXED)
+
+/* ---- start and stop ---- */
+
+/* From a launch hook: end the epoch now. No lock: a lost wake-up only
+ * means the epoch ends on its timer. */
+static void kick(void)
+{
+	__atomic_store_n(&m.kicked, 1, __ATOMIC_RELEASE);
+	pthread_cond_signal(&m.cond);
+}
+
+static void *thread_main(void *arg);
+
+static int spawn(void)
+{
+	pthread_attr_t a;
+	sigset_t all, old;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	m.stop = 0;
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 256 << 10);
+	sigfillset(&all);            /* the application's signals never land here */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int r = pthread_create(&m.th, &a, thread_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+	if (r) {
+		kvt_warn("cannot start the migration thread (%s); no migration", strerror(r));
+		return -r;
+	}
+	m.running = 1;
+	return 0;
+}
+
+void kvt_migrator_start(void)
+{
+	unsigned mask = 0;
+	char bad[32] = "";
+	if (!kvt_opt.migrate)
+		return;
+	if (kvt_prof_sources_parse(kvt_opt.sources, &mask, bad, sizeof bad)) {
+		kvt_warn("KVTIER_SOURCES='%s': unknown source '%s'; using the default 'launch,copy,cupti'",
+			 kvt_opt.sources, bad);
+		kvt_prof_sources_parse("launch,copy,cupti", &mask, NULL, 0);
+	}
+	if (kvt_heat_init((uint32_t)kvt_opt.decay_ms)) {
+		kvt_warn("cannot map the chunk heat table; no migration");
+		return;
+	}
+	void *t = kvt_sys_mmap(NULL, (size_t)KVT_HEAT_MAX_CHUNKS * sizeof *m.table,
+			       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t == MAP_FAILED) {
+		kvt_warn("cannot map the planner's table; no migration");
+		return;
+	}
+	m.table = t;
+	struct kvt_plan_params p = {
+		.high_bp = HIGH_BP, .low_bp = LOW_BP,
+		.promote = (float)kvt_opt.promote, .demote = (float)kvt_opt.demote,
+		.rate_bytes_per_s = kvt_opt.migrate_rate, .epoch_ms = (uint32_t)kvt_opt.epoch_ms,
+		.min_residence_ms = MIN_RESIDENCE_EPOCHS * (uint32_t)kvt_opt.epoch_ms,
+		.chunk_bytes = KVT_CHUNK_BYTES,
+	};
+	if (kvt_opt.demote > kvt_opt.promote)
+		kvt_warn("KVTIER_DEMOTE=%d is above KVTIER_PROMOTE=%d; using %d for both",
+			 kvt_opt.demote, kvt_opt.promote, kvt_opt.promote);
+	kvt_planner_init(&m.planner, &p);
+	kvt_prof_sources_enable(mask);
+	kvt_prof_set_kick(kick, KICK_LAUNCHES);
+	m.wanted = 1;
+	pthread_mutex_lock(&m.lock);
+	spawn();
+	pthread_mutex_unlock(&m.lock);
+}
+
+void kvt_migrator_stop(void)
+{
+	pthread_mutex_lock(&m.lock);
+	int running = m.running;
+	m.stop = 1;
+	if (running)
+		pthread_cond_signal(&m.cond);
+	pthread_mutex_unlock(&m.lock);
+	if (!running)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += STOP_WAIT_MS / 1000;
+	int r = pthread_timedjoin_np(m.th, NULL, &ts);
+	if (r) {
+		kvt_warn("the migration thread did not stop within %d ms (%s); leaving it",
+			 STOP_WAIT_MS, strerror(r));
+		pthread_detach(m.th);
+	}
+	m.running = 0;
+}
+
+void kvt_migrator_after_fork(void)
+{
+	pthread_mutex_init(&m.lock, NULL);
+	m.restart = m.running;
+	m.running = 0;
+	m.bound = 0;             /* the parent's context and stream mean nothing here */
+	if (m.wanted)
+		kvt_heat_reset();
+}
+
+void kvt_migrator_track(uint64_t base, uint64_t size, int32_t node)
+{
+	if (!m.wanted)
+		return;
+	int r = kvt_heat_track(base, size, KVT_PLAN_TIER_FAR, node >= 0 ? node : kvt_place_far_node());
+	if (r) {
+		CTR_ADD(track_failed, 1);
+		kvt_warn_once("cannot track %#llx (+%llu bytes) for migration (%s); it stays where placed",
+			      (unsigned long long)base, (unsigned long long)size, strerror(-r));
+		return;
+	}
+	CTR_ADD(tracked, 1);
+	if (__atomic_load_n(&m.restart, __ATOMIC_RELAXED)) {   /* after fork, lazily */
+		pthread_mutex_lock(&m.lock);
+		if (m.restart && !m.running && !m.stop)
+			spawn();
+		m.restart = 0;
+		pthread_mutex_unlock(&m.lock);
+	}
+}
+
+void kvt_migrator_untrack(uint64_t base)
+{
+	if (m.wanted)
+		kvt_heat_untrack(base);
+}
+
+/* ---- one epoch ---- */
+
+static int any_range(void)
+{
+	struct kvt_heat_range r;
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++)
+		if (!kvt_heat_range_get(s, &r))
+			return 1;
+	return 0;
+}
+
+/* HBM budget: KVTIER_HBM_BUDGET, or what placement derived at KV start;
+ * when that is 0 (the reserve ate it all: a small device) free memory now
+ * less 1/16 of the device, said once. */
+static uint64_t budget_now(void)
+{
+	uint64_t b = kvt_place_hbm_budget();
+	if (b)
+		return b;
+	if (!m.budget) {
+		size_t fr = 0, tot = 0;
+		if (kvt_cuda_mem_info(&fr, &tot) == CUDA_SUCCESS && fr > tot / 16)
+			m.budget = fr - tot / 16;
+		kvt_info("migration: HBM budget %llu bytes (derived budget was 0: free HBM %zu less "
+			 "1/16 of %zu; set KVTIER_HBM_BUDGET or KVTIER_RESERVE to choose)",
+			 (unsigned long long)m.budget, fr, tot);
+	}
+	return m.budget;
+}
+
+static int bind_device(void)
+{
+	CUresult r = kvt_cuda_bind_primary(m.dev);
+	if (r == CUDA_SUCCESS)
+		r = kvt_cuda_stream_lowest(&m.stream);
+	if (r != CUDA_SUCCESS) {
+		CTR_ADD(bind_failed, 1);
+		kvt_warn_once("migration thread: no context or stream on device %d (CUresult %d); "
+			      "retrying each epoch", m.dev, (int)r);
+		return -1;
+	}
+	kvt_prof_sources_start();
+	m.bound = 1;
+	return 0;
+}
+
+static uint32_t snapshot(uint32_t now_ms)
+{
+	uint32_t n = 0, tau = kvt_heat_tau_ms();
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
+		m.r[s].live = 0;
+		if (kvt_heat_range_get(s, &m.r[s]))
+			continue;
+		struct kvt_heat_chunk *c = kvt_heat_chunks(&m.r[s]);
+		m.rstart[s] = n;
+		for (uint32_t i = 0; i < m.r[s].nr_chunks && n < KVT_HEAT_MAX_CHUNKS; i++, n++) {
+			m.table[n] = (struct kvt_plan_chunk){
+				.heat = kvt_heat_read(&c[i], now_ms, tau),
+				.moved_ms = __atomic_load_n(&c[i].moved_ms, __ATOMIC_RELAXED),
+				.tier = __atomic_load_n(&c[i].tier, __ATOMIC_RELAXED),
+				.range = (uint16_t)s,
+			};
+		}
+	}
+	return n;
+}
+
+static void apply(const struct kvt_plan_move *mv, uint32_t now_ms)
+{
+	const struct kvt_heat_range *r = &m.r[mv->range];
+	struct kvt_heat_range cur;
+	uint32_t idx = mv->first - m.rstart[mv->range];
+	uint64_t off = (uint64_t)idx << KVT_CHUNK_SHIFT, bytes = (uint64_t)mv->nr << KVT_CHUNK_SHIFT;
+	if (kvt_heat_range_get(mv->range, &cur) || cur.gen != r->gen)
+		return;                              /* freed meanwhile */
+	if (off + bytes > r->size)
+		bytes = r->size - off;
+	int promote = mv->dir == KVT_PLAN_PROMOTE;
+	int far = r->node;
+	CUmemLocationType type = promote ? CU_MEM_LOCATION_TYPE_DEVICE
+				 : far >= 0 ? CU_MEM_LOCATION_TYPE_HOST_NUMA : CU_MEM_LOCATION_TYPE_HOST;
+	int id = promote ? m.dev : far >= 0 ? far : 0;
+	CUresult res = kvt_cuda_prefetch(r->base + off, bytes, type, id, m.stream);
+	CTR_ADD(prefetch_issued, 1);
+	kvt_rec_event(KVT_OP_PREFETCH, KVT_KIND_DEVICE, KVT_API_none, r->base + off, bytes,
+		      (uint64_t)(uintptr_t)m.stream,
+		      ((uint64_t)(uint32_t)type << 32) | (uint32_t)id, res);
+	if (res != CUDA_SUCCESS) {
+		CTR_ADD(prefetch_failed, 1);
+		kvt_warn_once("migration prefetch of %#llx (+%llu) failed with CUresult %d "
+			      "(counted; further ones are not logged)",
+			      (unsigned long long)(r->base + off), (unsigned long long)bytes, (int)res);
+		return;
+	}
+	struct kvt_heat_chunk *c = kvt_heat_chunks(r) + idx;
+	for (uint32_t i = 0; i < mv->nr; i++) {
+		__atomic_store_n(&c[i].tier, promote ? KVT_PLAN_TIER_HBM : KVT_PLAN_TIER_FAR, __ATOMIC_RELAXED);
+		__atomic_store_n(&c[i].moved_ms, now_ms, __ATOMIC_RELAXED);
+	}
+	if (promote) {
+		CTR_ADD(nr_promoted, mv->nr);
+		CTR_ADD(bytes_promoted, bytes);
+	} else {
+		CTR_ADD(nr_demoted, mv->nr);
+		CTR_ADD(bytes_demoted, bytes);
+	}
+}
+
+static void epoch(void)
+{
+	uint64_t t0 = kvt_now_ns();
+	kvt_prof_sources_poll();
+	uint32_t now_ms = kvt_heat_now_ms();
+	uint32_t n = snapshot(now_ms);
+	m.planner.p.budget_bytes = budget_now();
+	struct kvt_plan_out out = { .moves = m.moves, .cap = MAX_MOVES };
+	kvt_plan_epoch(&m.planner, m.table, n, now_ms, &out);
+	kvt_debug("epoch: %u chunks, %u in HBM of %u budgeted; promote %u, demote %u in %u moves",
+		  n, out.hbm_before, out.budget_chunks, out.nr_promote, out.nr_demote, out.nr);
+	for (uint32_t i = 0; i < out.nr; i++)
+		apply(&m.moves[i], now_ms);
+	if (out.nr)
+		kvt_cuda_stream_sync(m.stream);   /* this thread only: the next plan sees the result */
+	uint64_t dt = kvt_now_ns() - t0;
+	CTR_ADD(epochs, 1);
+	CTR_ADD(epoch_ns, dt);
+	if (dt > __atomic_load_n(&ctr.epoch_ns_max, __ATOMIC_RELAXED))
+		__atomic_store_n(&ctr.epoch_ns_max, dt, __ATOMIC_RELAXED);
+}
+
+/* ---- the thread ---- */
+
+static int wait_epoch(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)kvt_opt.epoch_ms * 1000000u;
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec = (long)(ns % 1000000000u);
+	pthread_mutex_lock(&m.lock);
+	while (!m.stop && !__atomic_exchange_n(&m.kicked, 0, __ATOMIC_ACQ_REL) &&
+	       pthread_cond_timedwait(&m.cond, &m.lock, &ts) != ETIMEDOUT)
+		;
+	int stop = m.stop;
+	pthread_mutex_unlock(&m.lock);
+	return stop;
+}
+
+static void *thread_main(void *arg)
+{
+	(void)arg;
+	kvt_tls.depth++;             /* kvtier's own driver calls are not recorded as the app's */
+	while (!wait_epoch()) {
+		if (!any_range())
+			continue;
+		if (!m.bound && bind_device())
+			continue;
+		epoch();
+	}
+	if (m.bound) {
+		kvt_prof_sources_stop();
+		kvt_cuda_stream_destroy(m.stream);
+		kvt_cuda_release_primary(m.dev);
+		m.bound = 0;
+	}
+	return NULL;
+}
+
+/* ---- counters ---- */
+
+static int count_tiers(void)
+{
+	struct kvt_heat_range r;
+	uint64_t hbm = 0, far = 0;
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
+		if (kvt_heat_range_get(s, &r))
+			continue;
+		struct kvt_heat_chunk *c = kvt_heat_chunks(&r);
+		for (uint32_t i = 0; i < r.nr_chunks; i++) {
+			if (__atomic_load_n(&c[i].tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
+				hbm++;
+			else
+				far++;
+		}
+	}
+	ctr.chunks_hbm = hbm;
+	ctr.chunks_far = far;
+	return 0;
+}
+
+static void info_u64(const char *key, uint64_t v)
+{
+	char val[32];
+	snprintf(val, sizeof val, "%llu", (unsigned long long)v);
+	kvt_trace_info(key, val);
+}
+
+void kvt_migrator_trace_counters(void)
+{
+	char key[64], val[160];
+	kvt_trace_info("migrate.enabled", m.wanted ? "1" : "0");
+	if (!m.wanted)
+		return;
+	count_tiers();
+	info_u64("migrate.epochs", ctr.epochs);
+	info_u64("migrate.epoch_ns_total", ctr.epoch_ns);
+	info_u64("migrate.epoch_ns_max", ctr.epoch_ns_max);
+	info_u64("migrate.epoch_ns_avg", ctr.epochs ? ctr.epoch_ns / ctr.epochs : 0);
+	snprintf(val, sizeof val, "%llu %llu", (unsigned long long)ctr.nr_promoted,
+		 (unsigned long long)ctr.bytes_promoted);
+	kvt_trace_info("migrate.promoted", val);
+	snprintf(val, sizeof val, "%llu %llu", (unsigned long long)ctr.nr_demoted,
+		 (unsigned long long)ctr.bytes_demoted);
+	kvt_trace_info("migrate.demoted", val);
+	info_u64("migrate.prefetch_issued", ctr.prefetch_issued);
+	info_u64("migrate.prefetch_failed", ctr.prefetch_failed);
+	info_u64("migrate.bind_failed", ctr.bind_failed);
+	info_u64("migrate.ranges_tracked", ctr.tracked);
+	info_u64("migrate.track_failed", ctr.track_failed);
+	info_u64("migrate.chunks.hbm", ctr.chunks_hbm);
+	info_u64("migrate.chunks.far", ctr.chunks_far);
+	info_u64("migrate.hbm_budget", m.planner.p.budget_bytes);
+	for (unsigned s = 0; s < KVT_SRC__COUNT; s++) {
+		snprintf(key, sizeof key, "prof.source.%s", kvt_prof_source_name(s));
+		snprintf(val, sizeof val, "%llu %s", (unsigned long long)kvt_prof_events(s),
+			 kvt_prof_source_state(s));
+		kvt_trace_info(key, val);
+	}
+	info_u64("prof.cupti.records", kvt_cupti_records());
+}

