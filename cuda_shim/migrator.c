@@ -79,7 +79,9 @@ static int spawn(void)
 	pthread_condattr_destroy(&ca);
 	m.stop = 0;
 	pthread_attr_init(&a);
-	pthread_attr_setstacksize(&a, 256 << 10);
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+	pthread_attr_setstacksize(&a, 256 << 10);    /* sanitizers need their own sizes */
+#endif
 	sigfillset(&all);            /* the application's signals never land here */
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int r = pthread_create(&m.th, &a, thread_main, NULL);
@@ -129,9 +131,9 @@ void kvt_migrator_start(void)
 	kvt_prof_sources_enable(mask);
 	kvt_prof_set_kick(kick, KICK_LAUNCHES);
 	m.wanted = 1;
-	pthread_mutex_lock(&m.lock);
-	spawn();
-	pthread_mutex_unlock(&m.lock);
+	/* The thread starts with the first redirected allocation: processes
+	 * that never place anything (shells, tools) never get one. */
+	m.restart = 1;
 }
 
 void kvt_migrator_stop(void)
@@ -159,7 +161,7 @@ void kvt_migrator_stop(void)
 void kvt_migrator_after_fork(void)
 {
 	pthread_mutex_init(&m.lock, NULL);
-	m.restart = m.running;
+	m.restart = m.running || m.restart;
 	m.running = 0;
 	m.bound = 0;             /* the parent's context and stream mean nothing here */
 	if (m.wanted)
@@ -178,7 +180,7 @@ void kvt_migrator_track(uint64_t base, uint64_t size, int32_t node)
 		return;
 	}
 	CTR_ADD(tracked, 1);
-	if (__atomic_load_n(&m.restart, __ATOMIC_RELAXED)) {   /* after fork, lazily */
+	if (__atomic_load_n(&m.restart, __ATOMIC_RELAXED)) {   /* first use, or after fork */
 		pthread_mutex_lock(&m.lock);
 		if (m.restart && !m.running && !m.stop)
 			spawn();

@@ -12,7 +12,9 @@ address) export ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=1:abort_on_e
 # kvtier holds every registry stripe lock across fork() (so a child never
 # inherits a lock held mid-update); TSan's deadlock detector tracks at most
 # 64 held locks per thread, so it is switched off. Races are still reported.
-thread)  export TSAN_OPTIONS="halt_on_error=0:report_signal_unsafe=0:detect_deadlocks=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}" ;;
+# die_after_fork=0: a child of a process that has kvtier's migration thread
+# may start threads (TSan refuses that by default; glibc allows it).
+thread)  export TSAN_OPTIONS="halt_on_error=0:report_signal_unsafe=0:detect_deadlocks=0:die_after_fork=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}" ;;
 esac
 passed=0; failed=0; crashed=0
 logdir="$BUILD/test-logs"

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* `kvtier policy`: check KVTIER_POLICY text and print its canonical form.
+/* `kvtier policy`: check KVTIER_POLICY text and print its canonical form;
+ * `policy suggest` (cmd_suggest.c) proposes rules from traces.
  * Exit status: 0 valid, 2 invalid or usage error. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,8 @@
 #include "kvtier/policy.h"
 
 int kvt_cmd_policy(int argc, char **argv);
+/* Weak: tests/unit/test_policy.c compiles this file without cmd_suggest.c. */
+__attribute__((weak)) int kvt_cmd_suggest(int argc, char **argv);
 
 static void policy_usage(FILE *f)
 {
@@ -22,6 +25,8 @@ static void policy_usage(FILE *f)
 		"                                      the canonical form; exit 0, or the\n"
 		"                                      error and exit 2\n"
 		"       kvtier policy default           print the built-in default rules\n"
+		"       kvtier policy suggest TRACE...   propose rules and an HBM budget from\n"
+		"                                      profiled runs (see its --help)\n"
 		"\n"
 		"RULES: 'selector[,selector...] => action; ...', first match wins.\n"
 		"  selectors: device async vmm managed host register mmap (kinds, a|b for\n"
@@ -59,8 +64,15 @@ int kvt_cmd_policy(int argc, char **argv)
 		policy_usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
+	if (!strcmp(argv[1], "suggest") && kvt_cmd_suggest)
+		return kvt_cmd_suggest(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "default") && argc == 2) {
 		printf("%s\n", KVT_POLICY_DEFAULT_TEXT);
+		return 0;
+	}
+	if (!strcmp(argv[1], "check") && argc == 3 &&
+	    (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+		policy_usage(stdout);
 		return 0;
 	}
 	if (!strcmp(argv[1], "check") && argc <= 3) {
@@ -71,6 +83,7 @@ int kvt_cmd_policy(int argc, char **argv)
 			return policy_check(env, "KVTIER_POLICY");
 		return policy_check(KVT_POLICY_DEFAULT_TEXT, "default policy");
 	}
-	fprintf(stderr, "kvtier policy: unknown arguments (try 'kvtier policy --help')\n");
+	fprintf(stderr, "kvtier policy: unknown arguments\n");
+	policy_usage(stderr);
 	return 2;
 }

@@ -113,9 +113,11 @@ static void dump_event(const struct kvt_rec_event *e)
 
 int kvt_cmd_dump(int argc, char **argv)
 {
-	if (argc != 2 || !strcmp(argv[1], "--help")) {
-		fprintf(argc != 2 ? stderr : stdout, "usage: kvtier dump TRACE\n");
-		return argc != 2 ? 2 : 0;
+	int help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+	if (argc != 2 || help) {
+		fprintf(help ? stdout : stderr, "usage: kvtier dump TRACE\n"
+			"  every record of a trace as one text line\n");
+		return help ? 0 : 2;
 	}
 	static struct kvt_trace_reader r;
 	struct kvt_trace_item it;

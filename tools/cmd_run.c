@@ -103,7 +103,7 @@ int kvt_cmd_run(int argc, char **argv)
 			trace = argv[++i];
 		} else if (!strcmp(argv[i], "--quiet")) {
 			quiet = 1;
-		} else if (!strcmp(argv[i], "--help")) {
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			run_usage(stdout);
 			return 0;
 		} else if (argv[i][0] == '-') {

@@ -12,24 +12,36 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kvtier <command> [args]\n"
 		"\n"
-		"  run [--trace PATTERN] [--] CMD ARGS...   run CMD with kvtier preloaded,\n"
-		"                                           then print a summary\n"
-		"  report TRACE...                          summary of trace file(s)\n"
-		"  dump TRACE                               every record of a trace, as text\n"
-		"  policy check 'RULES'                     parse KVTIER_POLICY rules\n"
-		"  replay FILE                              replay an allocation sequence\n"
-		"                                           through the classifier and rules\n"
-		"  topo [--json] [--root DIR]               NUMA nodes, CXL regions, the far tier\n"
-		"  options                                  the KVTIER_* variables\n"
-		"  --version, --help\n");
+		"  run [--trace PATTERN] [--quiet] [--] CMD ARGS...\n"
+		"                                 run CMD with kvtier preloaded, then print a summary\n"
+		"  report TRACE... [--format text|json|html] [-o FILE] [-q]\n"
+		"                                 the offline allocation report of trace file(s)\n"
+		"  dump TRACE                     every record of a trace, as text\n"
+		"  policy check ['RULES']         parse KVTIER_POLICY rules, print the canonical form\n"
+		"  policy default                 the built-in default rules\n"
+		"  policy suggest TRACE...        propose rules and an HBM budget from traces\n"
+		"  replay [--policy 'RULES'] FILE replay an allocation sequence or a trace\n"
+		"                                 through the classifier and rules\n"
+		"  topo [--json] [--root DIR]     NUMA nodes, CXL regions, the far tier\n"
+		"  options                        the KVTIER_* variables\n"
+		"  --version, --help              'kvtier COMMAND --help' for a command's options\n"
+		"\n"
+		"Exit status: 0 success, 1 failure, 2 usage error; run passes the command's\n"
+		"status through (128+N when killed by signal N). See kvtier(1).\n");
 }
 
-static int cmd_options(void)
+static int cmd_options(int argc, char **argv)
 {
-	const char *name, *def, *unit, *help;
+	int help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+	if (argc > 1) {
+		fprintf(help ? stdout : stderr, "usage: kvtier options\n"
+			"  the KVTIER_* variables the library reads: name, default, unit, meaning\n");
+		return help ? 0 : 2;
+	}
+	const char *name, *def, *unit, *help_text;
 	printf("%-22s %-8s %-8s %s\n", "variable", "default", "unit", "meaning");
-	for (unsigned i = 0; !kvt_option_info(i, &name, &def, &unit, &help); i++)
-		printf("%-22s %-8s %-8s %s\n", name, def[0] ? def : "-", unit, help);
+	for (unsigned i = 0; !kvt_option_info(i, &name, &def, &unit, &help_text); i++)
+		printf("%-22s %-8s %-8s %s\n", name, def[0] ? def : "-", unit, help_text);
 	return 0;
 }
 
@@ -61,7 +73,7 @@ int main(int argc, char **argv)
 	if (!strcmp(c, "topo"))
 		return kvt_cmd_topo(argc - 1, argv + 1);
 	if (!strcmp(c, "options"))
-		return cmd_options();
+		return cmd_options(argc - 1, argv + 1);
 	fprintf(stderr, "kvtier: unknown command '%s'\n", c);
 	usage(stderr);
 	return 2;

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The real-GPU check (issue 10). Runs on a GPU machine from the bundle that
+# `make gpu-bundle` built (build/gpu; nothing is compiled or installed here):
+#   1. free device memory first; no run asks for more than half of it
+#   2. the probe: cudaMalloc'd buffers native, blanket managed, and under
+#      kvtier with a small KVTIER_HBM_BUDGET and KV 4x that budget: placement
+#      (cuMemRangeGetAttribute HOST_NUMA, numa_maps), GPU touch rate
+#   3. the workloads (linked to the real libcudart.so.13) native and under
+#      kvtier: allocation life and KV verification (corrupt=0)
+#   4. tests/gpu/torch_check.py (skips itself without torch)
+# At most ~8 minutes; logs under $OUT (else build/gpu/logs); a table last.
+# Exits 77 with one line when no GPU is present, 1 when a check failed.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -x "$here/probe" ]; then B=$(cd "$here/.." && pwd); else B=$(cd "$here/../.." && pwd)/build/gpu; fi
+LOG=${OUT:-$B/logs}
+STEP_S=${GPU_STEP_S:-90}             # each step's time limit
+DEADLINE=$(( $(date +%s) + ${GPU_TOTAL_S:-450} ))
+ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+
+# ---- is there a GPU? ------------------------------------------------------------
+if ! { [ -e /dev/nvidiactl ] || command -v nvidia-smi >/dev/null; }; then
+	echo "tests/gpu/run.sh: SKIP: no NVIDIA GPU on this machine (no /dev/nvidiactl, no nvidia-smi)"
+	exit 77
+fi
+if [ ! -x "$B/gpu/probe" ] || [ ! -e "$B/libkvtier.so" ]; then
+	echo "tests/gpu/run.sh: no bundle at $B: run 'make gpu-bundle' on the build machine and carry build/gpu" >&2
+	exit 1
+fi
+mkdir -p "$LOG"
+# the bundle's libraries (tests/gpu/bundle.sh): fallback copies only where
+# the machine lacks the library
+mkdir -p "$LOG/fallback-libs"
+for f in "$B"/lib/fallback/*; do
+	[ -e "$f" ] || continue
+	n=$(basename "$f")
+	ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$n " || ln -sf "$f" "$LOG/fallback-libs/$n"
+done
+KVT_LIBS=$B/lib:$LOG/fallback-libs
+export LD_LIBRARY_PATH=$B/lib/cuda:$KVT_LIBS${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}
+KVTIER=$B/kvtier
+PROBE=$B/gpu/probe
+rows=()
+failed=0
+
+meminfo=$(timeout 60 "$PROBE" meminfo 2>"$LOG/meminfo.err"); rc=$?
+echo "$meminfo" >"$LOG/meminfo.out"
+if [ $rc = 77 ]; then
+	echo "tests/gpu/run.sh: SKIP: no usable GPU (driver present, no device: $(tail -1 "$LOG/meminfo.err"))"
+	exit 77
+fi
+[ $rc = 0 ] || { echo "tests/gpu/run.sh: probe meminfo failed (rc $rc): $(tail -1 "$LOG/meminfo.err")" >&2; exit 1; }
+command -v nvidia-smi >/dev/null && nvidia-smi >"$LOG/nvidia-smi.txt" 2>&1
+val() { echo "$1" | sed -n "s/^$2=//p" | head -1; }
+GPU=$(val "$meminfo" gpu)
+FREE=$(val "$meminfo" free_bytes)
+HALF=$((FREE / 2))
+GiB=$((1 << 30))
+# budget: 1/8 of half the free memory, at most 2 GiB; KV = 4x the budget
+BUDGET=$((HALF / 8)); [ $BUDGET -gt $((2 * GiB)) ] && BUDGET=$((2 * GiB))
+BUDGET=$((BUDGET / (2 << 20) * (2 << 20)))
+KV=$((BUDGET * 4))
+NR_BUFS=8
+BUF=$((KV / NR_BUFS))
+[ $KV -le $HALF ] || { echo "tests/gpu/run.sh: sizing error: KV $KV > half of free $HALF" >&2; exit 1; }
+echo "gpu: $GPU, free $((FREE / GiB)) GiB; KVTIER_HBM_BUDGET=$BUDGET, KV $KV bytes in $NR_BUFS buffers" | tee "$LOG/sizes.txt"
+
+left() { echo $(( DEADLINE - $(date +%s) )); }
+# step NAME EXPECT_RC... -- CMD: runs under timeout, logs, notes a row
+step() {
+	local name=$1 ok_rcs=$2 lim rc
+	shift 3
+	lim=$(left); [ "$lim" -gt "$STEP_S" ] && lim=$STEP_S
+	if [ "$lim" -le 5 ]; then
+		rows+=("$(printf '%-26s %-8s %s' "$name" skipped 'out of time')")
+		return
+	fi
+	timeout "$lim" "$@" >"$LOG/$name.out" 2>"$LOG/$name.err"; rc=$?
+	if echo " $ok_rcs " | grep -q " $rc "; then STATUS=ok; else STATUS="FAIL($rc)"; failed=1; fi
+	[ $rc = 124 ] && STATUS="TIMEOUT"
+	LAST=$name
+}
+probe_row() {    # the probe's summary line as a table row
+	local s; s=$(grep '^buffers=' "$LOG/$LAST.out")
+	rows+=("$(printf '%-26s %-8s touch %s pages/s, memset %s GiB/s, managed %s/%s, HOST_NUMA %s' "$LAST" "$STATUS" \
+		"$(echo "$s" | sed -n 's/.*touch_pages_per_s=\([0-9]*\).*/\1/p')" \
+		"$(echo "$s" | sed -n 's/.*memset_gib_per_s=\([0-9.]*\).*/\1/p')" \
+		"$(echo "$s" | sed -n 's/.*managed=\([0-9]*\).*/\1/p')" "$NR_BUFS" \
+		"$(echo "$s" | sed -n 's/.*host_numa=\([0-9]*\).*/\1/p')")")
+}
+trace_counts() {  # events by op in the traces of one step
+	local t; t=$(ls "$LOG/$1".*.trace* 2>/dev/null)
+	[ -n "$t" ] || { echo "no trace"; return; }
+	"$KVTIER" dump $t 2>/dev/null | sed -n 's/.* op=\([a-z]*\) .*/\1/p' | sort | uniq -c |
+		awk '{ printf "%s%s=%s", NR > 1 ? " " : "", $2, $1 }'
+}
+FAR_POLICY="device,size>=$BUF => managed:cxl; * => native"
+BLANKET_POLICY="device => managed:hbm; * => native"
+
+# ---- 1+2: the probe, side by side ----------------------------------------------
+step probe-native "0" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 native; probe_row
+step probe-blanket "0" -- env KVTIER_POLICY="$BLANKET_POLICY" KVTIER_MIGRATE=0 \
+	"$KVTIER" run --trace "$LOG/probe-blanket.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 any; probe_row
+step probe-static "0" -- env KVTIER_POLICY="$FAR_POLICY" KVTIER_HBM_BUDGET="$BUDGET" KVTIER_MIGRATE=0 \
+	"$KVTIER" run --trace "$LOG/probe-static.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 far; probe_row
+step probe-kvtier "0" -- env KVTIER_POLICY="$FAR_POLICY" KVTIER_HBM_BUDGET="$BUDGET" KVTIER_EPOCH_MS=20 \
+	"$KVTIER" run --trace "$LOG/probe-kvtier.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 20 far; probe_row
+rows+=("$(printf '%-26s %-8s %s' "  kvtier trace events" - "$(trace_counts probe-kvtier)")")
+grep -il 'cupti' "$LOG"/probe-kvtier.err >/dev/null 2>&1 &&
+	rows+=("$(printf '%-26s %-8s %s' "  cupti" - "$(grep -i cupti "$LOG/probe-kvtier.err" | head -1)")")
+
+# ---- 3: the workloads (allocation life + KV verification on the real GPU) ----------
+# exit 77 from a workload = "no simulated GPU: decode skipped", expected here
+for wl in vllm-like sglang-like llamacpp-like; do
+	step "$wl-native" "0 77" -- "$B/workloads/$wl" --kv-bytes "$BUDGET" --steps 2 --warmup 0
+	rows+=("$(printf '%-26s %-8s %s' "$LAST" "$STATUS" "$(grep -E '^(verified|corrupt)=' "$LOG/$LAST.out" | tr '\n' ' ')")")
+	step "$wl-kvtier" "0 77" -- env KVTIER_HBM_BUDGET="$BUDGET" \
+		"$KVTIER" run --trace "$LOG/$wl-kvtier.%p.trace" -- "$B/workloads/$wl" --kv-bytes "$KV" --steps 2 --warmup 0
+	rows+=("$(printf '%-26s %-8s %s; %s' "$LAST" "$STATUS" "$(grep -E '^(verified|corrupt)=' "$LOG/$LAST.out" | tr '\n' ' ')" \
+		"$(trace_counts "$wl-kvtier")")")
+	grep -q '^corrupt=[1-9]' "$LOG/$wl-native.out" "$LOG/$wl-kvtier.out" 2>/dev/null && failed=1
+done
+
+# ---- 4: PyTorch -------------------------------------------------------------------
+PY=${PYTHON:-python3}
+if command -v "$PY" >/dev/null; then
+	# PyTorch brings its own runtime: the bundle's lib/cuda stays off its path
+	step torch "0 77" -- env LD_LIBRARY_PATH="$KVT_LIBS${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}" \
+		"$PY" "$B/gpu/torch_check.py" --kvtier "$KVTIER" --out "$LOG"
+	rows+=("$(printf '%-26s %-8s %s' torch "$STATUS" "$(tail -1 "$LOG/torch.out")")")
+else
+	rows+=("$(printf '%-26s %-8s %s' torch skipped "no $PY")")
+fi
+
+# ---- the table ------------------------------------------------------------------------
+{
+echo
+echo "kvtier real-GPU check — $(date -u +%Y-%m-%dT%H:%MZ), $GPU, free $((FREE / GiB)) GiB, budget $((BUDGET >> 20)) MiB, KV $((KV >> 20)) MiB"
+printf '%-26s %-8s %s\n' step status result
+for r in "${rows[@]}"; do echo "$r"; done
+echo "logs: $LOG"
+} | tee "$LOG/table.txt"
+[ $failed = 0 ]

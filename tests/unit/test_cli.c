@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: MIT
+/* The kvtier command as operators meet it: `kvtier run` on the simulated
+ * workloads (summary, exit-status passthrough, LD_PRELOAD appended), the
+ * --help/usage conventions of every subcommand, `policy suggest` closing
+ * the loop profile -> rules -> replay, the man page (groff) and the HTML
+ * report in headless Chromium. Runs $(BUILD)/kvtier as a child process. */
+#include <dirent.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "kvt_test.h"
+
+static char tmpdir[256];
+static struct kvt_child rc;
+
+static const char *tmp_path(const char *name)
+{
+	static char bufs[8][512];
+	static int next;
+	char *b = bufs[next++ & 7];
+	snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
+	return b;
+}
+
+static int suite_init(void)
+{
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvt-cli-XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int suite_clean(void)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.')
+			unlink(tmp_path(e->d_name));
+	if (d)
+		closedir(d);
+	char prof[600];
+	snprintf(prof, sizeof prof, "rm -rf '%s'", tmpdir);   /* chromium's profile dir */
+	return system(prof) ? -1 : 0;
+}
+
+static const char *fakecuda_env(void)
+{
+	static char env[600];
+	snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s", kvt_path("fakecuda"));
+	return env;
+}
+
+/* The first file in tmpdir whose name starts with prefix, or NULL. */
+static const char *find_file(const char *prefix)
+{
+	static char found[512];
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	const char *ret = NULL;
+	while (d && !ret && (e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix))) {
+			snprintf(found, sizeof found, "%s", tmp_path(e->d_name));
+			ret = found;
+		}
+	if (d)
+		closedir(d);
+	return ret;
+}
+
+/* ---- kvtier run ---------------------------------------------------------------- */
+
+static void run_workload(const char *name)
+{
+	char wl[64], pattern[320], prefix[64];
+	snprintf(wl, sizeof wl, "workloads/%s-like", name);
+	snprintf(prefix, sizeof prefix, "%s.", name);
+	snprintf(pattern, sizeof pattern, "%s/%s.%%p.trace", tmpdir, name);
+	const char *argv[] = { kvt_path("kvtier"), "run", "--trace", pattern, "--",
+			       kvt_path(wl), "--quiet", NULL };
+	const char *env[] = { fakecuda_env(), NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, env) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	/* the workload's own report on stdout, kvtier's summary on stderr */
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "SIMULATED GPU"));
+	CU_ASSERT_PTR_NULL(strstr(rc.out, "kvtier summary"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "kvtier summary: 1 trace file"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "\n  device "));
+	/* the default policy moved the KV: some bytes are managed:far */
+	const char *pl = strstr(rc.err, "placement: ");
+	CU_ASSERT_PTR_NOT_NULL(pl);
+	CU_ASSERT_PTR_NOT_NULL(pl ? strstr(pl, "managed:far ") : NULL);
+	char traces[400];
+	snprintf(traces, sizeof traces, "traces: %s/%s.*.trace* (1 file)", tmpdir, name);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, traces));
+	CU_ASSERT_PTR_NOT_NULL(find_file(prefix));
+}
+
+static void test_run_vllm(void) { run_workload("vllm"); }
+static void test_run_sglang(void) { run_workload("sglang"); }
+static void test_run_llamacpp(void) { run_workload("llamacpp"); }
+
+static void test_run_exit_status(void)
+{
+	char pattern[320];
+	snprintf(pattern, sizeof pattern, "%s/sh.%%p.trace", tmpdir);
+	const char *exit3[] = { kvt_path("kvtier"), "run", "--trace", pattern, "--",
+				"/bin/sh", "-c", "exit 3", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, exit3, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 3);
+	CU_ASSERT(WIFEXITED(rc.status));
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "kvtier summary"));
+
+	const char *killed[] = { kvt_path("kvtier"), "run", "--trace", pattern, "--",
+				 "/bin/sh", "-c", "kill -TERM $$", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, killed, NULL) == 0);
+	CU_ASSERT(WIFEXITED(rc.status));         /* kvtier itself exits normally ... */
+	CU_ASSERT_EQUAL(WEXITSTATUS(rc.status), 128 + 15);   /* ... with 128+SIGTERM */
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "killed by signal 15"));
+
+	const char *missing[] = { kvt_path("kvtier"), "run", "--quiet", "--trace", pattern,
+				  "--", "/nonexistent/kvt-cli-prog", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, missing, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 127);
+}
+
+static void test_run_preload_appended(void)
+{
+	char pattern[320], want[1200], lib[600];
+	snprintf(pattern, sizeof pattern, "%s/env.%%p.trace", tmpdir);
+	if (!realpath(kvt_path("libkvtier.so"), lib)) {
+		CU_FAIL("libkvtier.so not built");
+		return;
+	}
+	/* a harmless library already in the preload list stays, in front */
+	const char *first = "/lib/x86_64-linux-gnu/libm.so.6";
+	if (access(first, R_OK))
+		first = "libm.so.6";
+	char env0[600];
+	snprintf(env0, sizeof env0, "LD_PRELOAD=%s", first);
+	const char *env[] = { env0, NULL };
+	const char *argv[] = { kvt_path("kvtier"), "run", "--quiet", "--trace", pattern, "--",
+			       "/bin/sh", "-c", "echo \"$LD_PRELOAD\"; echo \"$KVTIER_TRACE\"", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, env) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	snprintf(want, sizeof want, "%s:%s\n%s\n", first, lib, pattern);
+	CU_ASSERT_STRING_EQUAL(rc.out, want);
+	CU_ASSERT_EQUAL(rc.err_len, 0);          /* --quiet: no summary */
+
+	/* without a preload list: the library alone */
+	const char *env2[] = { "LD_PRELOAD=", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, env2) == 0);
+	snprintf(want, sizeof want, "%s\n%s\n", lib, pattern);
+	CU_ASSERT_STRING_EQUAL(rc.out, want);
+}
+
+/* ---- --help and usage errors ------------------------------------------------------ */
+
+struct usage_case {
+	const char *args[5];
+	int status;          /* 0: usage on stdout; 2: usage on stderr */
+};
+
+static void test_usage_conventions(void)
+{
+	static const struct usage_case cases[] = {
+		{ { "--help" }, 0 },            { { NULL }, 2 },
+		{ { "bogus" }, 2 },
+		{ { "run", "--help" }, 0 },     { { "run", "-h" }, 0 },
+		{ { "run" }, 2 },               { { "run", "--bogus" }, 2 },
+		{ { "report", "--help" }, 0 },  { { "report" }, 2 },
+		{ { "report", "--bogus", "x" }, 2 },
+		{ { "dump", "--help" }, 0 },    { { "dump" }, 2 },
+		{ { "dump", "a", "b" }, 2 },
+		{ { "policy", "--help" }, 0 },  { { "policy" }, 2 },
+		{ { "policy", "bogus" }, 2 },   { { "policy", "check", "--help" }, 0 },
+		{ { "policy", "suggest", "--help" }, 0 },
+		{ { "policy", "suggest" }, 2 }, { { "policy", "suggest", "--bogus", "x" }, 2 },
+		{ { "replay", "--help" }, 0 },  { { "replay" }, 2 },
+		{ { "replay", "--bogus", "x" }, 2 },
+		{ { "topo", "--help" }, 0 },    { { "topo", "--bogus" }, 2 },
+		{ { "options", "--help" }, 0 }, { { "options", "extra" }, 2 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct usage_case *c = &cases[i];
+		const char *argv[8] = { kvt_path("kvtier") };
+		char what[128] = "kvtier";
+		for (int j = 0; j < 5 && c->args[j]; j++) {
+			argv[j + 1] = c->args[j];
+			strncat(what, " ", sizeof what - strlen(what) - 1);
+			strncat(what, c->args[j], sizeof what - strlen(what) - 1);
+		}
+		CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+		const char *usage = c->status ? rc.err : rc.out;
+		int ok = rc.exit_code == c->status && strstr(usage, "usage: kvtier") &&
+			 (c->status ? rc.out_len == 0 : rc.err_len == 0);
+		if (!ok)
+			fprintf(stderr, "\n  %s: exit %d (want %d), stdout %zu bytes, stderr %zu bytes",
+				what, rc.exit_code, c->status, rc.out_len, rc.err_len);
+		CU_ASSERT(ok);
+	}
+}
+
+/* ---- policy suggest ------------------------------------------------------------------ */
+
+/* A vllm-like trace made under the preload directly (not through kvtier run). */
+static const char *vllm_trace(void)
+{
+	static char path[512];
+	if (path[0])
+		return path;
+	char pattern[400], preload[600];
+	snprintf(pattern, sizeof pattern, "KVTIER_TRACE=%s/pre.%%p.trace", tmpdir);
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", kvt_path("libkvtier.so"));
+	const char *env[] = { fakecuda_env(), preload, pattern, NULL };
+	const char *argv[] = { kvt_path("workloads/vllm-like"), "--quiet", NULL };
+	if (kvt_run(&rc, argv, env) || rc.exit_code)
+		return NULL;
+	const char *f = find_file("pre.");
+	if (f)
+		snprintf(path, sizeof path, "%s", f);
+	return f ? path : NULL;
+}
+
+/* "ordinal kind size ... [kv]" lines of a replay: the ordinals labelled kv
+ * into kv[] (1 = kv), and whether every kv ends on the far tier and every
+ * other allocation stays native. */
+static unsigned replay_labels(const char *out, char *kv, size_t cap, int *placed_right)
+{
+	unsigned nr = 0;
+	*placed_right = 1;
+	for (const char *l = out; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		unsigned long ord;
+		if (*l == '#' || sscanf(l, "%lu", &ord) != 1 || ord >= cap)
+			continue;
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l) : strlen(l);
+		char line[512];
+		snprintf(line, sizeof line, "%.*s", (int)(len < 511 ? len : 511), l);
+		int is_kv = strstr(line, "[kv") != NULL;
+		kv[ord] = (char)is_kv;
+		nr++;
+		if (is_kv && !strstr(line, "managed:cxl"))
+			*placed_right = 0;
+		if (!is_kv && !strstr(line, "native"))
+			*placed_right = 0;
+	}
+	return nr;
+}
+
+static void test_suggest_roundtrip(void)
+{
+	const char *trace = vllm_trace();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(trace);
+	const char *full[] = { kvt_path("kvtier"), "policy", "suggest", trace, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, full, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	/* the rationale: KV found, hot set, budget; exactly one rules line */
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "# KV-like: 4 allocations"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "# hot set: "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "# export KVTIER_HBM_BUDGET="));
+	char rules[1024] = "";
+	unsigned nr_rules = 0;
+	for (char *l = rc.out; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		if (*l != '#' && *l != '\n' && nr_rules++ == 0)
+			snprintf(rules, sizeof rules, "%.*s", (int)strcspn(l, "\n"), l);
+	CU_ASSERT_EQUAL(nr_rules, 1);
+	CU_ASSERT_STRING_EQUAL(rules, "kv,size>=64M => managed:cxl; * => native");
+
+	/* -q prints the same rules alone */
+	const char *quiet[] = { kvt_path("kvtier"), "policy", "suggest", "-q", trace, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, quiet, NULL) == 0);
+	char want[1100];
+	snprintf(want, sizeof want, "%s\n", rules);
+	CU_ASSERT_STRING_EQUAL(rc.out, want);
+
+	/* policy check accepts them and prints them unchanged (canonical) */
+	const char *check[] = { kvt_path("kvtier"), "policy", "check", rules, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, check, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_STRING_EQUAL(rc.out, want);
+
+	/* replayed, they label the same allocations KV as the classifier on
+	 * the default rules, move every one of them and nothing else */
+	static char kv_def[4096], kv_sug[4096];
+	int right_def, right_sug;
+	const char *rp_def[] = { kvt_path("kvtier"), "replay", trace, NULL };
+	const char *env[] = { "KVTIER_POLICY=", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, rp_def, env) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	unsigned n_def = replay_labels(rc.out, kv_def, sizeof kv_def, &right_def);
+	const char *rp_sug[] = { kvt_path("kvtier"), "replay", "--policy", rules, trace, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, rp_sug, env) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	unsigned n_sug = replay_labels(rc.out, kv_sug, sizeof kv_sug, &right_sug);
+	CU_ASSERT_EQUAL(n_def, 27);
+	CU_ASSERT_EQUAL(n_sug, n_def);
+	CU_ASSERT_EQUAL(memcmp(kv_def, kv_sug, sizeof kv_def), 0);
+	unsigned nr_kv = 0;
+	for (size_t i = 0; i < sizeof kv_sug; i++)
+		nr_kv += kv_sug[i] == 1;
+	CU_ASSERT_EQUAL(nr_kv, 4);
+	CU_ASSERT(right_sug);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "4 kv, 0 expect marks"));
+}
+
+static void test_suggest_errors(void)
+{
+	const char *missing[] = { kvt_path("kvtier"), "policy", "suggest", tmp_path("none.trace"), NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, missing, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "none.trace"));
+	CU_ASSERT_EQUAL(rc.out_len, 0);
+	/* a trace with no KV: the default rules, said so */
+	char pattern[320];
+	snprintf(pattern, sizeof pattern, "%s/nokv.%%p.trace", tmpdir);
+	const char *sh[] = { kvt_path("kvtier"), "run", "--quiet", "--trace", pattern, "--",
+			     "/bin/true", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, sh, NULL) == 0);
+	const char *t = find_file("nokv.");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	char path[512];
+	snprintf(path, sizeof path, "%s", t);
+	const char *argv[] = { kvt_path("kvtier"), "policy", "suggest", path, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "# no KV-like allocation"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "\nkv => managed:cxl; * => native\n"));
+}
+
+/* ---- the man page --------------------------------------------------------------------- */
+
+static void test_man_page(void)
+{
+	if (access("/usr/bin/groff", X_OK)) {
+		fprintf(stderr, "\n  SKIP: groff not installed (apt-get install groff-base)\n");
+		CU_PASS("groff absent: man page not rendered");
+		return;
+	}
+	const char *argv[] = { "/usr/bin/groff", "-man", "-Tutf8", "-ww", "docs/kvtier.1", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	if (rc.err_len)
+		fprintf(stderr, "\n  groff: %s", rc.err);
+	CU_ASSERT_EQUAL(rc.err_len, 0);
+	/* plain text: drop grotty's overstrikes (c BS c, _ BS c) and SGR escapes */
+	size_t j = 0;
+	for (size_t i = 0; i < rc.out_len; i++) {
+		if (rc.out[i] == '\b' && j) {
+			j--;
+		} else if (rc.out[i] == 033) {
+			while (i < rc.out_len && rc.out[i] != 'm')
+				i++;
+		} else {
+			rc.out[j++] = rc.out[i];
+		}
+	}
+	rc.out[j] = 0;
+	/* every subcommand and every KVTIER_* variable is in it */
+	static const char *const words[] = { "kvtier run", "kvtier report", "kvtier dump",
+		"policy check", "policy suggest", "kvtier replay", "kvtier topo",
+		"kvtier options", "EXIT STATUS", "EXAMPLES", "FILES", NULL };
+	for (int i = 0; words[i]; i++)
+		CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, words[i]));
+	const char *opt[] = { kvt_path("kvtier"), "options", NULL };
+	static struct kvt_child o;
+	CU_ASSERT_FATAL(kvt_run(&o, opt, NULL) == 0);
+	unsigned nr = 0;
+	for (char *l = strchr(o.out, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+		char name[64];
+		if (sscanf(l + 1, "%63s", name) != 1)
+			continue;
+		nr++;
+		if (!strstr(rc.out, name)) {
+			fprintf(stderr, "\n  %s is not in docs/kvtier.1", name);
+			CU_FAIL("an option is missing from the man page");
+		}
+	}
+	CU_ASSERT(nr >= 20);
+}
+
+/* ---- the HTML report in a browser ----------------------------------------------------- */
+
+/* Distinct colours of a PNG, through python3's zlib (no imaging library
+ * needed): -1 when python3 is missing or the file is not an 8-bit RGB(A) PNG. */
+static int png_colours(const char *png)
+{
+	static const char script[] =
+		"import sys,zlib,struct\n"
+		"d=open(sys.argv[1],'rb').read()\n"
+		"assert d[:8]==b'\\x89PNG\\r\\n\\x1a\\n'\n"
+		"p=8;idat=b'';w=h=0\n"
+		"while p<len(d):\n"
+		" n,t=struct.unpack('>I4s',d[p:p+8]);c=d[p+8:p+8+n];p+=12+n\n"
+		" if t==b'IHDR':w,h,bd,ct=struct.unpack('>IIBB',c[:10]);assert bd==8 and ct in(2,6)\n"
+		" if t==b'IDAT':idat+=c\n"
+		"bpp=3 if ct==2 else 4;raw=zlib.decompress(idat);s=w*bpp;prev=bytearray(s);cols=set();o=0\n"
+		"for y in range(h):\n"
+		" f=raw[o];line=bytearray(raw[o+1:o+1+s]);o+=1+s\n"
+		" for i in range(s):\n"
+		"  a=line[i-bpp] if i>=bpp else 0;b=prev[i];cc=prev[i-bpp] if i>=bpp else 0\n"
+		"  if f==1:line[i]=(line[i]+a)&255\n"
+		"  elif f==2:line[i]=(line[i]+b)&255\n"
+		"  elif f==3:line[i]=(line[i]+(a+b)//2)&255\n"
+		"  elif f==4:\n"
+		"   q=a+b-cc;pa=abs(q-a);pb=abs(q-b);pc=abs(q-cc)\n"
+		"   line[i]=(line[i]+(a if pa<=pb and pa<=pc else b if pb<=pc else cc))&255\n"
+		" if y%4==0:cols.update(bytes(line[i:i+3]) for i in range(0,s,bpp*2))\n"
+		" prev=line\n"
+		"print(len(cols))\n";
+	const char *py = !access("/usr/bin/python3", X_OK) ? "/usr/bin/python3" : NULL;
+	if (!py)
+		return -1;
+	const char *argv[] = { py, "-c", script, png, NULL };
+	static struct kvt_child c;
+	if (kvt_run(&c, argv, NULL) || c.exit_code)
+		return -1;
+	return atoi(c.out);
+}
+
+static void test_html_screenshot(void)
+{
+	const char *chromium = "/usr/bin/chromium";
+	if (access(chromium, X_OK)) {
+		fprintf(stderr, "\n  SKIP: chromium not installed (apt-get install chromium): "
+				"no screenshot of the HTML report\n");
+		CU_PASS("chromium absent: HTML report not rendered");
+		return;
+	}
+	const char *trace = vllm_trace();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(trace);
+	char html[512], png[512], profile[512], shot[600], winsize[] = "--window-size=1200,2000";
+	snprintf(html, sizeof html, "%s", tmp_path("report.html"));
+	snprintf(png, sizeof png, "%s", tmp_path("report.png"));
+	snprintf(profile, sizeof profile, "--user-data-dir=%s", tmp_path("chromium-profile"));
+	snprintf(shot, sizeof shot, "--screenshot=%s", png);
+	const char *rep[] = { kvt_path("kvtier"), "report", "-q", "--format", "html", "-o", html,
+			      trace, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, rep, NULL) == 0);
+	CU_ASSERT_EQUAL_FATAL(rc.exit_code, 0);
+	char url[600];
+	snprintf(url, sizeof url, "file://%s", html);
+	const char *argv[] = { chromium, "--headless", "--no-sandbox", "--disable-gpu",
+			       "--disable-quic", "--no-first-run", "--disable-background-networking",
+			       "--disable-component-update", "--disable-sync", profile, shot,
+			       winsize, url, NULL };
+	time_t t0 = time(NULL);
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+	if (rc.exit_code)
+		fprintf(stderr, "\n  chromium exit %d: %.400s", rc.exit_code, rc.err);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	struct stat st;
+	CU_ASSERT_FATAL(stat(png, &st) == 0);
+	fprintf(stderr, "\n  screenshot %s: %lld bytes in %lds", png, (long long)st.st_size,
+		(long)(time(NULL) - t0));
+	CU_ASSERT(st.st_size > 20 * 1024);        /* a blank 1200x2000 PNG is ~10 KiB */
+	int colours = png_colours(png);
+	if (colours < 0) {
+		fprintf(stderr, "\n  (python3 absent or odd PNG: colours not counted)");
+	} else {
+		fprintf(stderr, ", %d distinct colours", colours);
+		CU_ASSERT(colours >= 8);          /* text, axes, series, heat cells */
+		fprintf(stderr, "\n");
+	}
+	if (getenv("KVT_KEEP_SCREENSHOT")) {      /* to look at it: copy it out */
+		char cmd[1200];
+		snprintf(cmd, sizeof cmd, "cp '%s' '%s'", png, getenv("KVT_KEEP_SCREENSHOT"));
+		CU_ASSERT_EQUAL(system(cmd), 0);
+	}
+}
+
+int main(void)
+{
+	CU_TestInfo tests[] = {
+		{ "run vllm-like: summary, trace, status 0", test_run_vllm },
+		{ "run sglang-like: summary, trace, status 0", test_run_sglang },
+		{ "run llamacpp-like: summary, trace, status 0", test_run_llamacpp },
+		{ "run: exit 3, SIGTERM -> 143, exec failure -> 127", test_run_exit_status },
+		{ "run: LD_PRELOAD appended, KVTIER_TRACE set", test_run_preload_appended },
+		{ "every subcommand: --help 0 on stdout, usage errors 2 on stderr",
+		  test_usage_conventions },
+		{ "policy suggest vllm-like: check accepts, replay agrees", test_suggest_roundtrip },
+		{ "policy suggest: missing trace 1, no KV -> default", test_suggest_errors },
+		{ "man page renders without warnings, names everything", test_man_page },
+		{ "HTML report: headless Chromium screenshot not blank", test_html_screenshot },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "cli", suite_init, suite_clean, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+	return kvt_test_main(suites);
+}
