@@ -32,7 +32,9 @@ static int make_trace(char *out, const char *name, const char *prog, const char 
 	snprintf(env_lib, sizeof env_lib, "LD_LIBRARY_PATH=%s", kvt_path("fakecuda"));
 	snprintf(env_pre, sizeof env_pre, "LD_PRELOAD=%s", kvt_path("libkvtier.so"));
 	const char *argv[] = { kvt_path(prog), mode ? "--mode" : NULL, mode, NULL };
-	const char *env[] = { env_trace, env_lib, env_pre, "KVTIER_POLICY=", NULL };
+	/* migration off: these traces must not depend on the migrator's timing
+	 * (the generated trace below covers migrations and chunk heat) */
+	const char *env[] = { env_trace, env_lib, env_pre, "KVTIER_POLICY=", "KVTIER_MIGRATE=0", NULL };
 	static struct kvt_child c;
 	if (kvt_run(&c, argv, env) || c.exit_code) {
 		fprintf(stderr, "%s failed (%d): %s\n", prog, c.exit_code, c.err);
