@@ -222,7 +222,7 @@ static void rehome(uint64_t base, uint64_t size)
  * the far node (no copy: advice only); refuted ones stay where they are. */
 static void act_on(const struct kvt_policy_resolutions *res)
 {
-	struct { uint64_t base, size; } todo[KVT_POLICY_MAX_RESOLVE];
+	struct { uint64_t base, size; } moves[KVT_POLICY_MAX_RESOLVE];
 	unsigned n = 0;
 	pthread_mutex_lock(&eng_lock);
 	for (unsigned i = 0; i < res->nr; i++) {
@@ -232,15 +232,15 @@ static void act_on(const struct kvt_policy_resolutions *res)
 				continue;
 			pend[k].id = 0;
 			if (r->reason == KVT_REASON_CONFIRMED && kvt_policy_action_is_far(&r->action)) {
-				todo[n].base = pend[k].base;
-				todo[n++].size = pend[k].size;
+				moves[n].base = pend[k].base;
+				moves[n++].size = pend[k].size;
 			}
 			break;
 		}
 	}
 	pthread_mutex_unlock(&eng_lock);
 	for (unsigned i = 0; i < n; i++)
-		rehome(todo[i].base, todo[i].size);
+		rehome(moves[i].base, moves[i].size);
 }
 
 void kvt_place_commit(struct kvt_place *pl, uint64_t base, uint64_t size)
