@@ -195,27 +195,36 @@ void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl)
 	}
 }
 
-static void rehome(uint64_t base, uint64_t size)
+/* Managed memory homed on a host node, accessed by the current device;
+ * a driver without host-NUMA homes (pre-12.2 / pre-R550) gets plain host. */
+static void home_far(CUdeviceptr d, uint64_t size, int node)
 {
 	CUdevice dev = 0;
 	kvt_cuda_current_device(&dev);
-	if (kvt_cuda_advise(base, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-			    CU_MEM_LOCATION_TYPE_HOST_NUMA, far_node) != CUDA_SUCCESS) {
+	if (kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+			    CU_MEM_LOCATION_TYPE_HOST_NUMA, node) != CUDA_SUCCESS) {
 		kvt_place_fallback(KVT_FB_NUMA_HOME);
-		kvt_cuda_advise(base, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+		kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
 				CU_MEM_LOCATION_TYPE_HOST, 0);
 	}
-	kvt_cuda_advise(base, size, CU_MEM_ADVISE_SET_ACCESSED_BY, CU_MEM_LOCATION_TYPE_DEVICE, dev);
+	kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_ACCESSED_BY, CU_MEM_LOCATION_TYPE_DEVICE, dev);
+}
+
+static void rehome(uint64_t base, uint64_t size)
+{
+	int node = pick_far(size);
+	home_far(base, size, node);
+	account_far(node, (int64_t)size);
 	struct kvt_alloc a;
 	if (!kvt_reg_lookup(kvt_mem_reg, base, &a)) {
 		a.placement = KVT_PLACE_MANAGED_FAR;
-		a.node = far_node;
+		a.node = node;
 		kvt_reg_insert(kvt_mem_reg, &a);
 	}
 	__atomic_fetch_add(&nr_rehomed, 1, __ATOMIC_RELAXED);
 	kvt_rec_event(KVT_OP_ADVISE, KVT_KIND_DEVICE, KVT_API_none, base, size,
 		      CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-		      ((uint64_t)CU_MEM_LOCATION_TYPE_HOST_NUMA << 32) | (uint32_t)far_node, 0);
+		      ((uint64_t)CU_MEM_LOCATION_TYPE_HOST_NUMA << 32) | (uint32_t)node, 0);
 }
 
 /* Verdicts on provisional allocations: confirmed ones move their home to
@@ -318,20 +327,6 @@ void kvt_place_on_meminfo(uint64_t free_bytes, uint64_t total_bytes)
 }
 
 /* ---- device side ---- */
-
-static void home_far(CUdeviceptr d, uint64_t size, int node)
-{
-	CUdevice dev = 0;
-	kvt_cuda_current_device(&dev);
-	if (kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-			    CU_MEM_LOCATION_TYPE_HOST_NUMA, node) != CUDA_SUCCESS) {
-		/* pre-12.2 drivers: managed without a NUMA home */
-		kvt_place_fallback(KVT_FB_NUMA_HOME);
-		kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-				CU_MEM_LOCATION_TYPE_HOST, 0);
-	}
-	kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_ACCESSED_BY, CU_MEM_LOCATION_TYPE_DEVICE, dev);
-}
 
 int kvt_place_managed(CUdeviceptr *p, uint64_t size, struct kvt_place *pl)
 {
