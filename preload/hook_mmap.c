@@ -13,6 +13,7 @@
 #include "kvt.h"
 #include "record.h"
 #include "place.h"
+#include "../profiler/trace.h"
 
 typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
 typedef int (*munmap_fn)(void *, size_t);
@@ -32,6 +33,10 @@ KVT_NO_SANITIZE static void *next_symbol(void **slot, const char *name)
 	return p;
 }
 
+/* Anonymous maps are registered only when they are traced or some rule
+ * can place them; until one is, munmap/mremap skip the registry too. */
+static int mmap_seen;
+
 static int is_tracked_mmap(const struct kvt_alloc *a)
 {
 	return a->kind == KVT_KIND_MMAP;
@@ -42,8 +47,11 @@ static void *do_mmap(mmap_fn real, void *addr, size_t len, int prot, int flags,
 {
 	if (!real)       /* very early, before the loader can answer */
 		return kvt_sys_mmap(addr, len, prot, flags, fd, off);
-	if (!(flags & MAP_ANONYMOUS) || !kvt_hook_enter())
+	if (!(flags & MAP_ANONYMOUS) ||
+	    (!kvt_trace_active() && !kvt_place_kind_placeable(KVT_KIND_MMAP)) ||
+	    !kvt_hook_enter())
 		return real(addr, len, prot, flags, fd, off);
+	__atomic_store_n(&mmap_seen, 1, __ATOMIC_RELAXED);
 	void *p = real(addr, len, prot, flags, fd, off);
 	int saved = errno;
 	int ok = p != MAP_FAILED;
@@ -93,7 +101,7 @@ KVT_EXPORT KVT_NO_SANITIZE int munmap(void *addr, size_t len)
 	munmap_fn real = (munmap_fn)next_symbol((void **)&real_munmap, "munmap");
 	if (!real)
 		return kvt_sys_munmap(addr, len) ? (errno = EINVAL, -1) : 0;
-	if (!kvt_hook_enter())
+	if (!__atomic_load_n(&mmap_seen, __ATOMIC_RELAXED) || !kvt_hook_enter())
 		return real(addr, len);
 	int r = real(addr, len);
 	int saved = errno;
@@ -137,7 +145,7 @@ static void *do_mremap(void *old, size_t old_size, size_t new_size, int flags,
 		errno = ENOSYS;
 		return MAP_FAILED;
 	}
-	if (!kvt_hook_enter())
+	if (!__atomic_load_n(&mmap_seen, __ATOMIC_RELAXED) || !kvt_hook_enter())
 		return real(old, old_size, new_size, flags, new_addr);
 	void *p = real(old, old_size, new_size, flags, new_addr);
 	int saved = errno;

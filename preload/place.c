@@ -25,6 +25,7 @@ static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kvt_policy pol;
 static struct kvt_policy_engine eng;
 static int placing;                 /* 0: every allocation stays native */
+static uint8_t placeable[KVT_KIND__COUNT];   /* some rule can move this kind */
 static int far_node = -1;           /* the first far node (re-homing, counters) */
 static int nr_far;
 static int far_nodes[KVT_TOPO_MAX_FAR];
@@ -92,9 +93,43 @@ static void load_policy(void)
 	placing = 0;
 }
 
+/* Which kinds some rule can move (actions serve only some kinds; kv rules
+ * only the kinds the classifier looks at). Others skip the engine and its
+ * lock entirely: most anonymous maps of a server never need a decision. */
+static void find_placeable_kinds(void)
+{
+	static const uint8_t serves[] = {
+		[KVT_ACT_MANAGED] = (1u << KVT_KIND_DEVICE) | (1u << KVT_KIND_ASYNC) |
+				    (1u << KVT_KIND_MANAGED),
+		[KVT_ACT_PINNED] = (1u << KVT_KIND_HOST) | (1u << KVT_KIND_REGISTER),
+		[KVT_ACT_BIND] = (1u << KVT_KIND_MMAP) | (1u << KVT_KIND_REGISTER),
+		[KVT_ACT_INTERLEAVE] = (1u << KVT_KIND_MMAP) | (1u << KVT_KIND_REGISTER),
+	};
+	const uint8_t kv_kinds = (1u << KVT_KIND_DEVICE) | (1u << KVT_KIND_ASYNC) |
+				 (1u << KVT_KIND_MANAGED);
+	for (unsigned i = 0; i < pol.nr_rules; i++) {
+		const struct kvt_policy_rule *r = &pol.rule[i];
+		uint8_t kinds = r->kinds ? r->kinds : 0xff;
+		if (r->action.type < sizeof serves)
+			kinds &= serves[r->action.type];
+		else
+			kinds = 0;                 /* native, trace */
+		if (r->kv == KVT_RULE_KV_YES)
+			kinds &= kv_kinds;
+		for (unsigned k = 0; k < KVT_KIND__COUNT; k++)
+			placeable[k] |= (kinds >> k) & 1;
+	}
+}
+
+int kvt_place_kind_placeable(uint8_t kind)
+{
+	return placing && kind < KVT_KIND__COUNT && placeable[kind];
+}
+
 void kvt_place_init(void)
 {
 	load_policy();
+	find_placeable_kinds();
 	kvt_policy_engine_init(&eng, &pol, NULL, kvt_opt.hbm_budget, kvt_opt.cxl_limit,
 			       kvt_opt.reserve);
 	/* Topology once, at start (static: the structs are large). Several far
@@ -167,7 +202,7 @@ void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl)
 {
 	memset(pl, 0, sizeof *pl);
 	pl->node = -1;
-	if (!placing)
+	if (!placing || kind >= KVT_KIND__COUNT || !placeable[kind])
 		return;
 	struct kvt_policy_decision d;
 	struct site_ctx sc;

@@ -43,6 +43,8 @@ int kvt_place_far_node(void);
 uint64_t kvt_place_hbm_budget(void);
 
 void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl);
+/* Can some rule move memory of this kind at all? */
+int kvt_place_kind_placeable(uint8_t kind);
 /* After the allocation: remember provisional ones, act on verdicts. */
 void kvt_place_commit(struct kvt_place *pl, uint64_t base, uint64_t size);
 void kvt_place_on_free(const struct kvt_alloc *rec);
