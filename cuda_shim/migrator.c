@@ -323,6 +323,7 @@ static void epoch(void)
 	CTR_ADD(epoch_ns, dt);
 	if (dt > __atomic_load_n(&ctr.epoch_ns_max, __ATOMIC_RELAXED))
 		__atomic_store_n(&ctr.epoch_ns_max, dt, __ATOMIC_RELAXED);
+	kvt_stats_publish_epoch(KVT_STATS_MIGR(ctr));
 }
 
 /* ---- the thread ---- */

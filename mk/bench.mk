@@ -4,13 +4,16 @@
 #                     mk files), then bench-table: one table of figures
 #                     measured side by side (bench/run.sh) and $(BUILD)/bench.json
 #   make bench-table  the table step alone (still runs bench-sim first)
+#   make bench-sim-full  bench-sim with longer windows (minutes)
 #   make gpu-bundle   everything tests/gpu/run.sh needs on a bare GPU machine,
 #                     built here against the real CUDA 13 toolkit: build/gpu
 # Benchmarks never fail the build on a time; `make test` runs none of them.
 BENCH_HOOKS := $(BUILD)/bench/hooks
 BENCH_TRACE_WRITE := $(BUILD)/bench/trace_write
+BENCH_PROFILER := $(BUILD)/bench/bench_profiler
+MIGRATE_INTEGRITY := $(BUILD)/bench/migrate_integrity
 
-EXTRA_BINS += $(BENCH_HOOKS) $(BENCH_TRACE_WRITE)
+EXTRA_BINS += $(BENCH_HOOKS) $(BENCH_TRACE_WRITE) $(BENCH_PROFILER) $(MIGRATE_INTEGRITY)
 
 # linked to the stand-in runtime; the same binary runs native and preloaded
 $(BENCH_HOOKS): bench/hooks.c $(BUILD)/fakecuda/libcudart.so.13
@@ -21,14 +24,45 @@ $(BENCH_TRACE_WRITE): bench/trace_write.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBCORE) $(LIB_LIBS)
 
-.PHONY: bench-table gpu-bundle
+# checksummed 2 MiB blocks written and checked while the migrator moves them
+# (tests/unit/test_migrate_integrity.c runs it; make soak-migrate runs it long)
+$(MIGRATE_INTEGRITY): tests/bench/migrate_integrity.c $(BUILD)/fakecuda/libcudart.so.13
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD)/fakecuda -l:libcudart.so.13
+
+# heat + planner cost at 1 TiB tracked (the core archive: no hooks, no CUDA)
+$(BENCH_PROFILER): bench/bench_profiler.c $(LIBCORE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBCORE) $(LIB_LIBS)
+
+.PHONY: bench-table bench-sim-full soak-migrate gpu-bundle
+# data integrity under migration, long: two processes side by side, each
+# SOAK_RUNS runs of SOAK_ROUNDS rounds (the CI size is 1 run of 150 rounds)
+SOAK_RUNS ?= 10
+SOAK_ROUNDS ?= 600
+soak-migrate: $(BUILD)/tests/unit/test_migrate_integrity $(MIGRATE_INTEGRITY) $(LIBKVTIER) $(FAKECUDA_LIBS)
+	@for i in 0 1; do \
+		BUILD=$(BUILD) KVT_INTEGRITY_RUNS=$(SOAK_RUNS) KVT_INTEGRITY_ROUNDS=$(SOAK_ROUNDS) \
+		KVT_INTEGRITY_SEED=$$((1 + $$i * 1000)) $(BUILD)/tests/unit/test_migrate_integrity \
+			>$(BUILD)/soak-migrate.$$i.log 2>&1 & \
+	done; wait; grep -h '^integrity:' $(BUILD)/soak-migrate.*.log; \
+	! grep -l 'FAILED\|[1-9][0-9]* failed runs\|[1-9][0-9]* corrupt' $(BUILD)/soak-migrate.*.log
+
+# the simulated rows with longer windows (40 warm-up + 10 timed steps for every
+# baseline, 10 timed for kvtier): minutes, since UVM thrash is real copying
+bench-sim-full: $(WL_BINS) $(FAKECUDA_LIBS) $(LIBKVTIER)
+	BUILD=$(BUILD) BENCH_SIM_FULL=1 BENCH_SIM_RATIOS="4 2 1" tests/bench/bench_sim.sh
+
 # mk/*.mk are read in name order: this file comes before the ones defining
 # FAKECUDA_LIBS and FAKECUDART, hence the literal stand-in paths.
 # Listed after the other bench-* prerequisites, and depending on them, so
 # nothing else is timed while the table's own figures are measured (-j too).
 bench: bench-table
+# make bench's simulated rows include KV = 4x (minutes); plain bench-sim: 1x, 2x
+bench: export BENCH_SIM_RATIOS := 4 2 1
 bench-table: bench-policy bench-report bench-sim $(LIBKVTIER) $(KVTIER) $(BUILD)/fakecuda/libcuda.so.1 \
-		$(BUILD)/fakecuda/libcudart.so.13 $(BUILD)/bench/bench_policy $(BENCH_HOOKS) $(BENCH_TRACE_WRITE)
+		$(BUILD)/fakecuda/libcudart.so.13 $(BUILD)/bench/bench_policy $(BENCH_HOOKS) $(BENCH_TRACE_WRITE) \
+		$(BENCH_PROFILER)
 	@BUILD=$(BUILD) MAKE="$(MAKE)" bench/run.sh
 
 # ---- the real-GPU bundle -------------------------------------------------------

@@ -5,6 +5,7 @@
  * syscalls, no allocation; deterministic given its inputs. O(n): ranking is
  * done with 64-bucket heat histograms and bucket cuts, never a sort. */
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@
 
 void kvt_planner_init(struct kvt_planner *pl, const struct kvt_plan_params *p)
 {
-	memset(pl, 0, sizeof *pl);
+	memset(pl, 0, offsetof(struct kvt_planner, live));   /* not the scratch */
 	pl->p = *p;
 	if (!pl->p.chunk_bytes)
 		pl->p.chunk_bytes = 2ull << 20;
@@ -29,14 +30,29 @@ void kvt_planner_init(struct kvt_planner *pl, const struct kvt_plan_params *p)
 		pl->p.demote = pl->p.promote;
 }
 
-unsigned kvt_plan_bucket(float heat)
+/* frexpf without the call: heat = m * 2^e with m in [0.5, 1) is, for a
+ * normal positive float of biased exponent x and mantissa bits f,
+ * e = x - 126 and m = 0x3F000000|f as a float, so m >= 0.70710678f
+ * (0x3F3504F3) is f >= 0x3504F3. Denormals fall below bucket 0 either way;
+ * +inf keeps frexpf's answer (e = 0, m = inf). Same buckets as before. */
+static inline unsigned bucket_of(float heat)
 {
 	if (!(heat > 0.0f))           /* also NaN */
 		return 0;
-	int e;
-	float m = frexpf(heat, &e);   /* heat = m * 2^e, m in [0.5, 1) */
-	int b = 2 * e + (m >= 0.70710678f) + 20;   /* 2^-10 .. 2^21 */
+	uint32_t bits;
+	memcpy(&bits, &heat, 4);
+	uint32_t x = bits >> 23;      /* sign is 0 */
+	if (x == 0)                   /* denormal: 2^-126 and below */
+		return 0;
+	if (x == 255)                 /* +inf: frexpf gives e = 0, m = inf */
+		return 21;
+	int b = 2 * ((int)x - 126) + ((bits & 0x7FFFFFu) >= 0x3504F3u) + 20;   /* 2^-10 .. 2^21 */
 	return b < 0 ? 0 : b >= KVT_PLAN_BUCKETS ? KVT_PLAN_BUCKETS - 1 : (unsigned)b;
+}
+
+unsigned kvt_plan_bucket(float heat)
+{
+	return bucket_of(heat);
 }
 
 /* ---- per-epoch working state (on the stack) ---- */
@@ -52,20 +68,20 @@ struct epoch {
 	struct cut choose, dem, pro;
 };
 
-static int movable(const struct epoch *ep, const struct kvt_plan_chunk *c)
+static inline int movable(const struct epoch *ep, const struct kvt_plan_chunk *c)
 {
 	return !c->moved_ms || ep->now_ms - c->moved_ms >= ep->pl->p.min_residence_ms;
 }
 
-static int eligible(const struct epoch *ep, const struct kvt_plan_chunk *c)
+static inline int eligible(const struct epoch *ep, const struct kvt_plan_chunk *c)
 {
 	return c->tier == KVT_PLAN_TIER_HBM ? c->heat >= ep->pl->p.demote
 				       : c->heat >= ep->pl->p.promote;
 }
 
-static int rank_key(const struct kvt_plan_chunk *c)
+static inline int rank_key(const struct kvt_plan_chunk *c)
 {
-	return (int)kvt_plan_bucket(c->heat) + (c->tier == KVT_PLAN_TIER_HBM ? INCUMBENT_BONUS : 0);
+	return (int)bucket_of(c->heat) + (c->tier == KVT_PLAN_TIER_HBM ? INCUMBENT_BONUS : 0);
 }
 
 /* Walk a histogram from the top (desc) or the bottom until `want` chunks. */
@@ -87,7 +103,7 @@ static struct cut cut_of(const uint32_t *hist, int nr_keys, uint32_t want, int d
 	return c;
 }
 
-static int pass(struct cut *c, int key, int desc)
+static inline int pass(struct cut *c, int key, int desc)
 {
 	if (desc ? key > c->key : key < c->key)
 		return 1;
@@ -100,12 +116,23 @@ static int pass(struct cut *c, int key, int desc)
 
 /* Whether a movable, eligible chunk is among the top `capacity` (call in
  * table order; the cut's counter makes the boundary bucket first-come). */
-static int chosen(struct epoch *ep, const struct kvt_plan_chunk *c)
+static inline int chosen(struct epoch *ep, const struct kvt_plan_chunk *c)
 {
 	return movable(ep, c) && eligible(ep, c) && pass(&ep->choose, rank_key(c), 1);
 }
 
-static int demote_key(const struct epoch *ep, const struct kvt_plan_chunk *c)
+/* Whether a chunk can matter to passes 2, 3a and 3b: a far chunk below the
+ * promote threshold (most of a big table) is never chosen, never demoted
+ * and never promoted, and an unmovable resident one neither; skipping them
+ * before chosen() leaves every cut counter exactly as it was. */
+static inline int live(const struct epoch *ep, const struct kvt_plan_chunk *c)
+{
+	if (c->tier == KVT_PLAN_TIER_HBM)
+		return movable(ep, c);
+	return c->heat >= ep->pl->p.promote;
+}
+
+static inline int demote_key(const struct epoch *ep, const struct kvt_plan_chunk *c)
 {
 	return eligible(ep, c) ? rank_key(c) : 0;
 }
@@ -155,16 +182,29 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 	pl->last_ms = now_ms;
 	out->nr = out->nr_promote = out->nr_demote = 0;
 
-	/* pass 1: what is in HBM, what could be */
+	/* pass 1: what is in HBM, what could be; the chunks that can matter
+	 * later (live()) listed in table order while they fit */
+	uint32_t nl = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		int m = movable(&ep, &c[i]);
 		if (c[i].tier == KVT_PLAN_TIER_HBM) {
 			used++;
 			fixed += !m;
+			if (m && nl < KVT_PLAN_LIVE_MAX)
+				pl->live[nl] = i;
+			nl += m;
+		} else if (c[i].heat >= pl->p.promote) {
+			if (nl < KVT_PLAN_LIVE_MAX)
+				pl->live[nl] = i;
+			nl++;
 		}
 		if (m && eligible(&ep, &c[i]))
 			hist[rank_key(&c[i])]++;
 	}
+	/* the later passes walk the list, or the whole table when it overflowed */
+	const int listed = nl <= KVT_PLAN_LIVE_MAX;
+	const uint32_t nw = listed ? nl : n;
+#define AT(j) (listed ? pl->live[j] : (j))
 	uint64_t budget = pl->p.budget_bytes / cb;
 	uint32_t high = (uint32_t)(budget * pl->p.high_bp / 10000);
 	uint32_t low = (uint32_t)(budget * pl->p.low_bp / 10000);
@@ -174,7 +214,10 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 
 	/* pass 2: candidates for each direction */
 	uint32_t nd = 0, np = 0;
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t j = 0; j < nw; j++) {
+		uint32_t i = AT(j);
+		if (!live(&ep, &c[i]))
+			continue;
 		int ch = chosen(&ep, &c[i]);
 		if (c[i].tier == KVT_PLAN_TIER_HBM && movable(&ep, &c[i]) && !ch) {
 			hist_d[demote_key(&ep, &c[i])]++;
@@ -191,7 +234,11 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 	/* pass 3a: demotions */
 	ep.choose.taken = 0;
 	uint32_t dd = 0;
-	for (uint32_t i = 0; i < n; i++) {
+	/* the cut passes exactly want_d chunks: none can follow the last */
+	for (uint32_t j = 0; j < nw && dd < want_d; j++) {
+		uint32_t i = AT(j);
+		if (!live(&ep, &c[i]))
+			continue;
 		int ch = chosen(&ep, &c[i]);
 		if (c[i].tier != KVT_PLAN_TIER_HBM || !movable(&ep, &c[i]) || ch)
 			continue;
@@ -214,7 +261,10 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 	/* pass 3b: promotions */
 	ep.choose.taken = 0;
 	uint32_t pp = 0;
-	for (uint32_t i = 0; i < n && pp < want_p; i++) {
+	for (uint32_t j = 0; j < nw && pp < want_p; j++) {
+		uint32_t i = AT(j);
+		if (!live(&ep, &c[i]))
+			continue;
 		int ch = chosen(&ep, &c[i]);
 		if (c[i].tier != KVT_PLAN_TIER_FAR || !ch || !pass(&ep.pro, rank_key(&c[i]), 1))
 			continue;
@@ -222,6 +272,7 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 			break;
 		pp++;
 	}
+#undef AT
 	if (pl->p.rate_bytes_per_s) {
 		uint64_t spent = (uint64_t)(dd + pp) * cb;
 		pl->allowance_bytes = spent > pl->allowance_bytes ? 0 : pl->allowance_bytes - spent;

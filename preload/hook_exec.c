@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* exec: the new image replaces this one without running destructors, so
- * the trace buffer is written out first (the file then ends without an END
- * record, which readers report as "exec'd or killed"). The call itself is
- * passed through unchanged. The variadic execl* forms are rebuilt into an
+/* exec and _exit: the image ends without running destructors, so the
+ * trace buffer is written out first (the file then ends without an END
+ * record, which readers report as "exec'd or killed") and the live stats
+ * segment is removed. The call itself is passed through unchanged. The variadic execl* forms are rebuilt into an
  * argument vector (at most 4096 arguments, else E2BIG) for the v-forms. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <sys/syscall.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kvt.h"
@@ -14,8 +16,20 @@
 
 static void before_exec(void)
 {
-	if (kvt_tls.depth == 0 && kvt_ready())
+	if (kvt_tls.depth == 0 && kvt_ready()) {
 		kvt_trace_flush();
+		kvt_stats_before_exec();     /* the new image (same pid) makes its own */
+	}
+}
+
+/* Still here: the exec failed; errno is kept for the caller. */
+static int after_exec(int r)
+{
+	int saved = errno;
+	if (kvt_tls.depth == 0 && !kvt_inert())
+		kvt_stats_exec_failed();
+	errno = saved;
+	return r;
 }
 
 #define EXEC_HOOK(name, params, args)                                          \
@@ -29,13 +43,38 @@ KVT_EXPORT int name params                                                     \
 		return -1;                                                     \
 	}                                                                      \
 	before_exec();                                                         \
-	return real args;                                                      \
+	return after_exec(real args);                                          \
 }
 
 EXEC_HOOK(execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
 EXEC_HOOK(execv, (const char *path, char *const argv[]), (path, argv))
 EXEC_HOOK(execvp, (const char *file, char *const argv[]), (file, argv))
 EXEC_HOOK(execvpe, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp))
+
+/* ---- _exit, _Exit (dash, os._exit, fork children): async-signal-safe
+ * work only (an unlink when this process owns a segment) ---- */
+
+KVT_EXPORT void _exit(int status)
+{
+	static void (*real)(int);
+	if (!real)
+		real = (void (*)(int))kvt_real_dlsym(RTLD_NEXT, "_exit");
+	if (!kvt_inert())
+		kvt_stats_at_exit();
+	/* destructors do not run: write out the trace (its END record) unless
+	 * its lock is busy (_exit may come from a signal handler) */
+	if (kvt_tls.depth == 0 && kvt_ready())
+		kvt_trace_close_if_owner();
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+KVT_EXPORT void _Exit(int status)
+{
+	_exit(status);
+}
 
 /* ---- execl, execlp, execle: collect the list, call the vector form ---- */
 

@@ -78,6 +78,7 @@ static void fork_prepare(void)
 	kvt_tls.depth++;
 	if (kvt_inert())
 		return;
+	kvt_mmap_fork_prepare();
 	kvt_trace_fork_prepare();
 	kvt_reg_lock_all(kvt_mem_reg);
 	kvt_reg_lock_all(kvt_vmm_reg);
@@ -91,6 +92,7 @@ static void fork_parent(void)
 		kvt_reg_unlock_all(kvt_vmm_reg);
 		kvt_reg_unlock_all(kvt_mem_reg);
 		kvt_trace_fork_parent();
+		kvt_mmap_fork_parent();
 	}
 	kvt_tls.depth--;
 }
@@ -98,12 +100,14 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	kvt_platform_after_fork();
+	kvt_stats_after_fork();
 	if (!kvt_inert()) {
 		kvt_migrator_after_fork();
 		kvt_reg_unlock_all(kvt_host_reg);
 		kvt_reg_unlock_all(kvt_vmm_reg);
 		kvt_reg_unlock_all(kvt_mem_reg);
 		kvt_trace_fork_child();
+		kvt_mmap_fork_child();
 	}
 	kvt_tls.depth--;
 }
@@ -148,6 +152,7 @@ static void init_once(void)
 	open_trace();
 	kvt_place_init();
 	kvt_migrator_start();
+	kvt_stats_init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&kvt_state, KVT_STATE_READY, __ATOMIC_RELEASE);
 }
@@ -218,6 +223,7 @@ __attribute__((destructor(101))) static void kvt_dtor(void)
 		return;
 	kvt_tls.depth++;
 	kvt_migrator_stop();
+	kvt_stats_close();
 	if (kvt_trace_active()) {
 		trace_live_records();
 		kvt_place_trace_counters();

@@ -56,6 +56,11 @@ static inline void kvt_hook_exit(void)
 	kvt_tls.depth--;
 }
 
+/* fork(): the anonymous-map lock (preload/hook_mmap.c). */
+void kvt_mmap_fork_prepare(void);
+void kvt_mmap_fork_parent(void);
+void kvt_mmap_fork_child(void);
+
 /* ---- logging (write(2) on the stack, prefixed "kvtier: ", rate-limited) ---- */
 
 enum kvt_log_level { KVT_LOG_DEBUG = 0, KVT_LOG_INFO, KVT_LOG_WARN,
@@ -114,6 +119,7 @@ struct kvt_options {
 	int demote;                  /* KVTIER_DEMOTE (heat) */
 	int decay_ms;                /* KVTIER_DECAY_MS (tau) */
 	uint64_t migrate_rate;       /* KVTIER_MIGRATE_RATE bytes/s (0 = no cap) */
+	int stats;                   /* KVTIER_STATS: publish live counters */
 };
 extern struct kvt_options kvt_opt;
 
@@ -127,5 +133,7 @@ void kvt_options_print(const struct kvt_options *o, int fd);
  * returns 0 and fills the pointers, or -1 past the end. */
 int kvt_option_info(unsigned i, const char **name, const char **def,
 		    const char **unit, const char **help);
+
+#include "stats.h"          /* live counters: hooks and the migrator publish */
 
 #endif

@@ -24,6 +24,7 @@ struct kvt_options kvt_opt = {
 	.demote = 1,
 	.decay_ms = 1000,
 	.migrate_rate = 8ull << 30,
+	.stats = 1,
 };
 
 enum opt_type { OPT_BOOL, OPT_INT, OPT_SIZE, OPT_STR, OPT_LOGLEVEL };
@@ -102,6 +103,9 @@ static const struct opt_desc table[] = {
 	{ .name = "KVTIER_MIGRATE_RATE", .type = OPT_SIZE, .offset = OFF(migrate_rate),
 	  .def = "8G", .unit = "bytes/s",
 	  .help = "cap on bytes promoted plus demoted per second (0: no cap)" },
+	{ .name = "KVTIER_STATS", .type = OPT_BOOL, .offset = OFF(stats),
+	  .def = "1", .unit = "bool",
+	  .help = "publish live counters in /dev/shm/kvtier.<pid> (0600) for 'kvtier stat'" },
 };
 
 #define NR_OPTS (sizeof table / sizeof table[0])

@@ -252,6 +252,7 @@ static void rehome(uint64_t base, uint64_t size)
 	account_far(node, (int64_t)size);
 	struct kvt_alloc a;
 	if (!kvt_reg_lookup(kvt_mem_reg, base, &a)) {
+		kvt_stats_on_rehome(a.placement, KVT_PLACE_MANAGED_FAR, a.size);
 		a.placement = KVT_PLACE_MANAGED_FAR;
 		a.node = node;
 		kvt_reg_insert(kvt_mem_reg, &a);
@@ -504,6 +505,25 @@ int kvt_place_bind(void *p, uint64_t len, struct kvt_place *pl, int move)
 }
 
 /* ---- counters ---- */
+
+const char *kvt_place_fallback_name(unsigned why)
+{
+	return why < KVT_FB__COUNT ? fallback_names[why] : "?";
+}
+
+void kvt_place_counters(struct kvt_place_counters *out)
+{
+	for (unsigned i = 0; i < KVT_PLACE__COUNT; i++) {
+		out->nr_placed[i] = __atomic_load_n(&nr_placed[i], __ATOMIC_RELAXED);
+		out->bytes_placed[i] = __atomic_load_n(&bytes_placed[i], __ATOMIC_RELAXED);
+	}
+	for (unsigned i = 0; i < KVT_FB__COUNT; i++)
+		out->fallback[i] = __atomic_load_n(&nr_fallback[i], __ATOMIC_RELAXED);
+	out->rehomed = __atomic_load_n(&nr_rehomed, __ATOMIC_RELAXED);
+	out->mismatch = __atomic_load_n(&nr_mismatch, __ATOMIC_RELAXED);
+	out->far_node = far_node;
+	out->placing = placing;
+}
 
 void kvt_place_trace_counters(void)
 {

@@ -65,6 +65,16 @@ void kvt_place_unpin(void *p, uint64_t size);
 int kvt_place_bind(void *p, uint64_t len, struct kvt_place *pl, int move);
 
 void kvt_place_fallback(enum kvt_fallback why);
+const char *kvt_place_fallback_name(unsigned why);
+
+/* The counters as they are now (atomic loads; for the stats segment). */
+struct kvt_place_counters {
+	uint64_t nr_placed[KVT_PLACE__COUNT], bytes_placed[KVT_PLACE__COUNT];
+	uint64_t fallback[KVT_FB__COUNT];
+	uint64_t rehomed, mismatch;
+	int far_node, placing;
+};
+void kvt_place_counters(struct kvt_place_counters *out);
 /* INFO records with the counters, at exit. */
 void kvt_place_trace_counters(void);
 

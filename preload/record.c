@@ -34,6 +34,7 @@ void kvt_rec_alloc_placed(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 		};
 		if (kvt_reg_insert(reg, &a) < 0)
 			kvt_warn_once("registry out of memory; some allocations go untracked");
+		kvt_stats_on_alloc(kind, placement, size);
 	}
 	if (kvt_trace_active()) {
 		struct kvt_rec_event ev = {
@@ -65,8 +66,10 @@ void kvt_rec_free_end(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 	uint16_t who = kvt_attribute_api(api);
 	if (tracked && !ok)
 		kvt_reg_insert(reg, rec);      /* the release failed: still live */
-	if (tracked && ok)
+	if (tracked && ok) {
+		kvt_stats_on_free(rec->kind, rec->placement, rec->size);
 		kvt_place_on_free(rec);
+	}
 	if (kvt_trace_active()) {
 		struct kvt_rec_event ev = {
 			.op = KVT_OP_FREE, .api = who, .addr = addr,

@@ -28,7 +28,7 @@ static uint64_t lo_addr = UINT64_MAX, hi_addr;
 
 float kvt_heat_decay(float h, uint32_t dt_ms, uint32_t tau_ms)
 {
-	if (!tau_ms || !dt_ms)
+	if (!tau_ms || !dt_ms || h == 0.0f)     /* 0 decays to itself: no expf */
 		return h;
 	if (dt_ms > 64u * tau_ms)
 		return 0.0f;

@@ -32,6 +32,7 @@ struct trace {
 	uint64_t start_mono_ns;
 	uint64_t buffered_events;
 	int depth;
+	int pid;                         /* the process this file belongs to */
 	struct kvt_trace_stats st;
 };
 
@@ -88,6 +89,18 @@ static int open_excl(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
+/* The pid in an existing trace file's header (0 when unreadable). */
+static int owner_pid(const char *path)
+{
+	struct kvt_trace_header h;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, &h, sizeof h);
+	close(fd);
+	return n == (ssize_t)sizeof h && !memcmp(h.magic, KVT_TRACE_MAGIC, 8) ? (int)h.pid : 0;
+}
+
 /* Open pattern for this pid; on EEXIST try "<path>.<pid>" once. */
 static int open_file(void)
 {
@@ -106,8 +119,13 @@ static int open_file(void)
 		kvt_trace_expand("%p", pid, alt + n + 1, (unsigned)(sizeof alt - n - 1));
 		fd = open_excl(alt);
 		if (fd >= 0) {
-			kvt_warn("KVTIER_TRACE: %s exists and is never overwritten; writing %s",
-				 tr.path, alt);
+			/* This pid's own file: an image before an exec wrote it. */
+			if (owner_pid(tr.path) == pid)
+				kvt_info("KVTIER_TRACE: %s is this process's trace from before "
+					 "its exec; writing %s", tr.path, alt);
+			else
+				kvt_warn("KVTIER_TRACE: %s exists and is never overwritten; "
+					 "writing %s", tr.path, alt);
 			memcpy(tr.path, alt, sizeof alt);
 		}
 	}
@@ -174,6 +192,7 @@ static int start_locked(void)
 	if (fd < 0)
 		return fd;
 	tr.fd = fd;
+	tr.pid = (int)getpid();
 	tr.failed = 0;
 	tr.pos = 0;
 	tr.buffered_events = 0;
@@ -450,6 +469,16 @@ static void close_locked(void)
 	flush_locked();
 	close(tr.fd);
 	__atomic_store_n(&tr.fd, -1, __ATOMIC_RELAXED);
+}
+
+void kvt_trace_close_if_owner(void)
+{
+	/* a vfork child shares this memory with its parent: hands off; a busy
+	 * lock (a signal handler interrupted a writer): leave it */
+	if (tr.fd < 0 || tr.pid != (int)getpid() || pthread_mutex_trylock(&tr.lock))
+		return;
+	close_locked();
+	pthread_mutex_unlock(&tr.lock);
 }
 
 void kvt_trace_close(void)

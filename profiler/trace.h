@@ -34,6 +34,9 @@ void kvt_trace_info(const char *key, const char *value);
 
 /* Flush, write the END record and close. Idempotent. */
 void kvt_trace_close(void);
+/* The same from _exit: not in a vfork child sharing the parent's memory,
+ * and only if the lock is free right now. */
+void kvt_trace_close_if_owner(void);
 void kvt_trace_flush(void);
 
 /* fork(): hold the trace lock across it; the child writes its own file

@@ -11,5 +11,6 @@ int kvt_cmd_policy(int argc, char **argv);
 int kvt_cmd_replay(int argc, char **argv);
 int kvt_cmd_topo(int argc, char **argv);
 int kvt_cmd_suggest(int argc, char **argv);
+int kvt_cmd_stat(int argc, char **argv);
 
 #endif

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* `kvtier run [--trace PATTERN] [--] CMD ARGS...`: runs CMD with libkvtier
- * appended to LD_PRELOAD (an existing preload list is kept, in front),
+/* `kvtier run [--policy TEXT|FILE] [--budget BYTES] [--cxl-nodes LIST]
+ * [--trace PATTERN] [--] CMD ARGS...`: checks the options (bad ones: exit
+ * 2, nothing run), runs CMD with libkvtier appended to LD_PRELOAD (an
+ * existing preload list is kept, in front) and the KVTIER_* variables set,
  * passes its exit status through (128+N when killed by signal N), and
  * prints a one-screen summary of every trace the run wrote to stderr. */
 #include <errno.h>
@@ -10,11 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cmd.h"
 #include "summary.h"
+#include "kvtier/policy.h"
+#include "kvtier/units.h"
 
 /* libkvtier.so next to this binary (build/), or ../lib/kvtier/ when installed. */
 static int find_library(char *out, size_t len)
@@ -50,10 +55,101 @@ static int set_preload(const char *lib)
 
 static void run_usage(FILE *f)
 {
-	fprintf(f, "usage: kvtier run [--trace PATTERN] [--quiet] [--] CMD ARGS...\n"
+	fprintf(f, "usage: kvtier run [--policy TEXT|FILE] [--budget BYTES] [--cxl-nodes LIST]\n"
+		   "                  [--trace PATTERN] [--quiet] [--] CMD ARGS...\n"
+		   "  --policy TEXT|FILE  placement rules (KVTIER_POLICY), or a file of them\n"
+		   "                   (one or more per line, '#' comments); checked first\n"
+		   "  --budget BYTES   HBM budget for redirected memory (KVTIER_HBM_BUDGET; K/M/G)\n"
+		   "  --cxl-nodes LIST far-tier NUMA nodes (KVTIER_CXL_NODES: 1, 2,3, 2-4)\n"
 		   "  --trace PATTERN  trace file pattern (%%p = pid); default\n"
 		   "                   ./kvtier-<id>.%%p.trace, one file per process\n"
 		   "  --quiet          no summary at the end\n");
+}
+
+/* ---- the options that become KVTIER_* variables ---- */
+
+/* A rules file: '#' comments dropped, blank lines skipped, lines joined
+ * with "; " (a trailing ';' on a line is not doubled). 0, or -1 with a
+ * message on stderr. */
+static int read_policy_file(const char *path, char *out, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	size_t j = 0;
+	if (!f) {
+		fprintf(stderr, "kvtier run: --policy %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	out[0] = 0;
+	while (fgets(line, sizeof line, f)) {
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = 0;
+		char *b = line, *e = line + strlen(line);
+		while (*b == ' ' || *b == '\t')
+			b++;
+		while (e > b && strchr(" \t\r\n;", e[-1]))
+			e--;
+		if (e == b)
+			continue;
+		int n = snprintf(out + j, len - j, "%s%.*s", j ? "; " : "", (int)(e - b), b);
+		if (n < 0 || (size_t)n >= len - j) {
+			fprintf(stderr, "kvtier run: --policy %s: the rules are longer than %zu "
+				"characters\n", path, len - 1);
+			fclose(f);
+			return -1;
+		}
+		j += (size_t)n;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* TEXT, or FILE when the argument names a readable regular file. The
+ * rules are parsed here: an error names the column, exit 2, nothing runs. */
+static int resolve_policy(const char *arg, char *out, size_t len)
+{
+	static struct kvt_policy pol;
+	struct kvt_policy_error err;
+	struct stat sb;
+	int from_file = !stat(arg, &sb) && S_ISREG(sb.st_mode) && !access(arg, R_OK);
+	if (from_file) {
+		if (read_policy_file(arg, out, len))
+			return -1;
+	} else if (snprintf(out, len, "%s", arg) >= (int)len) {
+		fprintf(stderr, "kvtier run: --policy: longer than %zu characters\n", len - 1);
+		return -1;
+	}
+	if (kvt_policy_parse(out, &pol, &err) == 0)
+		return 0;
+	fprintf(stderr, "kvtier run: --policy%s%s: invalid rules: %s\n", from_file ? " " : "",
+		from_file ? arg : "", err.msg);
+	fprintf(stderr, "  %s\n", out);
+	if (err.column && err.column <= strlen(out) + 1)
+		fprintf(stderr, "  %*s^\n", (int)err.column - 1, "");
+	return -1;
+}
+
+static int check_budget(const char *v)
+{
+	uint64_t b;
+	if (kvt_parse_size(v, &b, NULL, 0) == 0)
+		return 0;
+	fprintf(stderr, "kvtier run: --budget '%s': expected bytes with an optional K/M/G/T "
+		"suffix (e.g. 40G)\n", v);
+	return -1;
+}
+
+/* numactl node list syntax: digits, ',' and '-' (the library checks the
+ * nodes exist). */
+static int check_nodes(const char *v)
+{
+	if (*v && strlen(v) < 256 && strspn(v, "0123456789,-") == strlen(v) &&
+	    v[0] != ',' && v[0] != '-')
+		return 0;
+	fprintf(stderr, "kvtier run: --cxl-nodes '%s': expected a node list such as 1, 2,3 or 2-4\n",
+		v);
+	return -1;
 }
 
 /* Every file the run may have written: PATTERN with %p -> *, plus exec
@@ -93,7 +189,8 @@ static void print_summary(const char *pattern)
 
 int kvt_cmd_run(int argc, char **argv)
 {
-	const char *trace = NULL;
+	static char policy[KVT_POLICY_MAX_TEXT + 1];
+	const char *trace = NULL, *policy_arg = NULL, *budget = NULL, *nodes = NULL;
 	int quiet = 0, i = 1;
 	for (; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
@@ -101,6 +198,12 @@ int kvt_cmd_run(int argc, char **argv)
 			break;
 		} else if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
 			trace = argv[++i];
+		} else if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
+			policy_arg = argv[++i];
+		} else if (!strcmp(argv[i], "--budget") && i + 1 < argc) {
+			budget = argv[++i];
+		} else if (!strcmp(argv[i], "--cxl-nodes") && i + 1 < argc) {
+			nodes = argv[++i];
 		} else if (!strcmp(argv[i], "--quiet")) {
 			quiet = 1;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -115,6 +218,12 @@ int kvt_cmd_run(int argc, char **argv)
 		}
 	}
 	if (i >= argc) {
+		run_usage(stderr);
+		return 2;
+	}
+	if (policy_arg && resolve_policy(policy_arg, policy, sizeof policy))
+		return 2;
+	if ((budget && check_budget(budget)) || (nodes && check_nodes(nodes))) {
 		run_usage(stderr);
 		return 2;
 	}
@@ -135,6 +244,12 @@ int kvt_cmd_run(int argc, char **argv)
 	if (pid == 0) {
 		set_preload(lib);
 		setenv("KVTIER_TRACE", trace, 1);
+		if (policy_arg)
+			setenv("KVTIER_POLICY", policy, 1);
+		if (budget)
+			setenv("KVTIER_HBM_BUDGET", budget, 1);
+		if (nodes)
+			setenv("KVTIER_CXL_NODES", nodes, 1);
 		execvp(argv[i], argv + i);
 		fprintf(stderr, "kvtier run: %s: %s\n", argv[i], strerror(errno));
 		_exit(127);

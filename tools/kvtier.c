@@ -12,7 +12,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kvtier <command> [args]\n"
 		"\n"
-		"  run [--trace PATTERN] [--quiet] [--] CMD ARGS...\n"
+		"  run [--policy TEXT|FILE] [--budget BYTES] [--cxl-nodes LIST]\n"
+		"      [--trace PATTERN] [--quiet] [--] CMD ARGS...\n"
 		"                                 run CMD with kvtier preloaded, then print a summary\n"
 		"  report TRACE... [--format text|json|html] [-o FILE] [-q]\n"
 		"                                 the offline allocation report of trace file(s)\n"
@@ -23,6 +24,8 @@ static void usage(FILE *f)
 		"  replay [--policy 'RULES'] FILE replay an allocation sequence or a trace\n"
 		"                                 through the classifier and rules\n"
 		"  topo [--json] [--root DIR]     NUMA nodes, CXL regions, the far tier\n"
+		"  stat [PID] [--watch [SEC]] [--count N] [--prometheus]\n"
+		"                                 live counters of processes running under kvtier\n"
 		"  options                        the KVTIER_* variables\n"
 		"  --version, --help              'kvtier COMMAND --help' for a command's options\n"
 		"\n"
@@ -72,6 +75,8 @@ int main(int argc, char **argv)
 		return kvt_cmd_replay(argc - 1, argv + 1);
 	if (!strcmp(c, "topo"))
 		return kvt_cmd_topo(argc - 1, argv + 1);
+	if (!strcmp(c, "stat"))
+		return kvt_cmd_stat(argc - 1, argv + 1);
 	if (!strcmp(c, "options"))
 		return cmd_options(argc - 1, argv + 1);
 	fprintf(stderr, "kvtier: unknown command '%s'\n", c);

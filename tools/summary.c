@@ -43,6 +43,70 @@ static void on_event(struct kvt_summary *s, const struct kvt_rec_event *ev)
 	}
 }
 
+/* "key=N" or "key=N B" -> n (and b). 0 when it parses. */
+static int info_nums(const char *v, uint64_t *n, uint64_t *b)
+{
+	unsigned long long x = 0, y = 0;
+	int got = sscanf(v, "%llu %llu", &x, &y);
+	*n = x;
+	if (b)
+		*b = y;
+	return got >= 1 ? 0 : -1;
+}
+
+static void on_fallback(struct kvt_summary *s, const char *name, uint64_t n)
+{
+	unsigned i;
+	for (i = 0; i < s->nr_fallback_names; i++)
+		if (!strcmp(s->fallback_name[i], name))
+			break;
+	if (i == s->nr_fallback_names) {
+		if (i == sizeof s->fallback / sizeof s->fallback[0])
+			return;
+		snprintf(s->fallback_name[i], sizeof s->fallback_name[i], "%.31s", name);
+		s->nr_fallback_names++;
+	}
+	s->fallback[i] += n;
+}
+
+static void on_info(struct kvt_summary *s, const char *text, size_t len)
+{
+	char kv[256], *v;
+	uint64_t n, b;
+	if (len >= sizeof kv)
+		return;
+	memcpy(kv, text, len);
+	kv[len] = 0;
+	if (!(v = strchr(kv, '=')))
+		return;
+	*v++ = 0;
+	if (!strncmp(kv, "place.", 6)) {
+		for (unsigned p = 1; p < KVT_PLACE__COUNT; p++)
+			if (!strcmp(kv + 6, kvt_placement_name(p)) && !info_nums(v, &n, &b)) {
+				s->info_placed_nr[p] += n;
+				s->info_placed_bytes[p] += b;
+			}
+		if (!strcmp(kv, "place.rehomed") && !info_nums(v, &n, NULL))
+			s->rehomed += n;
+	} else if (!strncmp(kv, "fallback.", 9) && !info_nums(v, &n, NULL)) {
+		on_fallback(s, kv + 9, n);
+	} else if (!strcmp(kv, "migrate.enabled")) {
+		s->info_files++;
+	} else if (!strcmp(kv, "migrate.epochs") && !info_nums(v, &n, NULL)) {
+		s->epochs += n;
+	} else if (!strcmp(kv, "migrate.promoted") && !info_nums(v, &n, &b)) {
+		s->nr_promoted += n;
+		s->bytes_promoted += b;
+	} else if (!strcmp(kv, "migrate.demoted") && !info_nums(v, &n, &b)) {
+		s->nr_demoted += n;
+		s->bytes_demoted += b;
+	} else if (!strcmp(kv, "migrate.chunks.hbm") && !info_nums(v, &n, NULL)) {
+		s->chunks_hbm += n;
+	} else if (!strcmp(kv, "migrate.chunks.far") && !info_nums(v, &n, NULL)) {
+		s->chunks_far += n;
+	}
+}
+
 int kvt_summary_add(struct kvt_summary *s, const char *path, char *err, size_t errlen)
 {
 	static struct kvt_trace_reader r;    /* 64 KiB record buffer: not on the stack */
@@ -60,6 +124,8 @@ int kvt_summary_add(struct kvt_summary *s, const char *path, char *err, size_t e
 			s->nr_stacks++;
 		else if (it.end)
 			s->nr_dropped += it.end->nr_dropped;
+		else if (it.type == KVT_REC_INFO && it.text)
+			on_info(s, it.text, it.text_len);
 	}
 	if (ret < 0)
 		snprintf(err, errlen, "%s: %s", path, r.err);
@@ -67,6 +133,36 @@ int kvt_summary_add(struct kvt_summary *s, const char *path, char *err, size_t e
 	s->nr_unended += !r.saw_end;
 	kvt_trace_reader_close(&r);
 	return ret;
+}
+
+/* What kvtier itself said at exit: placements, fallbacks, migrations. */
+static void print_info(const struct kvt_summary *s, FILE *f)
+{
+	char a[32], b[32];
+	if (!s->info_files)
+		return;
+	fprintf(f, "  kvtier placed:");
+	unsigned any = 0;
+	for (unsigned p = 1; p < KVT_PLACE__COUNT; p++)
+		if (s->info_placed_nr[p]) {
+			fprintf(f, "%s %s %llu (%s)", any++ ? "," : "", kvt_placement_name(p),
+				(unsigned long long)s->info_placed_nr[p],
+				kvt_format_size(s->info_placed_bytes[p], a, sizeof a));
+		}
+	fprintf(f, "%s; re-homed to the far node %llu\n", any ? "" : " nothing",
+		(unsigned long long)s->rehomed);
+	fprintf(f, "  fallbacks:");
+	any = 0;
+	for (unsigned i = 0; i < s->nr_fallback_names; i++)
+		if (s->fallback[i])
+			fprintf(f, "%s %s %llu", any++ ? "," : "", s->fallback_name[i],
+				(unsigned long long)s->fallback[i]);
+	fprintf(f, "%s\n", any ? "" : " none");
+	fprintf(f, "  migration: %llu epochs, promoted %s (%llu chunks), demoted %s (%llu chunks);"
+		" at exit %llu chunks in HBM, %llu far\n", (unsigned long long)s->epochs,
+		kvt_format_size(s->bytes_promoted, a, sizeof a), (unsigned long long)s->nr_promoted,
+		kvt_format_size(s->bytes_demoted, b, sizeof b), (unsigned long long)s->nr_demoted,
+		(unsigned long long)s->chunks_hbm, (unsigned long long)s->chunks_far);
 }
 
 void kvt_summary_print(const struct kvt_summary *s, FILE *f)
@@ -99,6 +195,7 @@ void kvt_summary_print(const struct kvt_summary *s, FILE *f)
 		if (s->by_op[o] && o != KVT_OP_FREE)
 			fprintf(f, " %s %llu", kvt_op_name(o), (unsigned long long)s->by_op[o]);
 	fprintf(f, "\n");
+	print_info(s, f);
 	if (s->nr_dropped)
 		fprintf(f, "  WARNING: %llu events were lost (trace write errors)\n",
 			(unsigned long long)s->nr_dropped);

@@ -23,6 +23,15 @@ struct kvt_summary {
 	uint64_t by_api[KVT_API__COUNT];
 	uint64_t placed_bytes[KVT_PLACE__COUNT];
 	struct kvt_kind_sum kind[KVT_KIND__COUNT];
+	/* From the INFO records kvtier writes at exit (place.*, fallback.*,
+	 * migrate.*), summed over the files; info_files counts those that had them. */
+	unsigned info_files, nr_fallback_names;
+	uint64_t info_placed_nr[KVT_PLACE__COUNT], info_placed_bytes[KVT_PLACE__COUNT];
+	uint64_t rehomed;
+	char fallback_name[16][32];
+	uint64_t fallback[16];
+	uint64_t epochs, nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
+	uint64_t chunks_hbm, chunks_far;
 };
 
 /* Add one trace file; 0, or -errno with a message in err. */

@@ -33,11 +33,19 @@ struct kvt_plan_params {
 	uint64_t chunk_bytes;       /* 2 MiB */
 };
 
+/* Scratch of one epoch (performance only): the positions of the chunks that
+ * can matter after the first pass (resident and movable, or far and at
+ * least as hot as the promote threshold). When more than this many are,
+ * the later passes walk the whole table instead; the plan is the same. */
+#define KVT_PLAN_LIVE_MAX (1u << 17)
+
 struct kvt_planner {
 	struct kvt_plan_params p;
 	uint64_t allowance_bytes;   /* rate-cap token bucket */
 	uint32_t last_ms;
 	int started;
+	uint32_t nr_live;           /* scratch, valid during one kvt_plan_epoch */
+	uint32_t live[KVT_PLAN_LIVE_MAX];
 };
 
 struct kvt_plan_move {

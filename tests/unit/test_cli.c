@@ -160,6 +160,90 @@ static void test_run_preload_appended(void)
 	CU_ASSERT_STRING_EQUAL(rc.out, want);
 }
 
+/* --policy TEXT|FILE, --budget, --cxl-nodes: checked before anything runs
+ * (exit 2, the command never starts), then in the child's environment. */
+static void test_run_options(void)
+{
+	char marker[400], pol[400], cmd[600];
+	snprintf(marker, sizeof marker, "%s/ran", tmpdir);
+	snprintf(pol, sizeof pol, "%s/rules.txt", tmpdir);
+	snprintf(cmd, sizeof cmd, "touch '%s'; echo \"$KVTIER_POLICY|$KVTIER_HBM_BUDGET|"
+		 "$KVTIER_CXL_NODES\"", marker);
+	const char *san = getenv("SAN");
+	int sh_ok = !(san && *san);        /* see test_run_preload_appended */
+	/* text */
+	const char *t[] = { kvt_path("kvtier"), "run", "--quiet", "--policy", "kv => managed:cxl",
+			    "--budget", "40G", "--cxl-nodes", "2-3", "--", "/bin/sh", "-c", cmd, NULL };
+	if (sh_ok) {
+		CU_ASSERT_FATAL(kvt_run(&rc, t, NULL) == 0);
+		CU_ASSERT_EQUAL(rc.exit_code, 0);
+		CU_ASSERT_STRING_EQUAL(rc.out, "kv => managed:cxl|40G|2-3\n");
+	}
+	/* file: comments dropped, lines joined with "; " */
+	FILE *f = fopen(pol, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("# rules for the test\nkv => managed:cxl   # the KV cache\n\n"
+	      "host,size>=1G => pinned:cxl;\n* => native\n", f);
+	fclose(f);
+	const char *fl[] = { kvt_path("kvtier"), "run", "--quiet", "--policy", pol, "--",
+			     "/bin/sh", "-c", cmd, NULL };
+	if (sh_ok) {
+		CU_ASSERT_FATAL(kvt_run(&rc, fl, NULL) == 0);
+		CU_ASSERT_EQUAL(rc.exit_code, 0);
+		CU_ASSERT_STRING_EQUAL(rc.out,
+			"kv => managed:cxl; host,size>=1G => pinned:cxl; * => native||\n");
+	}
+	/* usage errors: status 2, a clear line, nothing run */
+	static const char *const bad[][2] = {
+		{ "--policy", "kv => bogus" }, { "--policy", "kv managed:cxl" },
+		{ "--budget", "12Q" }, { "--budget", "" }, { "--cxl-nodes", "a,b" },
+	};
+	static const char *const why[] = { "column 7", "column", "--budget '12Q'", "--budget ''",
+					   "--cxl-nodes 'a,b'" };
+	for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		unlink(marker);
+		const char *argv[] = { kvt_path("kvtier"), "run", "--quiet", bad[i][0], bad[i][1],
+				       "--", "/bin/sh", "-c", cmd, NULL };
+		CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+		CU_ASSERT_EQUAL(rc.exit_code, 2);
+		CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, why[i]));
+		CU_ASSERT_EQUAL(rc.out_len, 0);
+		CU_ASSERT_EQUAL(access(marker, F_OK), -1);      /* never ran */
+	}
+	/* an invalid rules file names the file and the column */
+	f = fopen(pol, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("kv => managed:cxl\nsize>>4 => native\n", f);
+	fclose(f);
+	CU_ASSERT_FATAL(kvt_run(&rc, fl, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, pol));
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "column"));
+	CU_ASSERT_EQUAL(access(marker, F_OK), -1);
+}
+
+/* The summary says what kvtier placed and migrated (the trace's INFO records). */
+static void test_run_summary_counters(void)
+{
+	char pattern[320];
+	snprintf(pattern, sizeof pattern, "%s/sum.%%p.trace", tmpdir);
+	const char *argv[] = { kvt_path("kvtier"), "run", "--trace", pattern, "--",
+			       kvt_path("workloads/vllm-like"), "--mode", "native", "--kv-over-hbm",
+			       "2", "--quiet", NULL };
+	const char *env[] = { fakecuda_env(), NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, env) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	const char *p = strstr(rc.err, "  kvtier placed: ");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	/* 4 KV tensors of 130 MiB: one provisional managed:hbm, then managed:far */
+	CU_ASSERT_PTR_NOT_NULL(strstr(p, "managed:far 3 (390.0 MiB)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(p, "managed:hbm 1 (130.0 MiB)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(p, "re-homed to the far node 1"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "\n  fallbacks: none\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "\n  migration: "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, " chunks in HBM, "));
+}
+
 /* ---- --help and usage errors ------------------------------------------------------ */
 
 struct usage_case {
@@ -186,6 +270,8 @@ static void test_usage_conventions(void)
 		{ { "replay", "--bogus", "x" }, 2 },
 		{ { "topo", "--help" }, 0 },    { { "topo", "--bogus" }, 2 },
 		{ { "options", "--help" }, 0 }, { { "options", "extra" }, 2 },
+		{ { "stat", "--help" }, 0 },    { { "stat", "--bogus" }, 2 },
+		{ { "run", "--policy" }, 2 },   { { "run", "--budget", "x", "--", "true" }, 2 },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		const struct usage_case *c = &cases[i];
@@ -365,7 +451,8 @@ static void test_man_page(void)
 	/* every subcommand and every KVTIER_* variable is in it */
 	static const char *const words[] = { "kvtier run", "kvtier report", "kvtier dump",
 		"policy check", "policy suggest", "kvtier replay", "kvtier topo",
-		"kvtier options", "EXIT STATUS", "EXAMPLES", "FILES", NULL };
+		"kvtier options", "kvtier stat", "--prometheus", "--budget", "--cxl-nodes",
+		"EXIT STATUS", "EXAMPLES", "FILES", NULL };
 	for (int i = 0; words[i]; i++)
 		CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, words[i]));
 	const char *opt[] = { kvt_path("kvtier"), "options", NULL };
@@ -483,6 +570,9 @@ int main(void)
 		{ "run llamacpp-like: summary, trace, status 0", test_run_llamacpp },
 		{ "run: exit 3, SIGTERM -> 143, exec failure -> 127", test_run_exit_status },
 		{ "run: LD_PRELOAD appended, KVTIER_TRACE set", test_run_preload_appended },
+		{ "run: --policy text/file, --budget, --cxl-nodes; bad -> 2, nothing run",
+		  test_run_options },
+		{ "run: summary shows placements, fallbacks, migrations", test_run_summary_counters },
 		{ "every subcommand: --help 0 on stdout, usage errors 2 on stderr",
 		  test_usage_conventions },
 		{ "policy suggest vllm-like: check accepts, replay agrees", test_suggest_roundtrip },

@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: MIT
+/* The live stats segment (contract in stats.h, layout in
+ * include/kvtier/stats_format.h). Owns /dev/shm/kvtier.<pid>: created
+ * O_EXCL|O_NOFOLLOW, 0600; never follows or overwrites what is there.
+ * Hook entry points: atomics and a clock read; publishing is a seqlocked
+ * copy into the mapping under a try-lock. No malloc, no stdio, no waiting. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kvtier/planner.h"
+#include "kvtier/stats_format.h"
+
+#include "kvt.h"
+#include "place.h"
+#include "record.h"
+#include "stats.h"
+#include "../profiler/evidence.h"
+#include "../profiler/heat.h"
+#include "../profiler/trace.h"
+
+_Static_assert(KVT_KIND__COUNT <= KVT_STATS_KINDS, "kinds outgrew the stats segment");
+_Static_assert(KVT_PLACE__COUNT <= KVT_STATS_PLACES, "placements outgrew the stats segment");
+_Static_assert(KVT_FB__COUNT <= KVT_STATS_FALLBACKS, "fallbacks outgrew the stats segment");
+_Static_assert(KVT_SRC__COUNT <= KVT_STATS_SOURCES, "sources outgrew the stats segment");
+
+#define PUBLISH_EVERY_NS 100000000ull     /* from the hooks: at most every 100 ms */
+#define SEG_BYTES 4096u
+_Static_assert(sizeof(struct kvt_stats_seg) <= SEG_BYTES, "the stats segment outgrew a page");
+
+enum seg_state { SEG_OFF = 0, SEG_ON, SEG_EXEC };
+
+static struct {
+	struct kvt_stats_seg *seg;
+	int state;                   /* enum seg_state (atomic) */
+	int busy;                    /* the publish try-lock */
+	pid_t pid;
+	uint64_t next_ns;            /* the next hook-driven publish (atomic) */
+	uint64_t start_mono_ns, start_unix_ns;
+	char path[64];
+	/* under busy: what the last epoch said */
+	struct kvt_stats_migr migr;
+	uint64_t chunks_hbm, chunks_far, hbm_budget;
+} st;
+
+/* Hook-side counters (atomics). */
+static struct kvt_stats_kind kinds[KVT_STATS_KINDS];
+static uint64_t live_nr[KVT_STATS_PLACES], live_bytes[KVT_STATS_PLACES];
+
+#define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
+#define SUB(x, v) __atomic_fetch_sub(&(x), (v), __ATOMIC_RELAXED)
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+static int try_lock(void)
+{
+	return !__atomic_exchange_n(&st.busy, 1, __ATOMIC_ACQUIRE);
+}
+
+static void unlock(void)
+{
+	__atomic_store_n(&st.busy, 0, __ATOMIC_RELEASE);
+}
+
+/* Exit and exec only: wait (bounded) for a publish in flight. */
+static int lock_bounded(void)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (try_lock())
+			return 1;
+		sched_yield();
+	}
+	return 0;
+}
+
+/* ---- publishing ---- */
+
+static void fill_static(struct kvt_stats_seg *s)
+{
+	s->magic = KVT_STATS_MAGIC;
+	s->version = KVT_STATS_VERSION;
+	s->size = sizeof *s;
+	s->pid = st.pid;
+	s->uid = (uint32_t)geteuid();
+	snprintf(s->comm, sizeof s->comm, "%s", program_invocation_short_name);
+	s->start_unix_ns = st.start_unix_ns;
+	s->nr_fallbacks = KVT_FB__COUNT;
+	for (unsigned i = 0; i < KVT_FB__COUNT; i++)
+		snprintf(s->fallback_name[i], KVT_STATS_NAME, "%s", kvt_place_fallback_name(i));
+	s->nr_sources = KVT_SRC__COUNT;
+	for (unsigned i = 0; i < KVT_SRC__COUNT; i++)
+		snprintf(s->source_name[i], KVT_STATS_NAME, "%s", kvt_prof_source_name(i));
+}
+
+static void fill_counters(struct kvt_stats_seg *s)
+{
+	struct kvt_place_counters pc;
+	kvt_place_counters(&pc);
+	s->flags = (kvt_opt.migrate ? KVT_STATS_F_MIGRATE : 0) |
+		   (kvt_trace_active() ? KVT_STATS_F_TRACE : 0) |
+		   (pc.placing ? KVT_STATS_F_PLACING : 0);
+	s->far_node = pc.far_node;
+	for (unsigned k = 0; k < KVT_STATS_KINDS; k++) {
+		s->kind[k].nr = LD(kinds[k].nr);
+		s->kind[k].bytes = LD(kinds[k].bytes);
+		s->kind[k].nr_free = LD(kinds[k].nr_free);
+		s->kind[k].bytes_free = LD(kinds[k].bytes_free);
+	}
+	for (unsigned p = 0; p < KVT_PLACE__COUNT; p++) {
+		s->place[p].nr = pc.nr_placed[p];
+		s->place[p].bytes = pc.bytes_placed[p];
+		s->place[p].nr_live = LD(live_nr[p]);
+		s->place[p].bytes_live = LD(live_bytes[p]);
+	}
+	struct kvt_reg_stats rm = { 0 }, rh = { 0 };
+	kvt_reg_stats(kvt_mem_reg, &rm);
+	kvt_reg_stats(kvt_host_reg, &rh);
+	s->reg_nr_live = rm.nr_live + rh.nr_live;
+	s->reg_bytes_live = rm.bytes_live + rh.bytes_live;
+	for (unsigned i = 0; i < KVT_FB__COUNT; i++)
+		s->fallback[i] = pc.fallback[i];
+	s->rehomed = pc.rehomed;
+	s->node_mismatch = pc.mismatch;
+	s->hbm_budget_bytes = st.hbm_budget;
+	s->epochs = st.migr.epochs;
+	s->nr_promoted = st.migr.nr_promoted;
+	s->bytes_promoted = st.migr.bytes_promoted;
+	s->nr_demoted = st.migr.nr_demoted;
+	s->bytes_demoted = st.migr.bytes_demoted;
+	s->prefetch_issued = st.migr.prefetch_issued;
+	s->prefetch_failed = st.migr.prefetch_failed;
+	s->ranges_tracked = st.migr.tracked;
+	s->track_failed = st.migr.track_failed;
+	s->chunks_hbm = st.chunks_hbm;
+	s->chunks_far = st.chunks_far;
+	for (unsigned i = 0; i < KVT_SRC__COUNT; i++)
+		s->evidence[i] = kvt_prof_events(i);
+	if (kvt_trace_active()) {     /* the trace's own mutex, taken per event anyway */
+		struct kvt_trace_stats ts;
+		kvt_trace_stats(&ts);
+		s->trace_events = ts.nr_events;
+		s->trace_dropped = ts.nr_dropped;
+		s->trace_write_errors = ts.nr_write_errors;
+	}
+}
+
+/* Caller holds busy and the segment is mapped. Seqlock: odd while inside. */
+static void publish_locked(void)
+{
+	struct kvt_stats_seg *s = st.seg;
+	uint64_t seq = LD(s->seq);
+	__atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	fill_counters(s);
+	s->nr_publish++;
+	s->update_unix_ns = kvt_realtime_ns();
+	s->uptime_ns = kvt_now_ns() - st.start_mono_ns;
+	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* ---- the segment ---- */
+
+/* An existing file at our path is replaced only when it is provably a dead
+ * segment of this pid in this pid namespace (a process killed before its
+ * destructor ran, whose pid we now have): a regular 0600 file of ours,
+ * with the magic, our pid and our pid namespace. Anything else (a symlink,
+ * another owner, other content) is left alone and we publish nothing. */
+static int is_our_stale(const char *path)
+{
+	struct kvt_stats_seg old;
+	struct stat sb, ns;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	int ok = !fstat(fd, &sb) && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
+		 (sb.st_mode & 07777) == 0600 && sb.st_size == SEG_BYTES &&
+		 pread(fd, &old, sizeof old, 0) == (ssize_t)sizeof old &&
+		 old.magic == KVT_STATS_MAGIC && old.pid == st.pid &&
+		 !stat("/proc/self/ns/pid", &ns) && old.pidns_ino == (uint64_t)ns.st_ino;
+	close(fd);
+	return ok;
+}
+
+static int open_segment(void)
+{
+	int fd = open(st.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int e = fd < 0 ? (errno == ELOOP ? EEXIST : errno) : 0;   /* ELOOP: a symlink is there */
+	if (fd < 0 && e == EEXIST && is_our_stale(st.path)) {
+		kvt_info("stats: removing %s, left by an earlier process with this pid", st.path);
+		unlink(st.path);
+		fd = open(st.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		e = fd < 0 ? errno : 0;
+	}
+	if (fd < 0) {
+		if (e == EEXIST)
+			kvt_warn("stats: %s already exists and is not this process's; no live "
+				 "counters for 'kvtier stat' (KVTIER_STATS=0 silences this)", st.path);
+		else
+			kvt_warn("stats: cannot create %s (%s); no live counters for 'kvtier stat'",
+				 st.path, strerror(e));
+		return -e;
+	}
+	return fd;
+}
+
+static int create_segment(void)
+{
+	struct stat ns;
+	st.pid = getpid();
+	snprintf(st.path, sizeof st.path, "%s/%s%d", KVT_STATS_DIR, KVT_STATS_PREFIX, (int)st.pid);
+	int fd = open_segment();
+	if (fd < 0)
+		return fd;
+	int r = 0;
+	if (fchmod(fd, 0600) || ftruncate(fd, SEG_BYTES))
+		r = -errno;
+	void *p = r ? MAP_FAILED : kvt_sys_mmap(NULL, SEG_BYTES, PROT_READ | PROT_WRITE,
+					       MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		kvt_warn("stats: cannot size or map %s (%s); no live counters",
+			 st.path, strerror(r ? -r : ENOMEM));
+		unlink(st.path);
+		return r ? r : -ENOMEM;
+	}
+	st.seg = p;
+	fill_static(st.seg);
+	st.seg->pidns_ino = stat("/proc/self/ns/pid", &ns) ? 0 : (uint64_t)ns.st_ino;
+	__atomic_store_n(&st.state, SEG_ON, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void drop_segment(int remove)
+{
+	if (remove)
+		unlink(st.path);
+	if (st.seg)
+		kvt_sys_munmap(st.seg, SEG_BYTES);
+	st.seg = NULL;
+}
+
+void kvt_stats_init(void)
+{
+	if (!kvt_opt.stats)
+		return;
+	st.start_mono_ns = kvt_now_ns();
+	st.start_unix_ns = kvt_realtime_ns();
+	st.chunks_far = 0;
+	if (create_segment())
+		return;
+	st.busy = 1;
+	publish_locked();
+	unlock();
+}
+
+void kvt_stats_close(void)
+{
+	if (__atomic_load_n(&st.state, __ATOMIC_ACQUIRE) != SEG_ON || getpid() != st.pid)
+		return;
+	int locked = lock_bounded();
+	__atomic_store_n(&st.state, SEG_OFF, __ATOMIC_RELEASE);
+	drop_segment(1);
+	if (locked)
+		unlock();
+}
+
+void kvt_stats_after_fork(void)
+{
+	/* the mapping is the parent's: never write into it from here */
+	if (st.seg)
+		kvt_sys_munmap(st.seg, SEG_BYTES);
+	st.seg = NULL;
+	st.busy = 0;
+	__atomic_store_n(&st.state, SEG_OFF, __ATOMIC_RELEASE);
+}
+
+void kvt_stats_before_exec(void)
+{
+	/* a vfork child shares our memory but not our pid: leave it alone */
+	if (__atomic_load_n(&st.state, __ATOMIC_ACQUIRE) != SEG_ON || getpid() != st.pid)
+		return;
+	int locked = lock_bounded();
+	__atomic_store_n(&st.state, SEG_EXEC, __ATOMIC_RELEASE);
+	drop_segment(1);
+	if (locked)
+		unlock();
+}
+
+void kvt_stats_at_exit(void)
+{
+	int expect = SEG_ON;
+	if (getpid() == st.pid &&
+	    __atomic_compare_exchange_n(&st.state, &expect, SEG_OFF, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		unlink(st.path);
+}
+
+void kvt_stats_exec_failed(void)
+{
+	int expect = SEG_EXEC;
+	if (getpid() != st.pid || !__atomic_compare_exchange_n(&st.state, &expect, SEG_OFF, 0,
+							       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	if (!try_lock())
+		return;
+	if (!create_segment())
+		publish_locked();
+	unlock();
+}
+
+/* ---- hooks ---- */
+
+static void tick(void)
+{
+	uint64_t now = kvt_now_ns();
+	if (now < LD(st.next_ns) || !try_lock())
+		return;
+	__atomic_store_n(&st.next_ns, now + PUBLISH_EVERY_NS, __ATOMIC_RELAXED);
+	if (st.seg && __atomic_load_n(&st.state, __ATOMIC_ACQUIRE) == SEG_ON)
+		publish_locked();
+	unlock();
+}
+
+void kvt_stats_on_alloc(uint8_t kind, uint8_t placement, uint64_t bytes)
+{
+	if (__atomic_load_n(&st.state, __ATOMIC_RELAXED) != SEG_ON)
+		return;
+	if (kind < KVT_STATS_KINDS) {
+		ADD(kinds[kind].nr, 1);
+		ADD(kinds[kind].bytes, bytes);
+	}
+	if (placement < KVT_STATS_PLACES) {
+		ADD(live_nr[placement], 1);
+		ADD(live_bytes[placement], bytes);
+	}
+	tick();
+}
+
+void kvt_stats_on_free(uint8_t kind, uint8_t placement, uint64_t bytes)
+{
+	if (__atomic_load_n(&st.state, __ATOMIC_RELAXED) != SEG_ON)
+		return;
+	if (kind < KVT_STATS_KINDS) {
+		ADD(kinds[kind].nr_free, 1);
+		ADD(kinds[kind].bytes_free, bytes);
+	}
+	if (placement < KVT_STATS_PLACES) {
+		SUB(live_nr[placement], 1);
+		SUB(live_bytes[placement], bytes);
+	}
+	tick();
+}
+
+void kvt_stats_on_rehome(uint8_t from, uint8_t to, uint64_t bytes)
+{
+	if (__atomic_load_n(&st.state, __ATOMIC_RELAXED) != SEG_ON ||
+	    from >= KVT_STATS_PLACES || to >= KVT_STATS_PLACES || from == to)
+		return;
+	SUB(live_nr[from], 1);
+	SUB(live_bytes[from], bytes);
+	ADD(live_nr[to], 1);
+	ADD(live_bytes[to], bytes);
+}
+
+/* ---- the migration thread ---- */
+
+static void count_chunks(void)
+{
+	struct kvt_heat_range r;
+	uint64_t hbm = 0, far = 0;
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
+		if (kvt_heat_range_get(s, &r))
+			continue;
+		struct kvt_heat_chunk *c = kvt_heat_chunks(&r);
+		for (uint32_t i = 0; i < r.nr_chunks; i++) {
+			if (__atomic_load_n(&c[i].tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
+				hbm++;
+			else
+				far++;
+		}
+	}
+	st.chunks_hbm = hbm;
+	st.chunks_far = far;
+}
+
+void kvt_stats_publish_epoch(const struct kvt_stats_migr *m)
+{
+	if (__atomic_load_n(&st.state, __ATOMIC_ACQUIRE) != SEG_ON || !try_lock())
+		return;
+	st.migr = *m;
+	st.hbm_budget = kvt_place_hbm_budget();
+	count_chunks();
+	if (st.seg)
+		publish_locked();
+	__atomic_store_n(&st.next_ns, kvt_now_ns() + PUBLISH_EVERY_NS, __ATOMIC_RELAXED);
+	unlock();
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* Live counters published for `kvtier stat` (preload/stats.c): a 0600
+ * segment /dev/shm/kvtier.<pid> (include/kvtier/stats_format.h), refreshed
+ * each migration epoch and, from the hooks, at most every 100 ms.
+ * The hook entry points are atomics and one clock read: no malloc, no
+ * locks (publishing takes a try-lock and skips when busy). KVTIER_STATS=0:
+ * nothing is created. Any failure: one warning, no segment, carry on. */
+#ifndef KVT_STATS_H
+#define KVT_STATS_H
+
+#include <stdint.h>
+
+/* Life (preload/init.c, hook_exec.c): create and publish the first
+ * snapshot; unlink and unmap at exit; a fork child drops the parent's
+ * mapping and publishes nothing (it may _exit without a destructor);
+ * before exec the segment is removed (the new image, same pid, creates its
+ * own; a failed exec creates it again). */
+void kvt_stats_init(void);
+void kvt_stats_close(void);
+void kvt_stats_after_fork(void);
+void kvt_stats_before_exec(void);
+void kvt_stats_exec_failed(void);
+/* _exit: unlink only (async-signal-safe; a vfork child does nothing). */
+void kvt_stats_at_exit(void);
+
+/* Hooks (record.c, place.c): an allocation succeeded / was released /
+ * a provisional managed:hbm allocation was re-homed to the far node. */
+void kvt_stats_on_alloc(uint8_t kind, uint8_t placement, uint64_t bytes);
+void kvt_stats_on_free(uint8_t kind, uint8_t placement, uint64_t bytes);
+void kvt_stats_on_rehome(uint8_t from_placement, uint8_t to_placement, uint64_t bytes);
+
+/* The migration thread, once per epoch (cuda_shim/migrator.c): its
+ * counters, read with atomic loads by KVT_STATS_MIGR(ctr). */
+struct kvt_stats_migr {
+	uint64_t epochs, nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
+	uint64_t prefetch_issued, prefetch_failed, tracked, track_failed;
+};
+#define KVT_STATS_LD(c, f) __atomic_load_n(&(c).f, __ATOMIC_RELAXED)
+#define KVT_STATS_MIGR(c) (&(const struct kvt_stats_migr){                        \
+	.epochs = KVT_STATS_LD(c, epochs),                                        \
+	.nr_promoted = KVT_STATS_LD(c, nr_promoted),                              \
+	.bytes_promoted = KVT_STATS_LD(c, bytes_promoted),                        \
+	.nr_demoted = KVT_STATS_LD(c, nr_demoted),                                \
+	.bytes_demoted = KVT_STATS_LD(c, bytes_demoted),                          \
+	.prefetch_issued = KVT_STATS_LD(c, prefetch_issued),                      \
+	.prefetch_failed = KVT_STATS_LD(c, prefetch_failed),                      \
+	.tracked = KVT_STATS_LD(c, tracked),                                      \
+	.track_failed = KVT_STATS_LD(c, track_failed) })
+void kvt_stats_publish_epoch(const struct kvt_stats_migr *m);
+
+#endif

@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: MIT
+/* `kvtier stat`: a running workload's live counters read from another
+ * process (text, list, Prometheus), checked against what the workload says
+ * it allocated; the segment's permissions (0600, a planted symlink never
+ * followed, a 0644 segment refused), its removal at exit, KVTIER_STATS=0.
+ * Runs $(BUILD)/kvtier and the workloads as child processes. */
+#include <dirent.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "kvt_test.h"
+#include "kvtier/stats_format.h"
+
+static struct kvt_child rc;
+static char tmpdir[256];
+
+static int suite_init(void)
+{
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvt-stat-XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int suite_clean(void)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	return system(cmd) ? -1 : 0;
+}
+
+static const char *seg_path(int pid)
+{
+	static char p[128];
+	snprintf(p, sizeof p, "%s/%s%d", KVT_STATS_DIR, KVT_STATS_PREFIX, pid);
+	return p;
+}
+
+/* Under a sanitizer build, /bin/sh (uninstrumented) cannot host the
+ * instrumented preload (see test_cli.c). */
+static int skip_sh_under_san(void)
+{
+	const char *san = getenv("SAN");
+	if (san && *san) {
+		CU_PASS("skipped in sanitizer builds: /bin/sh cannot host a sanitizer-built preload");
+		return 1;
+	}
+	return 0;
+}
+
+static void preload_env(void)
+{
+	char lib[600];
+	if (realpath(kvt_path("libkvtier.so"), lib))
+		setenv("LD_PRELOAD", lib, 1);
+	setenv("LD_LIBRARY_PATH", kvt_path("fakecuda"), 1);
+}
+
+/* Fork; the child waits for one byte on a pipe (so the parent can act on
+ * its pid first), then execs argv under the preload with stdout and
+ * stderr into files. Returns the pid; *go is the pipe to write to. */
+static pid_t spawn_waiting(const char *const argv[], const char *out, const char *err,
+			   const char *extra_env, int *go)
+{
+	int p[2];
+	if (pipe(p))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		char c;
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			_exit(126);
+		int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fo, 1);
+		dup2(fe, 2);
+		preload_env();
+		if (extra_env)
+			putenv((char *)extra_env);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(p[0]);
+	*go = p[1];
+	return pid;
+}
+
+static void go_now(int fd)
+{
+	ssize_t w = write(fd, "g", 1);
+	(void)w;
+	close(fd);
+}
+
+static uint64_t key_value(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+	return p ? strtoull(p + strlen(key), NULL, 10) : 0;
+}
+
+/* Value of one Prometheus sample "name{labels} value", labels exact. */
+static double prom_sample(const char *text, const char *name_labels)
+{
+	char want[256];
+	snprintf(want, sizeof want, "\n%s ", name_labels);
+	const char *p = strstr(text, want);
+	return p ? strtod(p + strlen(want), NULL) : -1;
+}
+
+/* Every non-comment line is `name{labels} value`; returns the sample count
+ * or -1 on the first bad line. */
+static int prom_parse(const char *text)
+{
+	regex_t re;
+	int n = 0;
+	regcomp(&re, "^[a-zA-Z_:][a-zA-Z0-9_:]*\\{([a-zA-Z_][a-zA-Z0-9_]*=\"[^\"]*\",?)*\\} "
+		     "[0-9]+(\\.[0-9]+)?$", REG_EXTENDED | REG_NOSUB);
+	char *copy = strdup(text), *save = NULL;
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(l, "# HELP ", 7) || !strncmp(l, "# TYPE ", 7))
+			continue;
+		if (regexec(&re, l, 0, NULL, 0)) {
+			fprintf(stderr, "\n  not a Prometheus sample: '%s'", l);
+			n = -1;
+			break;
+		}
+		n++;
+	}
+	free(copy);
+	regfree(&re);
+	return n;
+}
+
+/* ---- a live workload read from here ---- */
+
+static void test_live_workload(void)
+{
+	char out[400], err[400], pidarg[16];
+	static char last_prom[65536 + 2], text[65536];
+	snprintf(out, sizeof out, "%s/wl.out", tmpdir);
+	snprintf(err, sizeof err, "%s/wl.err", tmpdir);
+	const char *wl[] = { kvt_path("workloads/vllm-like"), "--mode", "native", "--kv-over-hbm",
+			     "2", "--steps", "4000", "--quiet", NULL };
+	int go;
+	pid_t pid = spawn_waiting(wl, out, err, NULL, &go);
+	CU_ASSERT_FATAL(pid > 0);
+	go_now(go);
+	snprintf(pidarg, sizeof pidarg, "%d", (int)pid);
+	const char *prom[] = { kvt_path("kvtier"), "stat", pidarg, "--prometheus", NULL };
+	const char *txt[] = { kvt_path("kvtier"), "stat", pidarg, NULL };
+	const char *list[] = { kvt_path("kvtier"), "stat", NULL };
+	int st, reads = 0, listed = 0, mode_ok = -1;
+	text[0] = last_prom[0] = 0;
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		struct stat sb;
+		if (mode_ok < 0 && !lstat(seg_path(pid), &sb))
+			mode_ok = S_ISREG(sb.st_mode) && (sb.st_mode & 07777) == 0600 &&
+				  sb.st_uid == geteuid();
+		if (kvt_run(&rc, prom, NULL) == 0 && rc.exit_code == 0) {
+			snprintf(last_prom, sizeof last_prom, "\n%s", rc.out);
+			reads++;
+		}
+		if (reads > 3 && kvt_run(&rc, txt, NULL) == 0 && rc.exit_code == 0)
+			snprintf(text, sizeof text, "%s", rc.out);
+		if (!listed && kvt_run(&rc, list, NULL) == 0 && strstr(rc.out, pidarg))
+			listed = 1;
+		usleep(20000);
+	}
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fprintf(stderr, "\n  %d reads while it ran", reads);
+	CU_ASSERT_FATAL(reads >= 2);
+	CU_ASSERT_EQUAL(mode_ok, 1);
+	CU_ASSERT(listed);
+	CU_ASSERT_EQUAL(access(seg_path(pid), F_OK), -1);     /* removed at exit */
+	CU_ASSERT(prom_parse(last_prom + 1) > 40);
+	/* the text view */
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "kvtier stat: pid "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "vllm-like"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "managed:far"));
+	/* plausible: every KV tensor placed (managed:hbm provisional + far) */
+	char *wlout = kvt_slurp(out, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(wlout);
+	uint64_t nr_kv = key_value(wlout, "kv_allocations="),
+		 kv_bytes = key_value(wlout, "kv_allocation_bytes=");
+	free(wlout);
+	CU_ASSERT(nr_kv >= 2 && kv_bytes > 0);
+	char l1[128], l2[128];
+	snprintf(l1, sizeof l1, "kvtier_placed_bytes_total{pid=\"%d\",placement=\"managed:hbm\"}", pid);
+	snprintf(l2, sizeof l2, "kvtier_placed_bytes_total{pid=\"%d\",placement=\"managed:far\"}", pid);
+	double placed = prom_sample(last_prom, l1) + prom_sample(last_prom, l2);
+	fprintf(stderr, "; KV %llu x %llu, placed %.0f", (unsigned long long)nr_kv,
+		(unsigned long long)kv_bytes, placed);
+	CU_ASSERT_EQUAL((uint64_t)placed, nr_kv * kv_bytes);
+	char d[128];
+	snprintf(d, sizeof d, "kvtier_allocations_total{pid=\"%d\",kind=\"device\"}", pid);
+	CU_ASSERT(prom_sample(last_prom, d) > (double)nr_kv);
+	snprintf(d, sizeof d, "kvtier_allocated_bytes_total{pid=\"%d\",kind=\"device\"}", pid);
+	CU_ASSERT(prom_sample(last_prom, d) >= (double)(nr_kv * kv_bytes));
+	snprintf(d, sizeof d, "kvtier_migrate_epochs_total{pid=\"%d\"}", pid);
+	CU_ASSERT(prom_sample(last_prom, d) >= 1);
+	snprintf(d, sizeof d, "kvtier_chunks{pid=\"%d\",tier=\"far\"}", pid);
+	double far = prom_sample(last_prom, d);
+	snprintf(d, sizeof d, "kvtier_chunks{pid=\"%d\",tier=\"hbm\"}", pid);
+	double hbm = prom_sample(last_prom, d);
+	/* 2 MiB chunks cover the KV (each tensor rounded up) */
+	CU_ASSERT(far + hbm >= (double)(nr_kv * kv_bytes / (2u << 20)));
+	CU_ASSERT_PTR_NOT_NULL(strstr(last_prom, "# TYPE kvtier_placed_bytes_total counter\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(last_prom, "# HELP kvtier_live_bytes "));
+}
+
+/* ---- permissions ---- */
+
+static void test_symlink_never_followed(void)
+{
+	if (skip_sh_under_san())
+		return;
+	char target[400], out[400], err[400];
+	snprintf(target, sizeof target, "%s/target", tmpdir);
+	snprintf(out, sizeof out, "%s/sl.out", tmpdir);
+	snprintf(err, sizeof err, "%s/sl.err", tmpdir);
+	FILE *f = fopen(target, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("precious\n", f);
+	fclose(f);
+	chmod(target, 0644);
+	const char *sh[] = { "/bin/sh", "-c", "test -L /dev/shm/kvtier.$$ && echo still-a-link", NULL };
+	int go;
+	pid_t pid = spawn_waiting(sh, out, err, NULL, &go);
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_FATAL(symlink(target, seg_path(pid)) == 0);
+	go_now(go);
+	int st;
+	waitpid(pid, &st, 0);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	char *o = kvt_slurp(out, NULL), *e = kvt_slurp(err, NULL), *t = kvt_slurp(target, NULL);
+	struct stat sb, lsb;
+	CU_ASSERT_STRING_EQUAL(o ? o : "", "still-a-link\n");
+	CU_ASSERT_STRING_EQUAL(t ? t : "", "precious\n");          /* untouched */
+	CU_ASSERT(!stat(target, &sb) && (sb.st_mode & 07777) == 0644 && sb.st_size == 9);
+	CU_ASSERT(!lstat(seg_path(pid), &lsb) && S_ISLNK(lsb.st_mode));   /* not removed either */
+	/* one warning naming the path */
+	if (!e || !strstr(e, "already exists"))
+		fprintf(stderr, "\n  stderr: %s", e ? e : "(none)");
+	CU_ASSERT_PTR_NOT_NULL(e ? strstr(e, "kvtier: stats: /dev/shm/kvtier.") : NULL);
+	CU_ASSERT_PTR_NOT_NULL(e ? strstr(e, "already exists") : NULL);
+	/* and the reader refuses the link */
+	char pidarg[16];
+	snprintf(pidarg, sizeof pidarg, "%d", (int)pid);
+	const char *argv[] = { kvt_path("kvtier"), "stat", pidarg, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "symbolic link; refused"));
+	unlink(seg_path(pid));
+	free(o);
+	free(e);
+	free(t);
+}
+
+/* A segment someone made readable by others is refused, whatever it holds. */
+static void test_mode_0644_refused(void)
+{
+	int pid = (int)getpid();        /* this test process has no segment of its own */
+	const char *p = seg_path(pid);
+	unlink(p);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	CU_ASSERT_FATAL(fd >= 0);
+	struct kvt_stats_seg s;
+	memset(&s, 0, sizeof s);
+	s.magic = KVT_STATS_MAGIC;
+	s.version = KVT_STATS_VERSION;
+	s.size = sizeof s;
+	s.pid = pid;
+	char page[4096] = { 0 };
+	memcpy(page, &s, sizeof s);
+	CU_ASSERT(write(fd, page, sizeof page) == (ssize_t)sizeof page);
+	fchmod(fd, 0644);
+	close(fd);
+	char pidarg[16];
+	snprintf(pidarg, sizeof pidarg, "%d", pid);
+	const char *argv[] = { kvt_path("kvtier"), "stat", pidarg, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "expected mode 0600"));
+	CU_ASSERT_EQUAL(rc.out_len, 0);
+	/* the same file at 0600 is read (the check above is the mode, nothing else) */
+	chmod(p, 0600);
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "kvtier stat: pid "));
+	/* a newer version is refused with its version named */
+	s.version = KVT_STATS_VERSION + 1;
+	fd = open(p, O_WRONLY);
+	CU_ASSERT(pwrite(fd, &s, sizeof s, 0) == (ssize_t)sizeof s);
+	close(fd);
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "segment version 2"));
+	unlink(p);
+	/* gone: a clear message, status 1 */
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "no kvtier process"));
+}
+
+/* The process sees its own segment; KVTIER_STATS=0 makes none. */
+static void test_stats_off(void)
+{
+	if (skip_sh_under_san())
+		return;
+	char lib[600], pre[700];
+	CU_ASSERT_FATAL(realpath(kvt_path("libkvtier.so"), lib) != NULL);
+	snprintf(pre, sizeof pre, "LD_PRELOAD=%s", lib);
+	const char *argv[] = { "/bin/sh", "-c",
+		"if test -f /dev/shm/kvtier.$$; then stat -c %a /dev/shm/kvtier.$$; else echo none; fi",
+		NULL };
+	const char *on[] = { pre, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, on) == 0);
+	CU_ASSERT_STRING_EQUAL(rc.out, "600\n");
+	CU_ASSERT_EQUAL(rc.err_len, 0);
+	const char *off[] = { pre, "KVTIER_STATS=0", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, off) == 0);
+	CU_ASSERT_STRING_EQUAL(rc.out, "none\n");
+	CU_ASSERT_EQUAL(rc.err_len, 0);
+}
+
+static void test_usage(void)
+{
+	static const char *const bad[][4] = { { "--bogus" }, { "--count", "0" }, { "abc" },
+					     { "1", "2" }, { "--watch", "0.001" } };
+	for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		const char *argv[7] = { kvt_path("kvtier"), "stat" };
+		for (int j = 0; j < 4 && bad[i][j]; j++)
+			argv[j + 2] = bad[i][j];
+		CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+		CU_ASSERT_EQUAL(rc.exit_code, 2);
+		CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "usage: kvtier stat"));
+	}
+	const char *help[] = { kvt_path("kvtier"), "stat", "--help", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, help, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "--prometheus"));
+	/* --watch without a terminal is bounded by --count */
+	const char *watch[] = { kvt_path("kvtier"), "stat", "--watch", "0.05", "--count", "3", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, watch, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	unsigned heads = 0;
+	for (const char *q = rc.out; (q = strstr(q, "no process of this user")); q++)
+		heads++;
+	for (const char *q = rc.out; (q = strstr(q, "     pid command")); q++)
+		heads++;
+	CU_ASSERT(heads >= 3);
+}
+
+int main(void)
+{
+	CU_TestInfo tests[] = {
+		{ "a running workload read by kvtier stat: text, list, prometheus, plausible",
+		  test_live_workload },
+		{ "a planted symlink is never followed; nothing published, one warning",
+		  test_symlink_never_followed },
+		{ "a 0644 segment is refused; 0600 read; newer version refused", test_mode_0644_refused },
+		{ "segment 0600 while running; KVTIER_STATS=0 creates none", test_stats_off },
+		{ "stat usage errors 2, --help 0, --watch bounded by --count", test_usage },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "stat", suite_init, suite_clean, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+	return kvt_test_main(suites);
+}
