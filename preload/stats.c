@@ -153,8 +153,8 @@ static void publish_locked(void)
 {
 	struct kvt_stats_seg *s = st.seg;
 	uint64_t seq = LD(s->seq);
-	__atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	/* odd: a reader retries; the acquire half keeps the stores below after it */
+	__atomic_exchange_n(&s->seq, seq + 1, __ATOMIC_ACQ_REL);
 	fill_counters(s);
 	s->nr_publish++;
 	s->update_unix_ns = kvt_realtime_ns();

@@ -95,7 +95,9 @@ static int read_segment(int pid, struct kvt_stats_seg *out, char *err, size_t er
 			uint64_t s1 = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
 			if (!(s1 & 1)) {
 				memcpy(out, s, sizeof *out);
+#if !defined(__SANITIZE_THREAD__)    /* TSan does not model fences */
 				__atomic_thread_fence(__ATOMIC_ACQUIRE);
+#endif
 				if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) == s1) {
 					r = 0;
 					break;
