@@ -186,20 +186,24 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 	 * later (live()) listed in table order while they fit */
 	uint32_t nl = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		int m = movable(&ep, &c[i]);
 		if (c[i].tier == KVT_PLAN_TIER_HBM) {
+			int m = movable(&ep, &c[i]);
 			used++;
 			fixed += !m;
-			if (m && nl < KVT_PLAN_LIVE_MAX)
-				pl->live[nl] = i;
-			nl += m;
-		} else if (c[i].heat >= pl->p.promote) {
+			if (!m)
+				continue;
 			if (nl < KVT_PLAN_LIVE_MAX)
 				pl->live[nl] = i;
 			nl++;
+			if (c[i].heat >= pl->p.demote)             /* eligible */
+				hist[rank_key(&c[i])]++;
+		} else if (c[i].heat >= pl->p.promote) {   /* eligible; most far chunks are not */
+			if (nl < KVT_PLAN_LIVE_MAX)
+				pl->live[nl] = i;
+			nl++;
+			if (movable(&ep, &c[i]))
+				hist[rank_key(&c[i])]++;
 		}
-		if (m && eligible(&ep, &c[i]))
-			hist[rank_key(&c[i])]++;
 	}
 	/* the later passes walk the list, or the whole table when it overflowed */
 	const int listed = nl <= KVT_PLAN_LIVE_MAX;
