@@ -366,24 +366,9 @@ static void *thread_main(void *arg)
 
 /* ---- counters ---- */
 
-static int count_tiers(void)
+static void count_tiers(void)
 {
-	struct kvt_heat_range r;
-	uint64_t hbm = 0, far = 0;
-	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
-		if (kvt_heat_range_get(s, &r))
-			continue;
-		struct kvt_heat_chunk *c = kvt_heat_chunks(&r);
-		for (uint32_t i = 0; i < r.nr_chunks; i++) {
-			if (__atomic_load_n(&c[i].tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
-				hbm++;
-			else
-				far++;
-		}
-	}
-	ctr.chunks_hbm = hbm;
-	ctr.chunks_far = far;
-	return 0;
+	kvt_heat_count_tiers(&ctr.chunks_hbm, &ctr.chunks_far);
 }
 
 static void info_u64(const char *key, uint64_t v)

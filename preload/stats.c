@@ -368,23 +368,15 @@ void kvt_stats_on_rehome(uint8_t from, uint8_t to, uint64_t bytes)
 
 /* ---- the migration thread ---- */
 
+/* The chunk walk is the costly part of a publish: every 200 ms at most. */
 static void count_chunks(void)
 {
-	struct kvt_heat_range r;
-	uint64_t hbm = 0, far = 0;
-	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
-		if (kvt_heat_range_get(s, &r))
-			continue;
-		struct kvt_heat_chunk *c = kvt_heat_chunks(&r);
-		for (uint32_t i = 0; i < r.nr_chunks; i++) {
-			if (__atomic_load_n(&c[i].tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
-				hbm++;
-			else
-				far++;
-		}
-	}
-	st.chunks_hbm = hbm;
-	st.chunks_far = far;
+	static uint64_t next_ns;
+	uint64_t now = kvt_now_ns();
+	if (now < next_ns)
+		return;
+	next_ns = now + 200000000ull;
+	kvt_heat_count_tiers(&st.chunks_hbm, &st.chunks_far);
 }
 
 void kvt_stats_publish_epoch(const struct kvt_stats_migr *m)

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 
 #include "heat.h"
+#include "kvtier/planner.h"
 #include "../preload/kvt.h"
 
 static struct kvt_heat_chunk *arena;
@@ -316,4 +317,23 @@ unsigned kvt_heat_spread(int slot, unsigned nr, float w)
 	for (unsigned i = 0; i < nr; i++)
 		kvt_heat_touch(&arena[first + (at + i) % chunks], w, now, tau);
 	return nr;
+}
+
+void kvt_heat_count_tiers(uint64_t *hbm_out, uint64_t *far_out)
+{
+	struct kvt_heat_range r;
+	uint64_t hbm = 0, far = 0;
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
+		if (kvt_heat_range_get(s, &r))
+			continue;
+		struct kvt_heat_chunk *c = kvt_heat_chunks(&r);
+		for (uint32_t i = 0; i < r.nr_chunks; i++) {
+			if (__atomic_load_n(&c[i].tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
+				hbm++;
+			else
+				far++;
+		}
+	}
+	*hbm_out = hbm;
+	*far_out = far;
 }

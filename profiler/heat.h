@@ -76,4 +76,8 @@ struct kvt_heat_chunk *kvt_heat_chunk_at(uint64_t addr);
  * every difference is taken modulo 2^32). Never 0. */
 uint32_t kvt_heat_now_ms(void);
 
+/* Chunks now in HBM and on the far tier, over every tracked range (a walk
+ * of all chunks: for counters, not for every epoch). */
+void kvt_heat_count_tiers(uint64_t *hbm, uint64_t *far);
+
 #endif
