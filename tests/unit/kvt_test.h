@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +47,19 @@ struct kvt_child {
 
 /* Run argv with the current environment plus env_extra ("K=V", NULL-ended;
  * "K=" with nothing after removes K). Captures up to 64 KiB of each stream. */
+static inline int kvt_run_bounded(struct kvt_child *c, const char *const argv[],
+				  const char *const env_extra[], unsigned secs);
+
 static inline int kvt_run(struct kvt_child *c, const char *const argv[],
 			  const char *const env_extra[])
+{
+	return kvt_run_bounded(c, argv, env_extra, 0);
+}
+
+/* kvt_run with a time limit (0 = none): the child arms alarm(secs) before
+ * execv (the timer survives exec; SIGALRM's default action kills it). */
+static inline int kvt_run_bounded(struct kvt_child *c, const char *const argv[],
+				  const char *const env_extra[], unsigned secs)
 {
 	int po[2], pe[2];
 	memset(c, 0, sizeof *c);
@@ -71,6 +83,10 @@ static inline int kvt_run(struct kvt_child *c, const char *const argv[],
 				setenv(kv, eq + 1, 1);
 			else
 				unsetenv(kv);
+		}
+		if (secs) {
+			signal(SIGALRM, SIG_DFL);
+			alarm(secs);
 		}
 		execv(argv[0], (char *const *)argv);
 		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));

@@ -59,74 +59,6 @@ static const char *subdir(const char *name)
 	return b;
 }
 
-/* kvt_run with a time limit: the child arms alarm(secs) before execv (the
- * timer survives exec; SIGALRM's default action kills the program). */
-static int run_bounded(struct kvt_child *c, const char *const argv[],
-		       const char *const env_extra[], unsigned secs)
-{
-	int po[2], pe[2];
-	memset(c, 0, sizeof *c);
-	if (pipe(po) || pipe(pe))
-		return -errno;
-	pid_t pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		dup2(po[1], 1);
-		dup2(pe[1], 2);
-		close(po[0]); close(pe[0]); close(po[1]); close(pe[1]);
-		for (int i = 0; env_extra && env_extra[i]; i++) {
-			char kv[4096];
-			snprintf(kv, sizeof kv, "%s", env_extra[i]);
-			char *eq = strchr(kv, '=');
-			if (!eq)
-				continue;
-			*eq = 0;
-			if (eq[1])
-				setenv(kv, eq + 1, 1);
-			else
-				unsetenv(kv);
-		}
-		signal(SIGALRM, SIG_DFL);
-		alarm(secs);
-		execv(argv[0], (char *const *)argv);
-		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(po[1]); close(pe[1]);
-	struct pollfd fds[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
-	int open_fds = 2;
-	while (open_fds > 0) {
-		if (poll(fds, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		for (int i = 0; i < 2; i++) {
-			if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			char *buf = i ? c->err : c->out;
-			size_t *len = i ? &c->err_len : &c->out_len;
-			char tmp[4096];
-			ssize_t n = read(fds[i].fd, tmp, sizeof tmp);
-			if (n <= 0) {
-				close(fds[i].fd);
-				fds[i].fd = -1;
-				open_fds--;
-				continue;
-			}
-			size_t room = sizeof c->out - 1 - *len;
-			size_t k = (size_t)n < room ? (size_t)n : room;
-			memcpy(buf + *len, tmp, k);
-			*len += k;
-			buf[*len] = 0;
-		}
-	}
-	waitpid(pid, &c->status, 0);
-	c->exit_code = WIFEXITED(c->status) ? WEXITSTATUS(c->status)
-					    : 128 + WTERMSIG(c->status);
-	return 0;
-}
 
 /* Options that would change kvtier's default behaviour, removed from the
  * environment of every run (the suite may itself run under such settings). */
@@ -271,8 +203,8 @@ static void check_numpy(int with_mmap)
 			       with_mmap ? "--mmap" : NULL, NULL };
 	const char *env_none[] = { CLEAN_ENV, "LD_PRELOAD=", NULL };
 	const char *env_kvt[] = { CLEAN_ENV, preload, tr, NP_POLICY, NULL };
-	CU_ASSERT_EQUAL_FATAL(run_bounded(&a, argv, env_none, 60), 0);
-	CU_ASSERT_EQUAL_FATAL(run_bounded(&b, argv, env_kvt, 60), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&a, argv, env_none, 60), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&b, argv, env_kvt, 60), 0);
 	if (with_mmap) {
 		/* The one line that must differ: the buffer's NUMA policy. */
 		char *pa = strstr(a.out, "mmapbuf numa policy=");
@@ -336,8 +268,8 @@ static void test_redis(void)
 	const char *argv0[] = { "tests/real/redis_check.sh", dir0, NULL, NULL };
 	const char *argv1[] = { "tests/real/redis_check.sh", dir1, lib, NULL };
 	const char *env[] = { CLEAN_ENV, "LD_PRELOAD=", NULL };
-	CU_ASSERT_EQUAL_FATAL(run_bounded(&a, argv0, env, 150), 0);
-	CU_ASSERT_EQUAL_FATAL(run_bounded(&b, argv1, env, 150), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&a, argv0, env, 150), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&b, argv1, env, 150), 0);
 	same_run(&a, &b, "redis");
 	CU_ASSERT_PTR_NOT_NULL(strstr(b.out, "mget: 50000 own values compared, 0 differ"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(b.out, "bgsave finished: 1, status: ok"));
@@ -395,8 +327,8 @@ static void test_spawner(void)
 	const char *argv[] = { kvt_path("tests/real/spawner"), NULL };
 	const char *env_none[] = { CLEAN_ENV, "LD_PRELOAD=", NULL };
 	const char *env_kvt[] = { CLEAN_ENV, preload, tr, NULL };
-	CU_ASSERT_EQUAL_FATAL(run_bounded(&a, argv, env_none, 30), 0);
-	CU_ASSERT_EQUAL_FATAL(run_bounded(&b, argv, env_kvt, 30), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&a, argv, env_none, 30), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&b, argv, env_kvt, 30), 0);
 	same_run(&a, &b, "spawner");
 	CU_ASSERT_PTR_NOT_NULL(strstr(b.out, "spawner ok\n"));
 	read_traces(dir, &d, NULL, NULL);
@@ -427,7 +359,7 @@ static void test_spawner(void)
 	const char *dir0 = subdir("spawner-noinherit");
 	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s/sp.%%p.trace", dir0);
 	const char *env_noinh[] = { CLEAN_ENV, preload, tr, "KVTIER_INHERIT=0", NULL };
-	CU_ASSERT_EQUAL_FATAL(run_bounded(&c, argv, env_noinh, 30), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&c, argv, env_noinh, 30), 0);
 	same_run(&a, &c, "spawner KVTIER_INHERIT=0");
 	read_traces(dir0, &d, NULL, NULL);
 	CU_ASSERT_EQUAL(d.nr, 2);
@@ -467,8 +399,8 @@ static void test_dlcycle(void)
 	const char *argv[] = { kvt_path("tests/real/dlcycle"), fakecuda, "50", NULL };
 	const char *env_none[] = { CLEAN_ENV, "LD_PRELOAD=", NULL };
 	const char *env_kvt[] = { CLEAN_ENV, preload, tr, NULL };
-	CU_ASSERT_EQUAL_FATAL(run_bounded(&a, argv, env_none, 30), 0);
-	CU_ASSERT_EQUAL_FATAL(run_bounded(&b, argv, env_kvt, 30), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&a, argv, env_none, 30), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&b, argv, env_kvt, 30), 0);
 	same_run(&a, &b, "dlcycle");
 	CU_ASSERT_PTR_NOT_NULL(strstr(b.out, "total: 50 cycles, 50 ok, 50 allocs, 50 frees\n"));
 	struct dl_count c = { 0, 0 };
@@ -521,8 +453,8 @@ static void test_deepbind(void)
 	const char *argv[] = { kvt_path("tests/real/deepbind"), deep, fakecuda, NULL };
 	const char *env_none[] = { CLEAN_ENV, "LD_PRELOAD=", NULL };
 	const char *env_kvt[] = { CLEAN_ENV, preload, tr, NULL };
-	CU_ASSERT_EQUAL_FATAL(run_bounded(&a, argv, env_none, 30), 0);
-	CU_ASSERT_EQUAL_FATAL(run_bounded(&b, argv, env_kvt, 30), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&a, argv, env_none, 30), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&b, argv, env_kvt, 30), 0);
 	same_run(&a, &b, "deepbind");
 	CU_ASSERT_PTR_NOT_NULL(strstr(b.out, "deep: whoami from inside the library: library\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(b.out, "deepbind ok\n"));
