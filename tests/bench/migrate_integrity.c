@@ -108,6 +108,10 @@ int main(int argc, char **argv)
 		}
 	for (uint32_t b = 0; b < nb; b++)
 		cudaFree(buf[b]);
+	free(buf);
+	free(ver);
+	free(want);
+	free(got);
 	printf("writes=%" PRIu64 "\nchecked=%" PRIu64 "\ncorrupt=%" PRIu64 "\nresult=%s\n", writes,
 	       checked, corrupt, corrupt ? "corrupt" : "ok");
 	return corrupt ? 1 : 0;
