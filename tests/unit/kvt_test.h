@@ -37,6 +37,19 @@ static inline const char *kvt_path(const char *rel)
 	return b;
 }
 
+/* For preload tests: absolute paths of the built library and the CUDA
+ * stand-ins, and the "LD_PRELOAD=..." / "LD_LIBRARY_PATH=..." strings for
+ * a child's environment. 0, or 1 when they are not built. */
+static inline int kvt_preload_env(char lib[512], char fakedir[512], char ldpath[600],
+				  char preload[600])
+{
+	if (!realpath(kvt_path("libkvtier.so"), lib) || !realpath(kvt_path("fakecuda"), fakedir))
+		return 1;
+	snprintf(ldpath, 600, "LD_LIBRARY_PATH=%s", fakedir);
+	snprintf(preload, 600, "LD_PRELOAD=%s", lib);
+	return 0;
+}
+
 struct kvt_child {
 	int status;       /* raw wait status */
 	int exit_code;    /* WEXITSTATUS, or 128+signal */

@@ -19,11 +19,7 @@ static char lib[512], fakedir[512], ldpath[600], preload[600];
 
 static int setup(void)
 {
-	if (!realpath(kvt_path("libkvtier.so"), lib) || !realpath(kvt_path("fakecuda"), fakedir))
-		return 1;
-	snprintf(ldpath, sizeof ldpath, "LD_LIBRARY_PATH=%s", fakedir);
-	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lib);
-	return 0;
+	return kvt_preload_env(lib, fakedir, ldpath, preload);
 }
 
 static unsigned long long env_ull(const char *k, unsigned long long d)

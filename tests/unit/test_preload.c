@@ -13,10 +13,8 @@ static char lib[512], fakedir[512], ldpath[600], preload[600], tmpdir[256];
 
 static int setup(void)
 {
-	if (!realpath(kvt_path("libkvtier.so"), lib) || !realpath(kvt_path("fakecuda"), fakedir))
+	if (kvt_preload_env(lib, fakedir, ldpath, preload))
 		return 1;
-	snprintf(ldpath, sizeof ldpath, "LD_LIBRARY_PATH=%s", fakedir);
-	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", lib);
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/kvt-test-preload.%d", (int)getpid());
 	return mkdir(tmpdir, 0700);
 }
