@@ -208,6 +208,11 @@ void kvt_heat_reset(void)
 
 /* ---- lookups (lock-free) ---- */
 
+int kvt_heat_empty(void)
+{
+	return __atomic_load_n(&nr_idx, __ATOMIC_RELAXED) == 0;
+}
+
 int kvt_heat_maybe(uint64_t addr)
 {
 	return addr >= __atomic_load_n(&lo_addr, __ATOMIC_RELAXED) &&

@@ -76,6 +76,9 @@ struct kvt_heat_chunk *kvt_heat_chunk_at(uint64_t addr);
  * every difference is taken modulo 2^32). Never 0. */
 uint32_t kvt_heat_now_ms(void);
 
+/* No range is tracked (nothing any evidence could credit). */
+int kvt_heat_empty(void);
+
 /* Chunks now in HBM and on the far tier, over every tracked range (a walk
  * of all chunks: for counters, not for every epoch). */
 void kvt_heat_count_tiers(uint64_t *hbm, uint64_t *far);
