@@ -67,6 +67,7 @@ static int wait_ok(pid_t pid, const char *what)
 		return 1;
 	}
 	printf("%s: exit %d\n", what, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	fflush(stdout);
 	return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
@@ -114,12 +115,14 @@ int main(int argc, char **argv)
 	char *leaf_argv[] = { "spawner", "leaf", NULL };
 	pid_t sp;
 	int rc = posix_spawn(&sp, self, NULL, NULL, leaf_argv, environ);
-	printf("posix_spawn rc=%d\n", rc);
-	fflush(stdout);
+	/* the child prints while this process would: wait first, so the order
+	 * of lines on the shared pipe never depends on scheduling */
 	if (rc == 0)
 		bad |= wait_ok(sp, "posix_spawn child");
 	else
 		bad = 1;
+	printf("posix_spawn rc=%d\n", rc);
+	fflush(stdout);
 
 	char *true_argv[] = { "true", NULL };
 	rc = posix_spawnp(&sp, "true", NULL, NULL, true_argv, environ);
