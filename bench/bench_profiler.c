@@ -2,24 +2,29 @@
 /* make bench: the profiler's and the planner's cost at 1 TiB tracked
  * (512 Ki chunks of 2 MiB), side by side in one run, median of trials.
  *
- *   profiler.bytes_per_chunk  metadata per chunk: heat arena entry
- *                             (struct kvt_heat_chunk) + planner table entry
- *                             (struct kvt_plan_chunk), by sizeof
- *   profiler.planner_ms       CPU ms of one kvt_plan_epoch() over the table
- *   profiler.snapshot_ms      CPU ms of the heat snapshot (decay every chunk)
+ *   profiler.bytes_per_chunk  metadata per tracked chunk, worst case: heat
+ *                             arena entry (struct kvt_heat_chunk) + the two
+ *                             bitmaps (dirty, working set: 2 bits) + the
+ *                             migrator's table entry (struct kvt_plan_chunk)
+ *                             if every chunk were in its working set
+ *   profiler.planner_ms       CPU ms of one kvt_plan_epoch() over the WHOLE
+ *                             512 Ki-chunk table (the issue's planner figure)
+ *   profiler.collect_ms       CPU ms of kvt_heat_collect(): the chunks in
+ *                             HBM and the far ones hot enough to promote
  *   profiler.epoch_ms         CPU ms of one migrator epoch less its driver
- *                             calls: snapshot + plan + applying the plan's
- *                             bookkeeping (tier, moved_ms) to the heat table
+ *                             calls: collect + plan over what it collected +
+ *                             applying the plan's bookkeeping
  *   profiler.core_share       epoch_ms / KVTIER_EPOCH_MS (default 50)
  *
- * The migrator's epoch (cuda_shim/migrator.c: snapshot(), kvt_plan_epoch(),
- * apply()) is static to the migration thread, so this program replicates its
- * sequence with the public heat and planner APIs: kvt_heat_range_get() +
- * kvt_heat_read() per chunk into a kvt_plan_chunk table, kvt_plan_epoch()
- * with the migrator's parameters (watermarks 95%/90%, residence 4 epochs,
- * promote 4, demote 1, 8 GiB/s), then the per-chunk tier/moved_ms stores of
- * apply(). Not counted: kvt_prof_sources_poll() (CUPTI buffer drain; 0 with
- * the launch/copy sources) and the cuMemPrefetchAsync/stream-sync calls.
+ * The epoch is the migrator's (cuda_shim/migrator.c epoch(): the same
+ * kvt_heat_collect() and kvt_plan_epoch() calls with its parameters:
+ * watermarks 95%/90%, residence 4 epochs, promote 4, demote 1, 8 GiB/s),
+ * then apply()'s per-chunk tier/moved_ms stores. Not counted:
+ * kvt_prof_sources_poll() (CUPTI buffer drain; 0 with the launch/copy
+ * sources) and the cuMemPrefetchAsync/stream-sync calls.
+ * Every epoch the plan over the collected subset is checked against a plan
+ * over the whole table (a second planner fed a full snapshot): the same
+ * chunks must move, or the program fails.
  *
  * Heat: 64 ranges of 16 GiB (per-layer KV tensors). Each epoch the
  * evidence (not timed: the application's threads pay it) is Zipf-like
@@ -49,10 +54,11 @@
 #define TRIALS 15
 #define MAX_MOVES 1024                        /* as the migrator */
 
-static struct kvt_plan_chunk table[NR_CHUNKS];
+static struct kvt_plan_chunk table[NR_CHUNKS];          /* the whole table */
+static struct kvt_plan_chunk sub[KVT_HEAT_MAX_CHUNKS];  /* what collect returns */
 static uint32_t rstart[KVT_HEAT_MAX_RANGES];
-static struct kvt_heat_range rng[KVT_HEAT_MAX_RANGES];
-static struct kvt_plan_move moves[MAX_MOVES];
+static struct kvt_heat_range rng[KVT_HEAT_MAX_RANGES], rng_c[KVT_HEAT_MAX_RANGES];
+static struct kvt_plan_move moves[MAX_MOVES], moves_full[MAX_MOVES];
 static uint32_t perm[NR_CHUNKS];              /* rank -> global chunk */
 static struct kvt_heat_chunk *chunk_ptr[NR_RANGES];
 
@@ -95,7 +101,7 @@ static void evidence(uint32_t epoch, uint32_t now_ms, uint32_t tau)
 	}
 }
 
-/* migrator.c snapshot(), through the public API */
+/* The whole table, every chunk decayed (the reference plan's input). */
 static uint32_t snapshot(uint32_t now_ms, uint32_t tau)
 {
 	uint32_t n = 0;
@@ -123,10 +129,9 @@ static void apply(const struct kvt_plan_out *o, uint32_t now_ms)
 	for (uint32_t k = 0; k < o->nr; k++) {
 		const struct kvt_plan_move *mv = &moves[k];
 		struct kvt_heat_range cur;
-		if (kvt_heat_range_get(mv->range, &cur) || cur.gen != rng[mv->range].gen)
+		if (kvt_heat_range_get(mv->range, &cur) || cur.gen != rng_c[mv->range].gen)
 			continue;
-		struct kvt_heat_chunk *c = kvt_heat_chunks(&rng[mv->range]) +
-					   (mv->first - rstart[mv->range]);
+		struct kvt_heat_chunk *c = kvt_heat_chunks(&rng_c[mv->range]) + sub[mv->first].tag;
 		int promote = mv->dir == KVT_PLAN_PROMOTE;
 		for (uint32_t i = 0; i < mv->nr; i++) {
 			__atomic_store_n(&c[i].tier, promote ? KVT_PLAN_TIER_HBM : KVT_PLAN_TIER_FAR,
@@ -134,6 +139,20 @@ static void apply(const struct kvt_plan_out *o, uint32_t now_ms)
 			__atomic_store_n(&c[i].moved_ms, now_ms, __ATOMIC_RELAXED);
 		}
 	}
+}
+
+/* The subset plan moves exactly what the whole-table plan moves. */
+static int same_plan(const struct kvt_plan_out *o, const struct kvt_plan_out *f)
+{
+	if (o->nr != f->nr || o->nr_promote != f->nr_promote || o->nr_demote != f->nr_demote)
+		return 0;
+	for (uint32_t k = 0; k < o->nr; k++) {
+		const struct kvt_plan_move *a = &moves[k], *b = &moves_full[k];
+		if (a->range != b->range || a->dir != b->dir || a->nr != b->nr ||
+		    rstart[a->range] + sub[a->first].tag != b->first)
+			return 0;
+	}
+	return 1;
 }
 
 int main(void)
@@ -166,73 +185,94 @@ int main(void)
 		.rate_bytes_per_s = 8ull << 30, .epoch_ms = EPOCH_MS,
 		.min_residence_ms = 4 * EPOCH_MS, .chunk_bytes = KVT_CHUNK_BYTES,
 	};
-	struct kvt_planner pl;
+	struct kvt_planner pl, pl_full;
 	kvt_planner_init(&pl, &p);
+	kvt_planner_init(&pl_full, &p);
+	kvt_heat_set_keep(pl.p.promote);                /* as the migrator */
 
-	double t_snap[TRIALS], t_plan[TRIALS], t_apply[TRIALS], t_epoch[TRIALS];
-	uint64_t moved = 0, hbm = 0, nmoves = 0, hot = 0, warm = 0;
+	double t_coll[TRIALS], t_plan[TRIALS], t_plan_full[TRIALS], t_apply[TRIALS], t_epoch[TRIALS];
+	uint64_t moved = 0, hbm = 0, nmoves = 0, hot = 0, warm = 0, ws = 0;
 	uint32_t now = 100000;
 	for (int e = 0; e < WARM_EPOCHS + TRIALS; e++, now += EPOCH_MS) {
 		evidence((uint32_t)e, now, tau);
+		/* the reference first (it reads, never writes, the heat table) */
+		uint32_t nf = snapshot(now, tau);
+		struct kvt_plan_out f = { .moves = moves_full, .cap = MAX_MOVES };
+		double z = cpu_ms();
+		kvt_plan_epoch(&pl_full, table, nf, now, &f);
+		double y = cpu_ms();
+		/* the migrator's epoch */
 		struct kvt_plan_out o = { .moves = moves, .cap = MAX_MOVES };
 		double a = cpu_ms();
-		uint32_t n = snapshot(now, tau);
+		uint32_t n = kvt_heat_collect(sub, KVT_HEAT_MAX_CHUNKS, now, rng_c);
 		double b = cpu_ms();
-		kvt_plan_epoch(&pl, table, n, now, &o);
+		kvt_plan_epoch(&pl, sub, n, now, &o);
 		double c = cpu_ms();
 		apply(&o, now);
 		double d = cpu_ms();
-		if (n != NR_CHUNKS) {
-			fprintf(stderr, "bench_profiler: snapshot saw %u chunks\n", n);
+		if (nf != NR_CHUNKS) {
+			fprintf(stderr, "bench_profiler: snapshot saw %u chunks\n", nf);
+			return 1;
+		}
+		if (!same_plan(&o, &f)) {
+			fprintf(stderr, "bench_profiler: epoch %d: the plan over the %u collected chunks "
+				"differs from the plan over all %u\n", e, n, nf);
 			return 1;
 		}
 		if (e >= WARM_EPOCHS) {
 			int t = e - WARM_EPOCHS;
-			t_snap[t] = b - a;
+			t_coll[t] = b - a;
 			t_plan[t] = c - b;
+			t_plan_full[t] = y - z;
 			t_apply[t] = d - c;
 			t_epoch[t] = d - a;
 			moved += o.nr_promote + o.nr_demote;
 			nmoves += o.nr;
 			hbm += o.hbm_after;
-			for (uint32_t i = 0; i < n; i++) {
+			ws += n;
+			for (uint32_t i = 0; i < nf; i++) {
 				hot += table[i].heat >= p.promote;
 				warm += table[i].heat > 0.0f;
 			}
 		}
 	}
-	double lo_e = t_epoch[0], hi_e = t_epoch[0], lo_p = t_plan[0], hi_p = t_plan[0];
+	double lo_e = t_epoch[0], hi_e = t_epoch[0], lo_p = t_plan_full[0], hi_p = t_plan_full[0];
 	for (int t = 1; t < TRIALS; t++) {
 		lo_e = t_epoch[t] < lo_e ? t_epoch[t] : lo_e;
 		hi_e = t_epoch[t] > hi_e ? t_epoch[t] : hi_e;
-		lo_p = t_plan[t] < lo_p ? t_plan[t] : lo_p;
-		hi_p = t_plan[t] > hi_p ? t_plan[t] : hi_p;
+		lo_p = t_plan_full[t] < lo_p ? t_plan_full[t] : lo_p;
+		hi_p = t_plan_full[t] > hi_p ? t_plan_full[t] : hi_p;
 	}
-	double snap = median(t_snap, TRIALS), plan = median(t_plan, TRIALS);
+	double coll = median(t_coll, TRIALS), plan = median(t_plan, TRIALS);
+	double plan_full = median(t_plan_full, TRIALS);
 	double app = median(t_apply, TRIALS), ep = median(t_epoch, TRIALS);
-	size_t per = sizeof(struct kvt_heat_chunk) + sizeof(struct kvt_plan_chunk);
+	double per = (double)sizeof(struct kvt_heat_chunk) + 2.0 / 8 + (double)sizeof(struct kvt_plan_chunk);
+	double ws_avg = (double)ws / TRIALS;
+	double resident = (double)sizeof(struct kvt_heat_chunk) + 2.0 / 8 +
+			  ws_avg * sizeof(struct kvt_plan_chunk) / NR_CHUNKS;
 
 	printf("bench_profiler: %u chunks (%llu GiB tracked) in %u ranges, budget %u chunks, "
 	       "epoch %u ms, tau %u ms; median of %d epochs after %d warm-up\n",
 	       NR_CHUNKS, (unsigned long long)((uint64_t)NR_CHUNKS * KVT_CHUNK_BYTES >> 30),
 	       NR_RANGES, BUDGET_CHUNKS, EPOCH_MS, tau, TRIALS, WARM_EPOCHS);
-	printf("bench_profiler: metadata per chunk: struct kvt_heat_chunk %zu B + struct "
-	       "kvt_plan_chunk %zu B = %zu B; fixed at any size: struct kvt_planner %zu B "
-	       "(its scratch list), range table %zu B, moves %zu B (%.2f B per chunk at 1 TiB)\n",
-	       sizeof(struct kvt_heat_chunk), sizeof(struct kvt_plan_chunk), per,
-	       sizeof(struct kvt_planner), sizeof rng + sizeof rstart, sizeof moves,
-	       (double)(sizeof(struct kvt_planner) + sizeof rng + sizeof rstart + sizeof moves) /
-	       NR_CHUNKS);
-	printf("bench_profiler: epoch sequence replicated from cuda_shim/migrator.c with the "
-	       "public heat/planner APIs (its epoch is static to the migration thread); "
-	       "driver calls and source polling not counted\n");
+	printf("bench_profiler: metadata per chunk: struct kvt_heat_chunk %zu B + 2 bitmap bits + "
+	       "struct kvt_plan_chunk %zu B (only for chunks in the working set) = %.2f B at worst, "
+	       "%.2f B resident here; fixed at any size: struct kvt_planner %zu B (its scratch "
+	       "list), moves %zu B\n", sizeof(struct kvt_heat_chunk), sizeof(struct kvt_plan_chunk),
+	       per, resident, sizeof(struct kvt_planner), sizeof moves);
+	printf("bench_profiler: the migrator's epoch: kvt_heat_collect + kvt_plan_epoch + apply's "
+	       "stores; driver calls and source polling not counted; every epoch's plan checked "
+	       "equal to the plan over the whole table\n");
 	printf("bench_profiler: per epoch: %.1f chunks moved in %.1f moves, %.0f chunks in HBM, "
-	       "%.0f with heat >= promote, %.0f with any heat\n", (double)moved / TRIALS,
-	       (double)nmoves / TRIALS, (double)hbm / TRIALS, (double)hot / TRIALS,
-	       (double)warm / TRIALS);
-	printf("profiler.bytes_per_chunk=%zu\n", per);
-	printf("profiler.snapshot_ms=%.3f\n", snap);
-	printf("profiler.planner_ms=%.3f spread=[%.3f..%.3f]\n", plan, lo_p, hi_p);
+	       "%.0f collected (working set), %.0f with heat >= promote, %.0f with any heat\n",
+	       (double)moved / TRIALS, (double)nmoves / TRIALS, (double)hbm / TRIALS, ws_avg,
+	       (double)hot / TRIALS, (double)warm / TRIALS);
+	printf("profiler.bytes_per_chunk=%.2f\n", per);
+	printf("profiler.bytes_per_chunk_resident=%.2f\n", resident);
+	printf("profiler.working_set_chunks=%.0f\n", ws_avg);
+	printf("profiler.collect_ms=%.3f\n", coll);
+	printf("profiler.plan_ms=%.3f\n", plan);
+	printf("profiler.planner_ms=%.3f spread=[%.3f..%.3f]\n", plan_full, lo_p, hi_p);
 	printf("profiler.apply_ms=%.3f\n", app);
 	printf("profiler.epoch_ms=%.3f spread=[%.3f..%.3f]\n", ep, lo_e, hi_e);
 	printf("profiler.core_share=%.5f epoch_ms=%.3f/%u\n", ep / EPOCH_MS, ep, EPOCH_MS);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* The migration thread (contract in migrator.h). One thread, one
  * lowest-priority stream on the device's primary context; per epoch:
- * poll the evidence sources, snapshot the chunk heat, run the planner,
- * prefetch. Never called on an application thread except track/untrack
+ * poll the evidence sources, collect the chunks that matter (those in HBM
+ * and far ones hot enough to promote: kvt_heat_collect, no pass over idle
+ * memory), run the planner, prefetch. Never called on an application thread except track/untrack
  * (a short mutex in the heat table). Every failure: one warning, counted. */
 #include <errno.h>
 #include <pthread.h>
@@ -40,8 +41,8 @@ static struct {
 	CUstream stream;
 	CUdevice dev;
 	struct kvt_planner planner;
-	struct kvt_plan_chunk *table;          /* KVT_HEAT_MAX_CHUNKS, mmap'd */
-	uint32_t rstart[KVT_HEAT_MAX_RANGES];
+	struct kvt_plan_chunk *table;          /* KVT_HEAT_MAX_CHUNKS, mmap'd: only the
+						* working set's pages are touched */
 	struct kvt_heat_range r[KVT_HEAT_MAX_RANGES];
 	struct kvt_plan_move moves[MAX_MOVES];
 	uint64_t budget;
@@ -128,6 +129,7 @@ void kvt_migrator_start(void)
 		kvt_warn("KVTIER_DEMOTE=%d is above KVTIER_PROMOTE=%d; using %d for both",
 			 kvt_opt.demote, kvt_opt.promote, kvt_opt.promote);
 	kvt_planner_init(&m.planner, &p);
+	kvt_heat_set_keep(m.planner.p.promote);
 	kvt_prof_sources_enable(mask);
 	kvt_prof_set_kick(kick, KICK_LAUNCHES);
 	m.wanted = 1;
@@ -241,32 +243,11 @@ static int bind_device(void)
 	return 0;
 }
 
-static uint32_t snapshot(uint32_t now_ms)
-{
-	uint32_t n = 0, tau = kvt_heat_tau_ms();
-	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
-		m.r[s].live = 0;
-		if (kvt_heat_range_get(s, &m.r[s]))
-			continue;
-		struct kvt_heat_chunk *c = kvt_heat_chunks(&m.r[s]);
-		m.rstart[s] = n;
-		for (uint32_t i = 0; i < m.r[s].nr_chunks && n < KVT_HEAT_MAX_CHUNKS; i++, n++) {
-			m.table[n] = (struct kvt_plan_chunk){
-				.heat = kvt_heat_read(&c[i], now_ms, tau),
-				.moved_ms = __atomic_load_n(&c[i].moved_ms, __ATOMIC_RELAXED),
-				.tier = __atomic_load_n(&c[i].tier, __ATOMIC_RELAXED),
-				.range = (uint16_t)s,
-			};
-		}
-	}
-	return n;
-}
-
 static void apply(const struct kvt_plan_move *mv, uint32_t now_ms)
 {
 	const struct kvt_heat_range *r = &m.r[mv->range];
 	struct kvt_heat_range cur;
-	uint32_t idx = mv->first - m.rstart[mv->range];
+	uint32_t idx = m.table[mv->first].tag;     /* its chunks are consecutive in memory */
 	uint64_t off = (uint64_t)idx << KVT_CHUNK_SHIFT, bytes = (uint64_t)mv->nr << KVT_CHUNK_SHIFT;
 	if (kvt_heat_range_get(mv->range, &cur) || cur.gen != r->gen)
 		return;                              /* freed meanwhile */
@@ -308,7 +289,7 @@ static void epoch(void)
 	uint64_t t0 = kvt_now_ns();
 	kvt_prof_sources_poll();
 	uint32_t now_ms = kvt_heat_now_ms();
-	uint32_t n = snapshot(now_ms);
+	uint32_t n = kvt_heat_collect(m.table, KVT_HEAT_MAX_CHUNKS, now_ms, m.r);
 	m.planner.p.budget_bytes = budget_now();
 	struct kvt_plan_out out = { .moves = m.moves, .cap = MAX_MOVES };
 	kvt_plan_epoch(&m.planner, m.table, n, now_ms, &out);

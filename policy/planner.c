@@ -139,10 +139,12 @@ static inline int demote_key(const struct epoch *ep, const struct kvt_plan_chunk
 
 /* ---- emit merged moves ---- */
 
-static int emit(struct kvt_plan_out *out, uint32_t i, uint16_t range, uint8_t dir)
+static int emit(struct kvt_plan_out *out, uint32_t i, const struct kvt_plan_chunk *c, uint8_t dir)
 {
 	struct kvt_plan_move *m = out->nr ? &out->moves[out->nr - 1] : NULL;
-	if (m && m->dir == dir && m->range == range && m->first + m->nr == i) {
+	uint16_t range = c->range;
+	if (m && m->dir == dir && m->range == range && m->first + m->nr == i &&
+	    !(c->flags & KVT_PLAN_F_GAP)) {
 		m->nr++;
 		return 0;
 	}
@@ -248,7 +250,7 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 			continue;
 		if (!pass(&ep.dem, demote_key(&ep, &c[i]), 0))
 			continue;
-		if (emit(out, i, c[i].range, KVT_PLAN_DEMOTE))
+		if (emit(out, i, &c[i], KVT_PLAN_DEMOTE))
 			break;
 		dd++;
 	}
@@ -272,7 +274,7 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 		int ch = chosen(&ep, &c[i]);
 		if (c[i].tier != KVT_PLAN_TIER_FAR || !ch || !pass(&ep.pro, rank_key(&c[i]), 1))
 			continue;
-		if (emit(out, i, c[i].range, KVT_PLAN_PROMOTE))
+		if (emit(out, i, &c[i], KVT_PLAN_PROMOTE))
 			break;
 		pp++;
 	}

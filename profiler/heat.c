@@ -15,6 +15,13 @@
 
 static struct kvt_heat_chunk *arena;
 static uint32_t arena_used;          /* chunks handed out (bump) */
+/* One bit per arena chunk, mapped behind the arena. dirty: touched since the
+ * migrator last collected (set by touches, taken by kvt_heat_collect).
+ * act: the migrator's working set (chunks in HBM, far chunks still hot
+ * enough to promote); only the migrator thread and track() write it. */
+#define BM_WORDS (KVT_HEAT_MAX_CHUNKS / 64)
+static uint64_t *dirty, *act;
+static float keep_heat;              /* far chunks below it are left out (collect) */
 static uint32_t tau;
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
 static struct kvt_heat_range slots[KVT_HEAT_MAX_RANGES];
@@ -65,6 +72,33 @@ void kvt_heat_touch(struct kvt_heat_chunk *c, float w, uint32_t now_ms, uint32_t
 		nv = pack(kvt_heat_decay(h, dt, tau_ms) + w, dt ? now_ms : t);
 	} while (!__atomic_compare_exchange_n(&c->hv, &old, nv, 1, __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
+	/* a far chunk still colder than the promote threshold cannot change a
+	 * plan: the migrator need not look at it (most touches of a big cache) */
+	float h, keep;
+	uint32_t t;
+	unpack(nv, &h, &t);
+	__atomic_load(&keep_heat, &keep, __ATOMIC_RELAXED);
+	if (h >= keep ||
+	    __atomic_load_n(&c->tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
+		kvt_heat_mark(c);
+}
+
+void kvt_heat_set_keep(float keep)
+{
+	__atomic_store(&keep_heat, &keep, __ATOMIC_RELAXED);
+}
+
+void kvt_heat_mark(const struct kvt_heat_chunk *c)
+{
+	uintptr_t a = (uintptr_t)arena, p = (uintptr_t)c;
+	if (!a || p < a || p >= a + (uintptr_t)KVT_HEAT_MAX_CHUNKS * sizeof *arena)
+		return;                 /* a chunk outside the arena (tests, tools) */
+	uint32_t i = (uint32_t)((p - a) / sizeof *arena);
+	uint64_t bit = 1ull << (i & 63);
+	/* a plain load first: a hot chunk's bit is usually set already, and
+	 * the read keeps its cache line shared among touching threads */
+	if (!(__atomic_load_n(&dirty[i >> 6], __ATOMIC_RELAXED) & bit))
+		__atomic_fetch_or(&dirty[i >> 6], bit, __ATOMIC_RELAXED);
 }
 
 float kvt_heat_read(const struct kvt_heat_chunk *c, uint32_t now_ms, uint32_t tau_ms)
@@ -89,11 +123,15 @@ int kvt_heat_init(uint32_t tau_ms)
 	pthread_mutex_lock(&wlock);
 	tau = tau_ms;
 	if (!arena) {
-		void *p = kvt_sys_mmap(NULL, (size_t)KVT_HEAT_MAX_CHUNKS * sizeof *arena,
+		size_t bytes = (size_t)KVT_HEAT_MAX_CHUNKS * sizeof *arena;
+		void *p = kvt_sys_mmap(NULL, bytes + 2 * BM_WORDS * sizeof(uint64_t),
 				       PROT_READ | PROT_WRITE,
 				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (p != MAP_FAILED)
-			arena = p;
+		if (p != MAP_FAILED) {
+			dirty = (uint64_t *)((char *)p + bytes);
+			act = dirty + BM_WORDS;
+			__atomic_store_n(&arena, (struct kvt_heat_chunk *)p, __ATOMIC_RELEASE);
+		}
 	}
 	pthread_mutex_unlock(&wlock);
 	return arena ? 0 : -ENOMEM;
@@ -133,6 +171,22 @@ static void publish(void)
 	__atomic_add_fetch(&seq, 1, __ATOMIC_ACQ_REL);
 }
 
+/* Set (v = 1) or clear bits [a, a+n) of a bitmap, word by word (atomics:
+ * touches set dirty bits concurrently). */
+static void bits_assign(uint64_t *bm, uint32_t a, uint32_t n, int v)
+{
+	while (n) {
+		uint32_t off = a & 63, k = 64 - off < n ? 64 - off : n;
+		uint64_t mask = (k == 64 ? ~0ull : ((1ull << k) - 1)) << off;
+		if (v)
+			__atomic_fetch_or(&bm[a >> 6], mask, __ATOMIC_RELAXED);
+		else
+			__atomic_fetch_and(&bm[a >> 6], ~mask, __ATOMIC_RELAXED);
+		a += k;
+		n -= k;
+	}
+}
+
 int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node)
 {
 	uint32_t nr = (uint32_t)((size + KVT_CHUNK_BYTES - 1) >> KVT_CHUNK_SHIFT);
@@ -148,26 +202,39 @@ int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node)
 		if (slots[s].live)
 			continue;
 		/* a retired slot whose chunks fit is reused first, an unused one next */
-		if (slots[s].nr_chunks >= nr && (reuse < 0 || slots[s].nr_chunks < slots[reuse].nr_chunks))
+		if (slots[s].cap_chunks >= nr && (reuse < 0 || slots[s].cap_chunks < slots[reuse].cap_chunks))
 			reuse = s;
-		if (!slots[s].nr_chunks && free_slot < 0)
+		if (!slots[s].cap_chunks && free_slot < 0)
 			free_slot = s;
 	}
 	int s = reuse;
 	if (s < 0) {
-		if (free_slot < 0 || arena_used + nr > KVT_HEAT_MAX_CHUNKS || arena_used + nr < nr)
+		if (arena_used + nr > KVT_HEAT_MAX_CHUNKS || arena_used + nr < nr)
+			goto out;
+		/* no retired slot is big enough: an unused slot, else any
+		 * retired one, gets fresh chunks (its old ones are abandoned:
+		 * the arena is a bump allocator, bounded by KVT_HEAT_MAX_CHUNKS) */
+		for (int t = 0; free_slot < 0 && t < KVT_HEAT_MAX_RANGES; t++)
+			if (!slots[t].live)
+				free_slot = t;
+		if (free_slot < 0)
 			goto out;
 		s = free_slot;
 		slots[s].first = arena_used;
-		slots[s].nr_chunks = nr;
+		slots[s].cap_chunks = nr;
 		arena_used += nr;
 	}
+	slots[s].nr_chunks = nr;       /* a reused slot may hold more (cap_chunks) */
 	struct kvt_heat_chunk *c = arena + slots[s].first;
-	for (uint32_t i = 0; i < slots[s].nr_chunks; i++) {
+	for (uint32_t i = 0; i < nr; i++) {
 		__atomic_store_n(&c[i].hv, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&c[i].moved_ms, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&c[i].tier, tier, __ATOMIC_RELAXED);
 	}
+	/* a reused slot's old bits mean nothing; chunks that start in HBM are
+	 * in the migrator's working set from the start */
+	bits_assign(dirty, slots[s].first, slots[s].nr_chunks, 0);
+	bits_assign(act, slots[s].first, slots[s].nr_chunks, tier == KVT_PLAN_TIER_HBM);
 	slots[s].base = base;
 	slots[s].size = size;
 	slots[s].cursor = 0;
@@ -341,4 +408,148 @@ void kvt_heat_count_tiers(uint64_t *hbm_out, uint64_t *far_out)
 	}
 	*hbm_out = hbm;
 	*far_out = far;
+}
+
+/* ---- the migrator's view of one epoch ---- */
+
+/* kvt_heat_read() with a small memo of decay factors: chunks touched in the
+ * same millisecond share their age, and expf is most of the cost of a warm
+ * chunk. The same float as kvt_heat_read() (h * the same expf). A chunk
+ * whose undecayed heat is already below `floor` returns it without decay
+ * (decay only lowers it; the caller drops it either way). */
+#define MEMO_SLOTS 64
+struct decay_memo {
+	uint32_t dt[MEMO_SLOTS];
+	float f[MEMO_SLOTS];
+};
+
+static float read_memo(const struct kvt_heat_chunk *c, uint32_t now_ms, uint32_t tau_ms,
+		       float floor, struct decay_memo *m)
+{
+	float h;
+	uint32_t t;
+	unpack(__atomic_load_n(&c->hv, __ATOMIC_RELAXED), &h, &t);
+	uint32_t dt = (int32_t)(now_ms - t) > 0 ? now_ms - t : 0;
+	if (!tau_ms || !dt || h == 0.0f || h < floor)
+		return h;
+	if (dt > 64u * tau_ms)
+		return 0.0f;
+	unsigned k = (dt * 2654435761u) >> 26;          /* Fibonacci hash, 6 bits */
+	if (m->dt[k] != dt) {
+		m->dt[k] = dt;
+		m->f[k] = expf(-(float)dt / (float)tau_ms);
+	}
+	return h * m->f[k];
+}
+
+/* Bits of word w that belong to chunks [a, end). */
+static inline uint64_t span_mask(uint32_t w, uint32_t a, uint32_t end)
+{
+	uint64_t m = ~0ull;
+	if (w == a >> 6)
+		m &= ~0ull << (a & 63);
+	if (w == (end - 1) >> 6 && (end & 63))
+		m &= ~0ull >> (64 - (end & 63));
+	return m;
+}
+
+struct collect {
+	struct kvt_plan_chunk *t;
+	uint32_t cap, n, now_ms, tau_ms, prev;
+	float keep;
+	int have_prev;
+	struct decay_memo memo;
+};
+
+/* One word of one range: emit its working-set chunks, drop far ones that
+ * cooled below `keep`. Returns the word's bits to keep in the working set. */
+static uint64_t collect_word(struct collect *k, uint16_t s, uint32_t first, uint32_t w,
+			     uint64_t bits)
+{
+	/* locals: stores into the table could alias k's fields */
+	struct kvt_plan_chunk *t = k->t;
+	uint32_t n = k->n, cap = k->cap, prev = k->prev, now = k->now_ms, tau_ms = k->tau_ms;
+	int have_prev = k->have_prev;
+	const float keep = k->keep;
+	uint64_t keep_bits = bits;
+	while (bits) {
+		unsigned b = (unsigned)__builtin_ctzll(bits);
+		bits &= bits - 1;
+		uint32_t i = (w << 6) + b;
+		const struct kvt_heat_chunk *c = arena + i;
+		uint8_t tier = __atomic_load_n(&c->tier, __ATOMIC_RELAXED);
+		int hbm = tier == KVT_PLAN_TIER_HBM;
+		float h = read_memo(c, now, tau_ms, hbm ? 0.0f : keep, &k->memo);
+		if (!hbm && !(h >= keep)) {
+			keep_bits &= ~(1ull << b);     /* back when touched above it */
+			continue;
+		}
+		if (n == cap)                          /* stays in the set for later */
+			continue;
+		t[n++] = (struct kvt_plan_chunk){
+			.heat = h,
+			.moved_ms = __atomic_load_n(&c->moved_ms, __ATOMIC_RELAXED),
+			.range = s,
+			.tier = tier,
+			.flags = have_prev && i == prev + 1 ? 0 : KVT_PLAN_F_GAP,
+			.tag = i - first,
+		};
+		prev = i;
+		have_prev = 1;
+	}
+	k->n = n;
+	k->prev = prev;
+	k->have_prev = have_prev;
+	return keep_bits;
+}
+
+/* Process one word's bits and update its working-set bits (atomics: a
+ * neighbouring range's track() may share the word). */
+static void settle(struct collect *k, uint16_t s, uint32_t first, uint32_t w, uint64_t bits,
+		   uint64_t was)
+{
+	uint64_t now_bits = collect_word(k, s, first, w, bits);
+	if (now_bits & ~was)
+		__atomic_fetch_or(&act[w], now_bits & ~was, __ATOMIC_RELAXED);
+	if (was & ~now_bits)
+		__atomic_fetch_and(&act[w], ~(was & ~now_bits), __ATOMIC_RELAXED);
+}
+
+uint32_t kvt_heat_collect(struct kvt_plan_chunk *t, uint32_t cap, uint32_t now_ms,
+			  struct kvt_heat_range *ranges)
+{
+	float keep;
+	__atomic_load(&keep_heat, &keep, __ATOMIC_RELAXED);
+	static __thread struct collect k;     /* the memo is 512 B: not on a small stack */
+	k = (struct collect){ .t = t, .cap = cap, .now_ms = now_ms, .tau_ms = tau, .keep = keep };
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
+		ranges[s].live = 0;
+		if (kvt_heat_range_get(s, &ranges[s]) || !ranges[s].nr_chunks)
+			continue;
+		uint32_t a = ranges[s].first, end = a + ranges[s].nr_chunks;
+		k.have_prev = 0;
+		/* one word behind: its chunks were prefetched while this word's
+		 * bits were found (the working set is scattered over the arena) */
+		uint32_t pw = 0;
+		uint64_t pbits = 0, pwas = 0;
+		for (uint32_t w = a >> 6; w <= (end - 1) >> 6; w++) {
+			uint64_t mask = span_mask(w, a, end);
+			uint64_t d = __atomic_load_n(&dirty[w], __ATOMIC_RELAXED) & mask;
+			if (d)                                 /* take this range's bits */
+				d &= __atomic_fetch_and(&dirty[w], ~d, __ATOMIC_RELAXED);
+			uint64_t was = __atomic_load_n(&act[w], __ATOMIC_RELAXED) & mask;
+			/* keep <= 0: every far chunk qualifies, touched or not */
+			uint64_t bits = keep > 0.0f ? was | d : mask;
+			if (!bits)
+				continue;
+			for (uint64_t b = bits; b; b &= b - 1)
+				__builtin_prefetch(arena + (w << 6) + __builtin_ctzll(b));
+			if (pbits)
+				settle(&k, (uint16_t)s, a, pw, pbits, pwas);
+			pw = w, pbits = bits, pwas = was;
+		}
+		if (pbits)
+			settle(&k, (uint16_t)s, a, pw, pbits, pwas);
+	}
+	return k.n;
 }

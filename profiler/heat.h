@@ -11,6 +11,8 @@
 
 #include <stdint.h>
 
+#include "kvtier/planner.h"
+
 #define KVT_CHUNK_SHIFT 21
 #define KVT_CHUNK_BYTES (1ull << KVT_CHUNK_SHIFT)
 #define KVT_HEAT_MAX_RANGES 256
@@ -37,7 +39,8 @@ float kvt_heat_read(const struct kvt_heat_chunk *c, uint32_t now_ms, uint32_t ta
 struct kvt_heat_range {
 	uint64_t base, size;
 	uint32_t first;         /* its first chunk in the arena */
-	uint32_t nr_chunks;
+	uint32_t nr_chunks;     /* chunks of this range */
+	uint32_t cap_chunks;    /* chunks the slot owns in the arena (>= nr_chunks) */
 	uint32_t cursor;        /* round-robin sampling position */
 	uint32_t gen;           /* bumped on every track/untrack of the slot */
 	int32_t node;           /* far NUMA node demotions go to (-1: host) */
@@ -78,6 +81,36 @@ uint32_t kvt_heat_now_ms(void);
 
 /* No range is tracked (nothing any evidence could credit). */
 int kvt_heat_empty(void);
+
+/* The chunk was touched: note it for the migrator's next collect (touches
+ * through this API do it themselves; for chunks outside the arena, nothing). */
+void kvt_heat_mark(const struct kvt_heat_chunk *c);
+
+/* ---- the migrator's epoch ---- */
+
+/* The heat below which a far chunk cannot matter to a plan (the promote
+ * threshold: colder far chunks are never chosen). Touches of far chunks
+ * that stay below it do not mark them; kvt_heat_collect leaves them out.
+ * Default 0: every touch marks, every chunk is collected. */
+void kvt_heat_set_keep(float keep);
+
+/* The chunks one plan needs, without a pass over idle memory: every chunk
+ * believed in HBM and every far chunk at least `keep` hot, so that the plan
+ * over this subset equals the plan over the whole table. A working-set
+ * bitmap holds them across epochs; chunks marked since the last call join
+ * it, far ones that cooled below `keep` leave it until a touch brings them
+ * back above. Cost: one word per 64 tracked chunks plus the working set.
+ * keep <= 0 reads every chunk.
+ *
+ * Fills t[0..n) in range-slot then address order (KVT_PLAN_F_GAP where an
+ * entry does not follow the previous one in memory; `tag`: the chunk's
+ * index inside its range), and ranges[KVT_HEAT_MAX_RANGES] with copies of
+ * the range slots (live = 0 where none). Returns n (<= cap; with cap >=
+ * KVT_HEAT_MAX_CHUNKS nothing is ever left out). One caller at a time.
+ * A touch racing a demotion may go unmarked (it saw the chunk in HBM); the
+ * chunk rejoins at its next touch. */
+uint32_t kvt_heat_collect(struct kvt_plan_chunk *t, uint32_t cap, uint32_t now_ms,
+			  struct kvt_heat_range *ranges);
 
 /* Chunks now in HBM and on the far tier, over every tracked range (a walk
  * of all chunks: for counters, not for every epoch). */

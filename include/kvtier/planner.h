@@ -14,14 +14,21 @@ enum kvt_plan_dir { KVT_PLAN_DEMOTE = 0, KVT_PLAN_PROMOTE = 1 };
 #define KVT_PLAN_BUCKETS 64
 
 /* One chunk as the planner sees it. Chunks of one range are consecutive in
- * the table and carry the same `range`; only neighbours in one range merge. */
+ * the table and carry the same `range`; only neighbours in one range merge.
+ * A table may leave out far chunks colder than `promote` (they can never be
+ * chosen): the plan is the same, given KVT_PLAN_F_GAP where one was left out. */
 struct kvt_plan_chunk {
 	float heat;                 /* decayed to "now" by the caller */
 	uint32_t moved_ms;          /* when it last moved (0 = never) */
-	uint16_t range;
-	uint8_t tier;               /* enum kvt_plan_tier */
-	uint8_t pad;
+	uint32_t range : 8;         /* moves carry it; only one range's chunks merge */
+	uint32_t tier : 1;          /* enum kvt_plan_tier */
+	uint32_t flags : 1;         /* KVT_PLAN_F_* */
+	uint32_t tag : 22;          /* the caller's (the planner never reads it) */
 };
+
+/* The entry is not the chunk right after the previous entry in memory (a
+ * table that leaves out chunks says where): moves never merge across it. */
+#define KVT_PLAN_F_GAP 0x1
 
 struct kvt_plan_params {
 	uint64_t budget_bytes;      /* HBM allowed to redirected chunks */

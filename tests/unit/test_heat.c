@@ -86,6 +86,8 @@ static void test_ranges(void)
 	CU_ASSERT_EQUAL(sc, sa);
 	CU_ASSERT_EQUAL(kvt_heat_range_get(sc, &r), 0);
 	CU_ASSERT_TRUE(kvt_heat_read(&kvt_heat_chunks(&r)[1], kvt_heat_now_ms(), 1000) == 0);
+	CU_ASSERT_EQUAL(r.nr_chunks, 2);           /* its own count, not the slot's 5 */
+	CU_ASSERT_EQUAL(r.cap_chunks, 5);
 	kvt_heat_reset();
 	CU_ASSERT_EQUAL(kvt_heat_find(B), -1);
 }
@@ -102,10 +104,91 @@ static void test_table_bounded(void)
 	}
 	CU_ASSERT_EQUAL(ok, KVT_HEAT_MAX_RANGES);
 	CU_ASSERT_EQUAL(full, 10);
+	/* every slot retired with 1 chunk: a 10-chunk range still finds one */
+	kvt_heat_reset();
+	CU_ASSERT_EQUAL(kvt_heat_track(0x6000000000ull, 20ull << 20, 0, 0), 0);
 	/* more chunks than the arena holds: refused, nothing mapped */
 	kvt_heat_reset();
 	CU_ASSERT_EQUAL(kvt_heat_track(0x7000000000ull, (uint64_t)(KVT_HEAT_MAX_CHUNKS + 1) << 21,
 				       0, 0), -ENOSPC);
+}
+
+static struct kvt_plan_chunk t[KVT_HEAT_MAX_CHUNKS];
+
+static uint32_t collect(float keep, struct kvt_heat_range *rg)
+{
+	kvt_heat_set_keep(keep);
+	return kvt_heat_collect(t, KVT_HEAT_MAX_CHUNKS, kvt_heat_now_ms(), rg);
+}
+
+/* The migrator's working set (kvt_heat_collect), promote threshold 4:
+ *  range A, 200 chunks (crosses 64-chunk words), range B, 3 chunks:
+ *    A: 5..7 touched x5 (hot), 9 touched once (cold), 70 in HBM (never
+ *       touched), 130 touched x5;  B: 1 touched x5
+ *  -> A5 A6 A7 | A70 | A130 | B1   ('|': KVT_PLAN_F_GAP), A9 left out;
+ *  a second collect with nothing touched returns the same (working set kept
+ *  across epochs); once A5..7 cool below 4 they leave, and come back when
+ *  touched again; a re-tracked range starts empty. */
+static void test_collect_working_set(void)
+{
+	const uint64_t A = 0x100000000ull, B = 0x200000000ull, M = 1ull << 20;
+	static struct kvt_heat_range rg[KVT_HEAT_MAX_RANGES];
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(0), 0);         /* tau 0: no decay, exact */
+	kvt_heat_reset();
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 400 * M, KVT_PLAN_TIER_FAR, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(B, 6 * M, KVT_PLAN_TIER_FAR, 1), 0);
+	int sa = kvt_heat_find(A), sb = kvt_heat_find(B);
+	/* chunks of earlier tests' ranges may have been left marked: start clean */
+	(void)collect(4, rg);
+	for (int k = 0; k < 5; k++) {
+		CU_ASSERT_EQUAL(kvt_heat_add(A + 10 * M, 6 * M, 1, 64), 3);     /* 5, 6, 7 */
+		CU_ASSERT_EQUAL(kvt_heat_add(A + 260 * M, 1, 1, 1), 1);         /* 130 */
+		CU_ASSERT_EQUAL(kvt_heat_add(B + 2 * M, 1, 1, 1), 1);           /* B1 */
+	}
+	CU_ASSERT_EQUAL(kvt_heat_add(A + 18 * M, 1, 1, 1), 1);                  /* 9 */
+	struct kvt_heat_range r;
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_range_get(sa, &r), 0);
+	kvt_heat_chunks(&r)[70].tier = KVT_PLAN_TIER_HBM;   /* as apply() would, after a collect */
+	kvt_heat_mark(&kvt_heat_chunks(&r)[70]);
+	const struct { int slot; uint32_t idx; uint8_t tier; uint8_t flags; } want[] = {
+		{ sa, 5, 0, KVT_PLAN_F_GAP }, { sa, 6, 0, 0 }, { sa, 7, 0, 0 },
+		{ sa, 70, 1, KVT_PLAN_F_GAP }, { sa, 130, 0, KVT_PLAN_F_GAP }, { sb, 1, 0, KVT_PLAN_F_GAP },
+	};
+	for (int pass = 0; pass < 2; pass++) {
+		uint32_t n = collect(4, rg);
+		CU_ASSERT_EQUAL(n, 6);
+		/* slots in order: A's entries before B's iff sa < sb */
+		for (uint32_t i = 0; i < n && i < 6; i++) {
+			uint32_t w = sa < sb ? i : (i + 1) % 6;
+			CU_ASSERT_EQUAL(t[i].range, want[w].slot);
+			CU_ASSERT_EQUAL(t[i].tag, want[w].idx);
+			CU_ASSERT_EQUAL(t[i].tier, want[w].tier);
+			CU_ASSERT_EQUAL(t[i].flags, want[w].flags);
+			CU_ASSERT_TRUE(t[i].tier == 1 || t[i].heat == 5.0f);
+		}
+		CU_ASSERT_TRUE(rg[sa].live && rg[sb].live && rg[sa].nr_chunks == 200);
+	}
+	/* keep 0: every chunk of both ranges, untouched or not */
+	CU_ASSERT_EQUAL(collect(0, rg), 203);
+	/* cooled (keep above their heat): the far ones leave, HBM stays */
+	CU_ASSERT_EQUAL(collect(6, rg), 1);
+	CU_ASSERT_EQUAL(t[0].tag, 70);
+	CU_ASSERT_EQUAL(collect(4, rg), 1);     /* gone until touched */
+	CU_ASSERT_EQUAL(kvt_heat_add(A + 12 * M, 1, 1, 1), 1);                  /* 6 again */
+	CU_ASSERT_EQUAL(collect(4, rg), 2);
+	CU_ASSERT_EQUAL(t[0].tag, 6);
+	CU_ASSERT_TRUE(t[0].heat == 6.0f);
+	/* re-tracked: the slot's old working set means nothing */
+	CU_ASSERT_EQUAL(kvt_heat_untrack(A), 0);
+	CU_ASSERT_EQUAL(collect(4, rg), 0);
+	CU_ASSERT_EQUAL(kvt_heat_track(A, 400 * M, KVT_PLAN_TIER_FAR, 1), 0);
+	CU_ASSERT_EQUAL(collect(4, rg), 0);
+	CU_ASSERT_EQUAL(kvt_heat_untrack(A), 0);
+	/* a range that starts in HBM is in the working set from the start */
+	CU_ASSERT_EQUAL(kvt_heat_track(A, 4 * M, KVT_PLAN_TIER_HBM, 1), 0);
+	CU_ASSERT_EQUAL(collect(4, rg), 2);
+	kvt_heat_reset();
+	kvt_heat_init(1000);
 }
 
 int main(void)
@@ -116,6 +199,7 @@ int main(void)
 		{ "a chunk costs 16 bytes", test_chunk_is_small },
 		{ "ranges: track, find, evidence, untrack, reuse", test_ranges },
 		{ "the tables are bounded", test_table_bounded },
+		{ "collect: the migrator's working set", test_collect_working_set },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {

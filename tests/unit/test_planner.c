@@ -251,6 +251,69 @@ static void test_determinism(void)
 	CU_ASSERT_EQUAL(memcmp(a, b, sizeof a), 0);    /* the input is not written */
 }
 
+/* A table that leaves out far chunks colder than `promote` (what the
+ * migrator's kvt_heat_collect builds) gives the same plan as the whole
+ * table, once positions are mapped back: the same chunks move, in the same
+ * merged ranges, epoch after epoch (moves applied to the whole table).
+ *  whole:   [F. H. F* F. H. H.]   F. far, cold: left out
+ *  subset:  [H. F* | H. H.]       '|' KVT_PLAN_F_GAP: no merge across */
+static void test_subset_same_plan(void)
+{
+	enum { N = 6000, CAP = 1024 };
+	static struct kvt_plan_chunk whole[N], sub[N];
+	static uint32_t pos[N];
+	static struct kvt_plan_move mw[CAP], ms[CAP];
+	uint32_t seed = 99, compared = 0, gaps = 0;
+	for (int round = 0; round < 8; round++) {
+		struct kvt_plan_params p = params(300 + (uint32_t)round * 50);
+		p.high_bp = 9500;
+		p.rate_bytes_per_s = round & 1 ? 0 : 4ull << 30;
+		struct kvt_planner pw, ps;
+		kvt_planner_init(&pw, &p);
+		kvt_planner_init(&ps, &p);
+		for (uint32_t i = 0; i < N; i++) {
+			seed = seed * 1103515245u + 12345u;
+			/* runs of hot chunks so that merges happen */
+			float h = (seed >> 28) < 5 ? (float)((seed >> 8) % 64) : (float)((seed >> 8) % 4);
+			whole[i] = ch(h, (seed >> 4) % 5 == 0, (uint16_t)(i / 700));
+		}
+		for (uint32_t e = 0; e < 12; e++) {
+			uint32_t now = 1000 + e * 50, n = 0;
+			for (uint32_t i = 0; i < N; i++) {
+				seed = seed * 1103515245u + 12345u;
+				whole[i].heat = whole[i].heat * 0.9f + ((seed >> 27) == 0 ? 8.0f : 0.0f);
+				if (whole[i].tier != KVT_PLAN_TIER_HBM && !(whole[i].heat >= p.promote))
+					continue;
+				sub[n] = whole[i];
+				sub[n].flags = n && pos[n - 1] + 1 == i && sub[n - 1].range == whole[i].range ?
+					       0 : KVT_PLAN_F_GAP;
+				gaps += n && sub[n].flags && sub[n - 1].range == whole[i].range;
+				pos[n++] = i;
+			}
+			struct kvt_plan_out ow = { .moves = mw, .cap = CAP }, os = { .moves = ms, .cap = CAP };
+			kvt_plan_epoch(&pw, whole, N, now, &ow);
+			kvt_plan_epoch(&ps, sub, n, now, &os);
+			CU_ASSERT_TRUE(n < N);
+			CU_ASSERT_EQUAL(ow.nr, os.nr);
+			CU_ASSERT_EQUAL(ow.nr_promote, os.nr_promote);
+			CU_ASSERT_EQUAL(ow.nr_demote, os.nr_demote);
+			CU_ASSERT_EQUAL(ow.hbm_before, os.hbm_before);
+			for (uint32_t k = 0; k < ow.nr && k < os.nr; k++) {
+				CU_ASSERT_EQUAL(mw[k].first, pos[ms[k].first]);
+				CU_ASSERT_EQUAL(mw[k].nr, ms[k].nr);
+				CU_ASSERT_EQUAL(mw[k].dir, ms[k].dir);
+				CU_ASSERT_EQUAL(mw[k].range, ms[k].range);
+				/* a subset move covers consecutive chunks in memory */
+				CU_ASSERT_EQUAL(pos[ms[k].first + ms[k].nr - 1], pos[ms[k].first] + ms[k].nr - 1);
+				compared++;
+			}
+			apply(whole, &ow, now);
+		}
+	}
+	CU_ASSERT_TRUE(compared > 200);     /* the rounds did move things */
+	CU_ASSERT_TRUE(gaps > 100);         /* and the subsets had holes */
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -260,6 +323,7 @@ int main(void)
 		{ "adjacent chunks merged within a range", test_merge },
 		{ "a chunk turning hot is promoted within 3 epochs", test_hot_chunk_promoted_soon },
 		{ "determinism", test_determinism },
+		{ "a subset table (cold far chunks left out) plans the same", test_subset_same_plan },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
