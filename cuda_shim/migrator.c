@@ -208,9 +208,11 @@ static int any_range(void)
 	return 0;
 }
 
-/* HBM budget: KVTIER_HBM_BUDGET, or what placement derived at KV start;
- * when that is 0 (the reserve ate it all: a small device) free memory now
- * less 1/16 of the device, said once. */
+/* HBM budget: KVTIER_HBM_BUDGET, or what placement derived at KV start
+ * (free memory then, less KVTIER_RESERVE). When that is 0 (a device smaller
+ * than the reserve, such as the simulated one), the free memory at KV start
+ * (else free memory now) less 1/64 of the device: the reserve's share of a
+ * large device (1 GiB of 64 GiB), said once. */
 static uint64_t budget_now(void)
 {
 	uint64_t b = kvt_place_hbm_budget();
@@ -218,11 +220,15 @@ static uint64_t budget_now(void)
 		return b;
 	if (!m.budget) {
 		size_t fr = 0, tot = 0;
-		if (kvt_cuda_mem_info(&fr, &tot) == CUDA_SUCCESS && fr > tot / 16)
-			m.budget = fr - tot / 16;
-		kvt_info("migration: HBM budget %llu bytes (derived budget was 0: free HBM %zu less "
-			 "1/16 of %zu; set KVTIER_HBM_BUDGET or KVTIER_RESERVE to choose)",
-			 (unsigned long long)m.budget, fr, tot);
+		uint64_t at_kv = kvt_place_kv_start_free();
+		if (kvt_cuda_mem_info(&fr, &tot) == CUDA_SUCCESS) {
+			uint64_t f = at_kv && at_kv <= tot ? at_kv : fr;
+			m.budget = f > tot / 64 ? f - tot / 64 : 0;
+		}
+		kvt_info("migration: HBM budget %llu bytes (derived budget was 0: free HBM %llu %s "
+			 "less 1/64 of %zu; set KVTIER_HBM_BUDGET or KVTIER_RESERVE to choose)",
+			 (unsigned long long)m.budget,
+			 (unsigned long long)(at_kv ? at_kv : fr), at_kv ? "at KV start" : "now", tot);
 	}
 	return m.budget;
 }

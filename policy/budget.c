@@ -24,6 +24,8 @@ uint64_t kvt_policy_budget_default_hbm(uint64_t free_bytes, uint64_t reserve)
 
 void kvt_policy_budget_kv_start(struct kvt_policy_budget *b, uint64_t free_bytes)
 {
+	if (!b->kv_start_free_bytes)
+		b->kv_start_free_bytes = free_bytes;
 	if (b->hbm_explicit || b->hbm_derived)
 		return;
 	b->hbm_budget_bytes = kvt_policy_budget_default_hbm(free_bytes,

@@ -65,6 +65,14 @@ uint64_t kvt_place_hbm_budget(void)
 	return b;
 }
 
+uint64_t kvt_place_kv_start_free(void)
+{
+	pthread_mutex_lock(&eng_lock);
+	uint64_t f = eng.budget.kv_start_free_bytes;
+	pthread_mutex_unlock(&eng_lock);
+	return f;
+}
+
 static int is_managed(uint8_t placement)
 {
 	return placement == KVT_PLACE_MANAGED_FAR || placement == KVT_PLACE_MANAGED_HBM;
@@ -126,8 +134,28 @@ int kvt_place_kind_placeable(uint8_t kind)
 	return placing && kind < KVT_KIND__COUNT && placeable[kind];
 }
 
+/* fork(): the engine lock is held across it, so a child never inherits it
+ * held by a thread that does not exist there (its first decision would
+ * wait forever: a child mapping memory under a bind rule). Registered from kvt_place_init, before init.c's handlers:
+ * this prepare runs after theirs (the hook guard is already raised). No
+ * other kvtier lock is ever taken while eng_lock is held. */
+static void fork_prepare(void) { pthread_mutex_lock(&eng_lock); }
+static void fork_parent(void) { pthread_mutex_unlock(&eng_lock); }
+
+/* The child's trace starts empty: so do its counts of what was placed
+ * (its INFO records must agree with its own events, not its parent's). */
+static void fork_child(void)
+{
+	pthread_mutex_init(&eng_lock, NULL);
+	memset(nr_fallback, 0, sizeof nr_fallback);
+	memset(nr_placed, 0, sizeof nr_placed);
+	memset(bytes_placed, 0, sizeof bytes_placed);
+	nr_rehomed = nr_mismatch = 0;
+}
+
 void kvt_place_init(void)
 {
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	load_policy();
 	find_placeable_kinds();
 	kvt_policy_engine_init(&eng, &pol, NULL, kvt_opt.hbm_budget, kvt_opt.cxl_limit,
@@ -320,10 +348,23 @@ void kvt_place_commit(struct kvt_place *pl, uint64_t base, uint64_t size)
 	act_on(&pl->res);
 }
 
-void kvt_place_on_free(const struct kvt_alloc *rec)
+/* The migrator lets go of a range before the driver frees it: after the
+ * free the address may come back at once, to another thread's allocation,
+ * whose tracking must not collide with the old range's. */
+void kvt_place_before_free(const struct kvt_alloc *rec)
 {
 	if (is_managed(rec->placement))
 		kvt_migrator_untrack(rec->base);
+}
+
+void kvt_place_free_failed(const struct kvt_alloc *rec)
+{
+	if (is_managed(rec->placement))
+		kvt_migrator_track(rec->base, rec->size, rec->node);
+}
+
+void kvt_place_on_free(const struct kvt_alloc *rec)
+{
 	if (!placing || !rec->policy_id)
 		return;
 	if (rec->node >= 0 && rec->placement != KVT_PLACE_NATIVE &&

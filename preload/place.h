@@ -41,12 +41,18 @@ int kvt_place_far_node(void);
 /* The HBM budget for redirected memory: KVTIER_HBM_BUDGET, or what was
  * derived when the KV allocations began (0 = not yet, or nothing left). */
 uint64_t kvt_place_hbm_budget(void);
+/* Free device memory when the first KV allocation was seen (0: not yet). */
+uint64_t kvt_place_kv_start_free(void);
 
 void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl);
 /* Can some rule move memory of this kind at all? */
 int kvt_place_kind_placeable(uint8_t kind);
 /* After the allocation: remember provisional ones, act on verdicts. */
 void kvt_place_commit(struct kvt_place *pl, uint64_t base, uint64_t size);
+/* A tracked allocation is about to be released (the migrator stops moving
+ * it) / its release failed (it is tracked again). */
+void kvt_place_before_free(const struct kvt_alloc *rec);
+void kvt_place_free_failed(const struct kvt_alloc *rec);
 void kvt_place_on_free(const struct kvt_alloc *rec);
 void kvt_place_on_memset(uint64_t addr, uint64_t bytes, int value);
 void kvt_place_on_meminfo(uint64_t free_bytes, uint64_t total_bytes);

@@ -177,6 +177,7 @@ struct kvt_policy_budget {
 	uint64_t cxl_used_bytes;     /* charged far-tier bytes */
 	bool hbm_explicit;           /* KVTIER_HBM_BUDGET was given */
 	bool hbm_derived;            /* derived from free memory at KV start */
+	uint64_t kv_start_free_bytes; /* free device memory when KV began (0 unknown) */
 };
 
 /* hbm_budget 0 = derive it; cxl_limit 0 = unlimited. */

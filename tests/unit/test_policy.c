@@ -511,9 +511,17 @@ static void test_budget_tables(void)
 	CU_ASSERT_EQUAL(b.hbm_budget_bytes, 98 * G);
 	kvt_policy_budget_kv_start(&b, 10 * G);
 	CU_ASSERT_EQUAL(b.hbm_budget_bytes, 98 * G);
+	CU_ASSERT_EQUAL(b.kv_start_free_bytes, 100 * G);       /* the first one is kept */
 	kvt_policy_budget_init(&b, 40 * G, 0, 2 * G);
 	kvt_policy_budget_kv_start(&b, 100 * G);
 	CU_ASSERT_EQUAL(b.hbm_budget_bytes, 40 * G);
+	CU_ASSERT_EQUAL(b.kv_start_free_bytes, 100 * G);       /* recorded when explicit too */
+	/* a device smaller than the reserve: budget 0, free at KV start kept
+	 * (the migrator's fallback budget starts from it) */
+	kvt_policy_budget_init(&b, 0, 0, 1 * G);
+	kvt_policy_budget_kv_start(&b, G / 2);
+	CU_ASSERT_EQUAL(b.hbm_budget_bytes, 0u);
+	CU_ASSERT_EQUAL(b.kv_start_free_bytes, G / 2);
 
 	/* watermarks in basis points */
 	uint64_t hi, lo;
