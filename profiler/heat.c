@@ -503,6 +503,8 @@ static uint64_t collect_word(struct collect *k, uint16_t s, uint32_t first, uint
 	return keep_bits;
 }
 
+#define PREFETCH_WORDS 4      /* ~10 chunks ahead at a 4 % working set */
+
 /* Process one word's bits and update its working-set bits (atomics: a
  * neighbouring range's track() may share the word). */
 static void settle(struct collect *k, uint16_t s, uint32_t first, uint32_t w, uint64_t bits,
@@ -528,11 +530,18 @@ uint32_t kvt_heat_collect(struct kvt_plan_chunk *t, uint32_t cap, uint32_t now_m
 			continue;
 		uint32_t a = ranges[s].first, end = a + ranges[s].nr_chunks;
 		k.have_prev = 0;
-		/* one word behind: its chunks were prefetched while this word's
-		 * bits were found (the working set is scattered over the arena) */
-		uint32_t pw = 0;
-		uint64_t pbits = 0, pwas = 0;
 		for (uint32_t w = a >> 6; w <= (end - 1) >> 6; w++) {
+			/* the working set is scattered over the arena: prefetch
+			 * the chunks PREFETCH_WORDS words ahead (a guess from
+			 * their bits: it only costs a load if wrong) */
+			uint32_t pw = w + PREFETCH_WORDS;
+			if (pw <= (end - 1) >> 6) {
+				uint64_t pb = (__atomic_load_n(&act[pw], __ATOMIC_RELAXED) |
+					       __atomic_load_n(&dirty[pw], __ATOMIC_RELAXED)) &
+					      span_mask(pw, a, end);
+				for (; pb; pb &= pb - 1)
+					__builtin_prefetch(arena + (pw << 6) + __builtin_ctzll(pb));
+			}
 			uint64_t mask = span_mask(w, a, end);
 			uint64_t d = __atomic_load_n(&dirty[w], __ATOMIC_RELAXED) & mask;
 			if (d)                                 /* take this range's bits */
@@ -540,16 +549,9 @@ uint32_t kvt_heat_collect(struct kvt_plan_chunk *t, uint32_t cap, uint32_t now_m
 			uint64_t was = __atomic_load_n(&act[w], __ATOMIC_RELAXED) & mask;
 			/* keep <= 0: every far chunk qualifies, touched or not */
 			uint64_t bits = keep > 0.0f ? was | d : mask;
-			if (!bits)
-				continue;
-			for (uint64_t b = bits; b; b &= b - 1)
-				__builtin_prefetch(arena + (w << 6) + __builtin_ctzll(b));
-			if (pbits)
-				settle(&k, (uint16_t)s, a, pw, pbits, pwas);
-			pw = w, pbits = bits, pwas = was;
+			if (bits)
+				settle(&k, (uint16_t)s, a, w, bits, was);
 		}
-		if (pbits)
-			settle(&k, (uint16_t)s, a, pw, pbits, pwas);
 	}
 	return k.n;
 }
