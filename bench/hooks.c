@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* `make bench` hook-cost program: one trial of one call pattern, timed in
  * CPU time of the whole process for the loop only. bench/run.sh runs it as
- * separate processes (native, kvtier passthrough, kvtier traced, heaptrack)
- * because a preload is per process, and takes the median over trials.
+ * separate processes (native, kvtier passthrough, kvtier traced or with a
+ * range tracked, heaptrack) because a preload is per process, and takes the
+ * median over trials.
  * Never a test: prints figures, fails only on a broken call. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,12 +13,15 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+
+#include "fakecuda/fakecuda.h"
 
 #define NOINLINE __attribute__((noinline))
 #define MiB (1ul << 20)
 
-enum bench_mode { MODE_CUDA, MODE_MMAP, MODE_MALLOC };
+enum bench_mode { MODE_CUDA, MODE_MMAP, MODE_MALLOC, MODE_LAUNCH };
 
 struct bench_cfg {
 	enum bench_mode mode;
@@ -32,6 +37,59 @@ static const size_t small_bytes[] = { 256, 4096, 65536, 1024 };
 #define NR_SMALL (sizeof small_bytes / sizeof small_bytes[0])
 
 static void *volatile sink;
+
+/* ---- the launch pattern ------------------------------------------------
+ * cudaLaunchKernel of the stand-in's touch kernel with the arguments
+ * (ranges, nr): the runtime reaches the driver's cuLaunchKernel through the
+ * resolver, where kvtier's hook scans the parameters (profiler/evidence.c).
+ * ranges[0] names a 2 MiB cudaMalloc'd buffer (redirected and tracked under
+ * KVTIER_POLICY='device => managed:cxl'), so the scan follows the pointer and
+ * finds a tracked address, as it would in a block table; nr is 0, so the
+ * "kernel" itself touches nothing and the figure is the launch path alone.
+ * The parameter array ends with NULL, where the scan stops reading slots. */
+static struct {
+	struct fakecuda_range ranges[4096 / sizeof(struct fakecuda_range)];
+} launch_arg __attribute__((aligned(4096)));
+static struct { unsigned nr; unsigned pad; } launch_nr;    /* 8 readable bytes */
+static const struct fakecuda_range *launch_ranges = launch_arg.ranges;
+static void *launch_params[3] = { &launch_ranges, &launch_nr, NULL };
+static const void *launch_fn;
+static void *launch_buf;
+
+static int launch_setup(void)
+{
+	if (cudaFree(NULL) != cudaSuccess || cudaMalloc(&launch_buf, 2 * MiB) != cudaSuccess)
+		return -1;
+	/* the runtime dlopens the driver RTLD_LOCAL: ask the loaded one */
+	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	CUfunction (*touch)(void) = drv ? (CUfunction (*)(void))dlsym(drv, "fakecuda_touch_kernel") : NULL;
+	if (!touch)
+		return -1;
+	launch_fn = (const void *)touch();
+	launch_arg.ranges[0] = (struct fakecuda_range){ (CUdeviceptr)(uintptr_t)launch_buf, 4096, 0 };
+	return 0;
+}
+
+/* Where the launch loop's buffer ended up: managed (redirected by kvtier)
+ * or not, and where its 2 MiB block lives now (the migrator promotes it to
+ * HBM once the launch evidence has made it hot). */
+static void launch_report(void)
+{
+	unsigned managed = 0;
+	CUmemLocationType type = CU_MEM_LOCATION_TYPE_INVALID;
+	int id = 0;
+	struct cudaPointerAttributes a;
+	if (cudaPointerGetAttributes(&a, launch_buf) == cudaSuccess)
+		managed = a.type == cudaMemoryTypeManaged;
+	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	int (*where)(const void *, CUmemLocationType *, int *) = drv ?
+		(int (*)(const void *, CUmemLocationType *, int *))dlsym(drv, "fakecuda_block_location") : NULL;
+	if (!managed || !where || where(launch_buf, &type, &id))
+		type = CU_MEM_LOCATION_TYPE_INVALID;
+	printf("launch_buffer managed=%u block=%s\n", managed,
+	       type == CU_MEM_LOCATION_TYPE_DEVICE ? "device" :
+	       type == CU_MEM_LOCATION_TYPE_INVALID ? "-" : "host");
+}
 
 static double clock_ns(clockid_t id)
 {
@@ -72,10 +130,18 @@ static int pair_malloc(unsigned long i)
 	return 0;
 }
 
+static int one_launch(unsigned long i)
+{
+	(void)i;
+	dim3 one = { 1, 1, 1 };
+	return cudaLaunchKernel(launch_fn, one, one, launch_params, 0, NULL) == cudaSuccess ? 0 : -1;
+}
+
 static int run_pairs(const struct bench_cfg *c, unsigned long n)
 {
 	int (*pair)(unsigned long) = c->mode == MODE_CUDA ? pair_cuda :
-				     c->mode == MODE_MMAP ? pair_mmap : pair_malloc;
+				     c->mode == MODE_MMAP ? pair_mmap :
+				     c->mode == MODE_LAUNCH ? one_launch : pair_malloc;
 	for (unsigned long i = 0; i < n; i++)
 		if (pair(i))
 			return -1;
@@ -112,9 +178,9 @@ static NOINLINE void at_depth(int left, struct bench_cfg *c)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: hooks cuda|mmap|malloc PAIRS [DEPTH]\n"
-		"  one trial: PAIRS alloc+free pairs after PAIRS/10 warm-up ones,\n"
-		"  DEPTH (default 0) helper frames above the loop\n");
+	fprintf(stderr, "usage: hooks cuda|mmap|malloc|launch PAIRS [DEPTH]\n"
+		"  one trial: PAIRS alloc+free pairs (launch: kernel launches) after\n"
+		"  PAIRS/10 warm-up ones, DEPTH (default 0) helper frames above the loop\n");
 	return 2;
 }
 
@@ -129,6 +195,8 @@ int main(int argc, char **argv)
 		c.mode = MODE_MMAP;
 	else if (!strcmp(argv[1], "malloc"))
 		c.mode = MODE_MALLOC;
+	else if (!strcmp(argv[1], "launch"))
+		c.mode = MODE_LAUNCH;
 	else
 		return usage();
 	c.nr_pairs = strtoul(argv[2], NULL, 0);
@@ -136,6 +204,10 @@ int main(int argc, char **argv)
 	if (!c.nr_pairs || c.depth < 0 || c.depth > 1000)
 		return usage();
 	c.nr_warmup = c.nr_pairs / 10 + 1;
+	if (c.mode == MODE_LAUNCH && launch_setup()) {
+		fprintf(stderr, "hooks: launch setup failed (cudaMalloc or fakecuda_touch_kernel)\n");
+		return 1;
+	}
 	at_depth(c.depth, &c);
 	if (c.failed) {
 		fprintf(stderr, "hooks: %s pair failed (errno %d)\n", argv[1], errno);
@@ -144,5 +216,7 @@ int main(int argc, char **argv)
 	printf("mode=%s pairs=%lu depth=%d cpu_ns_per_pair=%.1f thread_ns_per_pair=%.1f "
 	       "wall_ns_per_pair=%.1f\n", argv[1], c.nr_pairs, c.depth,
 	       c.cpu_ns / c.nr_pairs, c.thread_ns / c.nr_pairs, c.wall_ns / c.nr_pairs);
+	if (c.mode == MODE_LAUNCH)
+		launch_report();
 	return 0;
 }

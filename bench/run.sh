@@ -8,6 +8,7 @@
 #   BENCH_CUDA_PAIRS (200000)  cudaMalloc+cudaFree pairs per trial
 #   BENCH_MMAP_PAIRS (100000)  mmap+munmap 2 MiB pairs per trial
 #   BENCH_MALLOC_PAIRS (1000000) malloc+free pairs per trial (heaptrack row)
+#   BENCH_LAUNCHES (100000)    cudaLaunchKernel calls per trial (launch row)
 #   BENCH_TRACE_EVENTS (10000000) events of the trace-writer loop
 #   BENCH_DEPTH (32)           helper frames above the timed loop
 set -u
@@ -17,6 +18,7 @@ TRIALS=${BENCH_TRIALS:-7}
 CUDA_PAIRS=${BENCH_CUDA_PAIRS:-200000}
 MMAP_PAIRS=${BENCH_MMAP_PAIRS:-100000}
 MALLOC_PAIRS=${BENCH_MALLOC_PAIRS:-1000000}
+LAUNCHES=${BENCH_LAUNCHES:-100000}
 TRACE_EVENTS=${BENCH_TRACE_EVENTS:-10000000}
 DEPTH=${BENCH_DEPTH:-32}
 DIR=$BUILD/bench/run
@@ -24,6 +26,9 @@ JSON=$BUILD/bench.json
 HOOKS=$BUILD/bench/hooks
 LIB=$(realpath "$BUILD/libkvtier.so")
 PASS_POLICY='* => native'
+# the launch row's tracked configuration: its one cudaMalloc is redirected to
+# managed memory on the far node and tracked by the profiler
+TRACK_POLICY='device => managed:cxl; * => native'
 export LD_LIBRARY_PATH=$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 rm -rf "$DIR"
@@ -70,6 +75,7 @@ trial() {
 	echo "$out" >>"$DIR/$name.ns"
 }
 
+LAUNCH_STATE=ok
 have_heaptrack=0
 command -v heaptrack >/dev/null && have_heaptrack=1
 
@@ -89,9 +95,16 @@ run_hooks() {
 		rm -f "$trace"*
 		trial malloc-native malloc "$MALLOC_PAIRS" "$DEPTH" "$t"
 		[ $have_heaptrack = 1 ] && trial malloc-heaptrack malloc "$MALLOC_PAIRS" "$DEPTH" "$t"
+		trial launch-native launch "$LAUNCHES" 0 "$t"
+		trial launch-pass launch "$LAUNCHES" 0 "$t" LD_PRELOAD="$LIB" KVTIER_POLICY="$PASS_POLICY"
+		trial launch-tracked launch "$LAUNCHES" 0 "$t" LD_PRELOAD="$LIB" KVTIER_POLICY="$TRACK_POLICY"
+		# the tracked row means something only if the buffer was redirected
+		grep -q '^launch_buffer managed=1' "$DIR/launch-tracked.$t.log" || LAUNCH_STATE="n/a (buffer not redirected)"
 	done
 	paired half "$DIR/cuda-pass.ns" "$DIR/cuda-native.ns" "$DIR/pass-added.ns"
 	paired diff "$DIR/cuda-traced.ns" "$DIR/cuda-native.ns" "$DIR/traced-added.ns"
+	paired diff "$DIR/launch-pass.ns" "$DIR/launch-native.ns" "$DIR/launch-pass-added.ns"
+	paired diff "$DIR/launch-tracked.ns" "$DIR/launch-native.ns" "$DIR/launch-added.ns"
 	paired ratio "$DIR/mmap-pass.ns" "$DIR/mmap-native.ns" "$DIR/mmap-pass.ratio"
 	paired ratio "$DIR/mmap-traced.ns" "$DIR/mmap-native.ns" "$DIR/mmap-traced.ratio"
 	if [ $have_heaptrack = 1 ]; then
@@ -179,6 +192,15 @@ read -r ta_m ta_lo ta_hi < <(stats "$DIR/traced-added.ns")
 read -r mr_m mr_lo mr_hi < <(stats "$DIR/mmap-pass.ratio")
 read -r mtr_m mtr_lo mtr_hi < <(stats "$DIR/mmap-traced.ratio")
 read -r tl_m tl_lo tl_hi < <(stats "$DIR/traced-loop.eps")
+read -r ln_m ln_lo ln_hi < <(stats "$DIR/launch-native.ns")
+read -r lp_m lp_lo lp_hi < <(stats "$DIR/launch-pass.ns")
+read -r lt_m lt_lo lt_hi < <(stats "$DIR/launch-tracked.ns")
+read -r lpa_m lpa_lo lpa_hi < <(stats "$DIR/launch-pass-added.ns")
+read -r la_m la_lo la_hi < <(stats "$DIR/launch-added.ns")
+# where the tracked buffer ended up (the migrator promotes it once the launch
+# evidence has made it hot): proof that the scan found it
+LAUNCH_BLOCK=$(sed -n 's/^launch_buffer managed=1 block=//p' "$DIR"/launch-tracked.*.log | sort | uniq -c |
+	awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 }')
 ah_m=nan ah_lo=nan ah_hi=nan ha_m=nan ha_lo=nan ha_hi=nan
 if [ $have_heaptrack = 1 ]; then
 	read -r ah_m ah_lo ah_hi < <(stats "$DIR/malloc-heaptrack.ns")
@@ -205,10 +227,14 @@ printf '%-40s %13s %13s %13s %13s\n' 'CPU ns per alloc+free pair' native 'kvtier
 printf '%-40s %13s %13s %13s %13s\n' 'cudaMalloc+cudaFree (stand-in driver)' "$(f0 "$cn_m")" "$(f0 "$cp_m")" "$(f0 "$ct_m")" -
 printf '%-40s %13s %13s %13s %13s\n' 'mmap+munmap 2 MiB (kernel)' "$(f0 "$mn_m")" "$(f0 "$mp_m")" "$(f0 "$mt_m")" -
 printf '%-40s %13s %13s %13s %13s\n' 'malloc+free (same pattern)' "$(f0 "$an_m")" - - "$(f0 "$ah_m")"
+printf '%-40s %13s %13s %13s %13s\n' 'cudaLaunchKernel (col 3: range tracked)' "$(f0 "$ln_m")" "$(f0 "$lp_m")" "$(f0 "$lt_m")" -
 printf '\n%-48s %-26s %s\n' figure 'median [min..max]' target
 printf '%-48s %-26s %s\n' 'passthrough added, ns per call (pair/2)' "$(f0 "$pa_m") $(rng f0 "$pa_lo" "$pa_hi")" '<= 50'
 printf '%-48s %-26s %s\n' 'traced pair added, CPU ns (32 frames)' "$(f0 "$ta_m") $(rng f0 "$ta_lo" "$ta_hi")" '<= 500'
 printf '%-48s %-26s %s\n' 'heaptrack malloc+free added, CPU ns (in-process)' "$(f0 "$ha_m") $(rng f0 "$ha_lo" "$ha_hi")" "$([ $have_heaptrack = 1 ] && echo 'side by side' || echo 'n/a (heaptrack not installed)')"
+printf '%-48s %-26s %s\n' 'launch added, ns (passthrough, nothing tracked)' "$(f0 "$lpa_m") $(rng f0 "$lpa_lo" "$lpa_hi")" '-'
+printf '%-48s %-26s %s\n' 'launch added, ns (1 range tracked: param scan)' "$(f0 "$la_m") $(rng f0 "$la_lo" "$la_hi")" \
+	"$([ "$LAUNCH_STATE" = ok ] && echo "- (tracked block: ${LAUNCH_BLOCK:-?})" || echo "$LAUNCH_STATE")"
 printf '%-48s %-26s %s\n' 'mmap+munmap 2 MiB, passthrough / native' "$(f2 "$mr_m")x $(rng f2 "$mr_lo" "$mr_hi")" '<= 1.05x'
 printf '%-48s %-26s %s\n' 'mmap+munmap 2 MiB, traced / native' "$(f2 "$mtr_m")x $(rng f2 "$mtr_lo" "$mtr_hi")" '-'
 printf '%-48s %-26s %s\n' 'policy ns per decision, default rules' "$(f0 "$pd_m") $(rng f0 "$pd_lo" "$pd_hi")" '<= 1000'
@@ -246,7 +272,8 @@ sim_list() {
 	  | group_by([.name, .kv_over_hbm])
 	  | map({ name: .[0].name, kv_over_hbm: .[0].kv_over_hbm, simulated: true,
 	          tokens_per_s: (map({ key: alt, value: .tokens_per_s }) | from_entries),
-	          bytes_moved: (map({ key: alt, value: ((.bytes_htod // 0) + (.bytes_dtoh // 0)) }) | from_entries) })
+	          bytes_moved: (map({ key: alt, value: ((.bytes_htod // 0) + (.bytes_dtoh // 0)) }) | from_entries),
+	          warmup: (map(select(.warmup != null) | { key: alt, value: .warmup }) | from_entries) })
 	  | map(. + { kvtier_vs_oracle: ratio(.tokens_per_s.kvtier; .tokens_per_s.oracle),
 	              kvtier_vs_uvm: ratio(.tokens_per_s.kvtier; .tokens_per_s.uvm),
 	              kvtier_vs_blanket: ratio(.tokens_per_s.kvtier; .tokens_per_s.blanket),
@@ -293,6 +320,12 @@ cat >"$JSON.tmp" <<EOF
     "cuda_pair_ns": { "native": $(jn "$cn_m"), "passthrough": $(jn "$cp_m"), "traced": $(jn "$ct_m") },
     "mmap_pair_ns": { "native": $(jn "$mn_m"), "passthrough": $(jn "$mp_m"), "traced": $(jn "$mt_m") },
     "malloc_pair_ns": { "native": $(jn "$an_m"), "heaptrack": $(jn "$ah_m") },
+    "launch_added_ns": $([ "$LAUNCH_STATE" = ok ] && jn "$la_m" || echo null),
+    "launch_added_ns_spread": [$(jn "$la_lo"), $(jn "$la_hi")],
+    "launch_pass_added_ns": $(jn "$lpa_m"),
+    "launch_pass_added_ns_spread": [$(jn "$lpa_lo"), $(jn "$lpa_hi")],
+    "launch_ns": { "native": $(jn "$ln_m"), "passthrough": $(jn "$lp_m"), "tracked": $(jn "$lt_m") },
+    "launch_state": "$LAUNCH_STATE",
     "stack_frames": $DEPTH
   },
   "policy": {

@@ -2,7 +2,9 @@
 # `make bench` and the real-GPU bundle (owner: bench):
 #   make bench        bench-policy, bench-report and bench-sim (their own
 #                     mk files), then bench-table: one table of figures
-#                     measured side by side (bench/run.sh) and $(BUILD)/bench.json
+#                     measured side by side (bench/run.sh) and $(BUILD)/bench.json,
+#                     and README.md's Performance section from it
+#                     (tests/bench/perf_readme.sh)
 #   make bench-table  the table step alone (still runs bench-sim first)
 #   make bench-sim-full  bench-sim with longer windows (minutes)
 #   make gpu-bundle   everything tests/gpu/run.sh needs on a bare GPU machine,
@@ -18,7 +20,7 @@ EXTRA_BINS += $(BENCH_HOOKS) $(BENCH_TRACE_WRITE) $(BENCH_PROFILER) $(MIGRATE_IN
 # linked to the stand-in runtime; the same binary runs native and preloaded
 $(BENCH_HOOKS): bench/hooks.c $(BUILD)/fakecuda/libcudart.so.13
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD)/fakecuda -l:libcudart.so.13
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -L$(BUILD)/fakecuda -l:libcudart.so.13 -ldl
 
 $(BENCH_TRACE_WRITE): bench/trace_write.c $(LIBCORE)
 	@mkdir -p $(dir $@)
@@ -58,18 +60,21 @@ bench-sim-full: $(WL_BINS) $(FAKECUDA_LIBS) $(LIBKVTIER)
 # Listed after the other bench-* prerequisites, and depending on them, so
 # nothing else is timed while the table's own figures are measured (-j too).
 bench: bench-table
-# make bench's simulated rows include KV = 4x (minutes); plain bench-sim: 1x, 2x
+# make bench's simulated rows include KV = 4x (minutes) and uvm and oracle at
+# 1x; plain bench-sim: 2x, and native at 1x
 bench: export BENCH_SIM_RATIOS := 4 2 1
+bench: export BENCH_SIM_1X := native uvm oracle
 bench-table: bench-policy bench-report bench-sim $(LIBKVTIER) $(KVTIER) $(BUILD)/fakecuda/libcuda.so.1 \
 		$(BUILD)/fakecuda/libcudart.so.13 $(BUILD)/bench/bench_policy $(BENCH_HOOKS) $(BENCH_TRACE_WRITE) \
 		$(BENCH_PROFILER)
 	@BUILD=$(BUILD) MAKE="$(MAKE)" bench/run.sh
+	@tests/bench/perf_readme.sh $(BUILD)/bench.json README.md
 
 # ---- the real-GPU bundle -------------------------------------------------------
 # A nested make with BUILD=build/gpu links the workloads to the toolkit's
 # libcudart.so.13; tests/gpu/bundle.sh adds the probe programs and copies the
 # shared libraries a bare GPU machine lacks into build/gpu/lib.
-GPU_BUILD := build/gpu
+GPU_BUILD ?= $(BUILD)/gpu
 gpu-bundle:
 	$(MAKE) --no-print-directory BUILD=$(GPU_BUILD) WL_CUDART_DIR=$(CUDA_HOME)/lib64 \
 		$(GPU_BUILD)/libkvtier.so $(GPU_BUILD)/kvtier \

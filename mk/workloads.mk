@@ -9,10 +9,13 @@
 #   make bench-sim                      the simulated baseline table
 # WL_CUDART_DIR picks the runtime the workloads link against (the stand-in by
 # default; $(CUDA_HOME)/lib64 on a GPU machine — same soname and version node).
+# Without the stand-in's fakecuda_* symbols (a real GPU) decode runs a real
+# PTX kernel instead (tests/workloads/wl_real.c) and reports wall-clock tokens/s.
 WL_CUDART_DIR ?= $(BUILD)/fakecuda
 WL_NAMES      := vllm-like sglang-like llamacpp-like
 WL_BINS       := $(WL_NAMES:%=$(BUILD)/workloads/%)
-WL_LIB_SRCS   := tests/workloads/wl_common.c tests/workloads/wl_sched.c tests/workloads/wl_decode.c
+WL_LIB_SRCS   := tests/workloads/wl_common.c tests/workloads/wl_sched.c tests/workloads/wl_decode.c \
+		 tests/workloads/wl_real.c
 WL_LIB_OBJS   := $(WL_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 WL_ALL_OBJS   := $(WL_LIB_OBJS) $(patsubst %,$(BUILD)/obj/tests/workloads/%.o,vllm_like sglang_like llamacpp_like rt_probe)
 WL_TOOLS      := $(BUILD)/workloads/rt-probe $(BUILD)/workloads/rt-probe-real $(BUILD)/workloads/librt-trace.so
@@ -20,6 +23,13 @@ WL_TOOLS      := $(BUILD)/workloads/rt-probe $(BUILD)/workloads/rt-probe-real $(
 EXTRA_BINS += $(WL_BINS) $(WL_TOOLS)
 
 $(WL_ALL_OBJS): CPPFLAGS += -Itests
+
+# the real-GPU kernel (PTX) as a C string literal for wl_real.c
+$(BUILD)/gen/wl_touch_ptx.h: tests/workloads/wl_touch.ptx
+	@mkdir -p $(dir $@)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< >$@
+$(BUILD)/obj/tests/workloads/wl_real.o: $(BUILD)/gen/wl_touch_ptx.h
+$(BUILD)/obj/tests/workloads/wl_real.o: CPPFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/workloads/%-like: $(BUILD)/obj/tests/workloads/%_like.o $(WL_LIB_OBJS) $(FAKECUDART)
 	@mkdir -p $(dir $@)

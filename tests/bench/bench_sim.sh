@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# make bench-sim: the SIMULATED baseline table.  For each workload at KV =
-# 1x, 2x and 4x the KV budget it runs native (only at 1x: it does not fit
-# above), uvm (fault-driven managed memory) and oracle (managed + a
-# future-knowing prefetcher), on the fakecuda simulated GPU, prints one table
-# and writes $BUILD/bench-sim.json.  Every figure is simulated.
+# make bench-sim: the SIMULATED tiering table.  For each workload at KV =
+# 2x (and 4x in make bench) the KV budget it runs uvm (fault-driven managed
+# memory), blanket (every device allocation managed), oracle (managed + a
+# future-knowing prefetcher), kvtier-static and kvtier, and at 1x native
+# (the reference: it does not fit above; make bench adds uvm and oracle at
+# 1x), on the fakecuda simulated GPU, prints one table and writes
+# $BUILD/bench-sim.json.  Every figure is simulated.  Where its minute goes
+# is printed last (each run's wall and CPU seconds are in $BUILD/bench-sim/).
+#   BENCH_SIM_RATIOS ("2 1")  KV sizes (make bench: "4 2 1")
+#   BENCH_SIM_1X ("native")   alternatives at 1x (make bench, bench-sim-full:
+#                        "native uvm oracle")
 #   BENCH_SIM_STEPS (4)  timed decode steps per run, the SAME for every
 #                        alternative (UVM thrash costs real copies)
 #   BENCH_SIM_WARMUP (8) untimed decode steps before them for the baselines
@@ -12,22 +18,20 @@
 #                        thrashing baseline is measured thrashing (with 1
 #                        warm-up step vllm-like 2x never thrashed: uvm =
 #                        oracle = 117k tokens/s, a 2x artefact)
-#   BENCH_SIM_JOBS  (2)  runs in parallel
+#   BENCH_SIM_JOBS  (2)  runs in parallel (the baselines' figures do not depend
+#                        on it: the fakecuda clock is virtual; the kvtier rows'
+#                        do a little, see BENCH_SIM_KVTIER_WARMUP)
 #   BENCH_SIM_ARGS       extra workload flags, e.g. "--seed 7"
-#   BENCH_SIM_KVTIER_WARMUP (3000)  untimed steps before the kvtier rows (native
-#        under the preload, migration on) and kvtier-static (KVTIER_MIGRATE=0),
-#        at 2x and 4x.  The migrator runs in real time while the simulated decode
-#        is ~100x faster than its virtual clock, so the kvtier rows need many
-#        more untimed steps for the migrator's epochs to happen (~1 s of wall).
-#        Their timed window is BENCH_SIM_STEPS steps, as the baselines'.
-#   Alternatives at 2x and 4x: uvm (fault-driven managed KV), oracle, blanket
-#        (every device allocation made managed with its home on the GPU, the
-#        approach of existing oversubscription shims: the workload in --mode
-#        native under the preload with KVTIER_POLICY='device => managed:hbm;
-#        async => managed:hbm; * => native' KVTIER_MIGRATE=0), kvtier-static
-#        and kvtier.
-#   BENCH_SIM_FULL=1 (make bench-sim-full): 40 warm-up + 10 timed steps for the
-#        baselines and 10 timed steps for kvtier (minutes: UVM thrash is real copying)
+#   BENCH_SIM_KVTIER_WARMUP ("vllm-like=3000 sglang-like=300 llamacpp-like=3000";
+#        one number applies to every workload)  untimed steps before the kvtier
+#        rows (native under the preload, migration on) and kvtier-static
+#        (KVTIER_MIGRATE=0), at 2x and 4x.  The migrator runs in real time while
+#        the simulated decode is ~100x faster than its virtual clock, so the
+#        kvtier rows need many more untimed steps for the migrator's epochs to
+#        happen (>= ~1 s of wall).  sglang-like's steps copy its host pool for
+#        real (~63 MB a step): 300 of them are ~3 s of wall, more than 3000
+#        vllm-like steps (~1 s); 3000 took ~25 s per run.  Their timed window is
+#        BENCH_SIM_STEPS steps, as the baselines'.
 set -u
 BUILD=${BUILD:-build}
 if [ "${BENCH_SIM_FULL:-0}" = 1 ]; then
@@ -46,28 +50,67 @@ WORKLOADS="vllm-like sglang-like llamacpp-like"
 # blanket run thrashes for ~45-60 s of real copying, past bench-sim's minute;
 # make bench and make bench-sim-full add 4x (BENCH_SIM_RATIOS="4 2 1").
 RATIOS=${BENCH_SIM_RATIOS:-"2 1"}
-KV_WARMUP=${BENCH_SIM_KVTIER_WARMUP:-3000}
+# Alternatives run at KV = 1x, where native fits and nothing is compared with
+# kvtier: native (the reference) only in plain bench-sim; make bench and
+# bench-sim-full add uvm and oracle (~12 s of CPU on this machine).
+if [ "${BENCH_SIM_FULL:-0}" = 1 ]; then
+	ONE_X=${BENCH_SIM_1X:-"native uvm oracle"}
+else
+	ONE_X=${BENCH_SIM_1X:-native}
+fi
+KV_WARMUPS=${BENCH_SIM_KVTIER_WARMUP:-"vllm-like=3000 sglang-like=300 llamacpp-like=3000"}
 KV_STEPS=$STEPS
 BLANKET_POLICY='device => managed:hbm; async => managed:hbm; * => native'
 LIBKVTIER=$(realpath "$BUILD/libkvtier.so")
 export LD_LIBRARY_PATH=$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-mkdir -p "$OUT"
-rm -f "$OUT"/*.out "$OUT"/*.err "$OUT"/*.rc "$OUT"/*.wall
-start=$(date +%s)
+# kv_warmup WORKLOAD: the kvtier rows' warm-up steps for it
+kv_warmup() {
+	local e
+	case $KV_WARMUPS in *=*) ;; *) echo "$KV_WARMUPS"; return ;; esac
+	for e in $KV_WARMUPS; do
+		[ "${e%%=*}" = "$1" ] && { echo "${e#*=}"; return; }
+	done
+	echo 3000
+}
+export -f kv_warmup
 
+mkdir -p "$OUT"
+rm -f "$OUT"/*.out "$OUT"/*.err "$OUT"/*.rc "$OUT"/*.wall "$OUT"/*.cpu
+start=$(date +%s.%N)
+
+one_x() { case " $ONE_X " in *" $1 "*) return 0 ;; esac; return 1; }
+
+# Longest first, so that the two job slots finish together: the thrashing
+# sglang-like and llamacpp-like uvm and blanket runs (10-25 s each here),
+# then the rest of KV > 1x, then the cheap 1x runs (a few s each).
 jobs_list() {
+	local x mode wl
 	for x in $RATIOS; do
-		for mode in uvm blanket oracle native kvtier kvtier-static; do
+		[ "$x" = 1 ] && continue
+		for mode in blanket uvm; do
+			for wl in sglang-like llamacpp-like; do
+				echo "$wl $x $mode"
+			done
+		done
+	done
+	for x in $RATIOS; do
+		for mode in kvtier-static kvtier uvm blanket oracle native; do
 			[ "$mode" = native ] && [ "$x" != 1 ] && continue
 			case $mode in kvtier*|blanket) [ "$x" = 1 ] && continue ;; esac
+			[ "$x" = 1 ] && ! one_x "$mode" && continue
 			for wl in $WORKLOADS; do
+				case $mode in uvm|blanket)
+					[ "$x" != 1 ] && [ "$wl" != vllm-like ] && continue ;;
+				esac
 				echo "$wl $x $mode"
 			done
 		done
 	done
 }
 
+# One run; its wall and CPU seconds (user+sys of the workload, from `times`)
+# go to $base.wall and $base.cpu: where bench-sim's minute goes.
 run_one() {
 	local wl=$1 x=$2 mode=$3 base="$OUT/$1-$2-$3" t0
 	t0=$(date +%s.%N)
@@ -75,7 +118,7 @@ run_one() {
 	kvtier|kvtier-static)
 		env LD_PRELOAD="$LIBKVTIER" $([ "$mode" = kvtier-static ] && echo KVTIER_MIGRATE=0) \
 			"$BUILD/workloads/$wl" --quiet --mode native --kv-over-hbm "$x" \
-			--steps "$KV_STEPS" --warmup "$KV_WARMUP" $EXTRA >"$base.out" 2>"$base.err" ;;
+			--steps "$KV_STEPS" --warmup "$(kv_warmup "$wl")" $EXTRA >"$base.out" 2>"$base.err" ;;
 	blanket)
 		env LD_PRELOAD="$LIBKVTIER" KVTIER_POLICY="$BLANKET_POLICY" KVTIER_MIGRATE=0 \
 			"$BUILD/workloads/$wl" --quiet --mode native --kv-over-hbm "$x" \
@@ -86,11 +129,16 @@ run_one() {
 	esac
 	echo $? >"$base.rc"
 	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", b - a }' >"$base.wall"
+	# times: this shell's user/sys, then its children's (the workload)
+	times >"$base.cpu"
+	sed -n 2p "$base.cpu" | awk '{ for (i = 1; i <= 2; i++) { split($i, p, "m"); s += p[1] * 60 + p[2] }
+		printf "%.1f\n", s }' >"$base.cpu.tmp" && mv "$base.cpu.tmp" "$base.cpu"
 }
 export -f run_one
-export OUT BUILD STEPS WARMUP EXTRA KV_WARMUP KV_STEPS LIBKVTIER BLANKET_POLICY
+export OUT BUILD STEPS WARMUP EXTRA KV_WARMUPS KV_STEPS LIBKVTIER BLANKET_POLICY
 
 jobs_list | xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"'
+wall_all=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 
 val() {  # val FILE KEY
 	sed -n "s/^$2=//p" "$1" | head -1
@@ -101,7 +149,8 @@ printf '\nkvtier bench-sim — SIMULATED GPU (fakecuda cost model; not a measure
 printf 'device %s MiB simulated, %s timed decode steps per run (every alternative) after %s warm-up\n' \
 	"$(( $(val "$OUT/vllm-like-1-native.out" device_bytes 2>/dev/null || echo 0) >> 20 ))" \
 	"$STEPS" "$WARMUP"
-printf '(kvtier and kvtier-static: %s warm-up steps, default KVTIER_* settings; blanket: managed:hbm for all device allocations, no migrator)\n\n' "$KV_WARMUP"
+printf '(kvtier and kvtier-static: %s warm-up steps, default KVTIER_* settings; blanket: managed:hbm for all device allocations, no migrator)\n\n' \
+	"$(for wl in $WORKLOADS; do printf '%s %s' "$(kv_warmup "$wl")" "$wl"; [ "$wl" = llamacpp-like ] || printf ', '; done)"
 printf '%-14s %6s %-13s %14s %10s %10s %10s %8s %s\n' workload kv/hbm mode \
 	'sim tokens/s' 'HtoD MiB' 'DtoH MiB' 'remote MiB' faults note
 echo "[" >"$JSON.tmp"
@@ -111,6 +160,7 @@ for wl in $WORKLOADS; do
 		case " $RATIOS " in *" $x "*) ;; *) continue ;; esac
 		for mode in native uvm blanket oracle kvtier kvtier-static; do
 			case $mode in kvtier*|blanket) [ "$x" = 1 ] && continue ;; esac
+			[ "$x" = 1 ] && ! one_x "$mode" && continue
 			f="$OUT/$wl-$x-$mode.out"
 			if [ "$mode" = native ] && [ "$x" != 1 ]; then
 				printf '%-14s %5sx %-13s %14s %10s %10s %10s %8s %s\n' "$wl" "$x" "$mode" \
@@ -132,7 +182,7 @@ for wl in $WORKLOADS; do
 			first=0
 			printf '  {"name": "%s", "kv_over_hbm": %s, "alternative": "%s", "tokens_per_s": %s, "bytes_htod": %s, "bytes_dtoh": %s, "bytes_remote": %s, "faults": %s, "steps": %s, "simulated": true}' \
 				"$wl" "$x" "$mode" "$tps" "$h" "$d" "$r" "$fl" "$STEPS" >>"$JSON.tmp"
-			case $mode in kvtier*) w=$KV_WARMUP ;; *) w=$WARMUP ;; esac
+			case $mode in kvtier*) w=$(kv_warmup "$wl") ;; *) w=$WARMUP ;; esac
 			sed -i '$ s/, "simulated": true}$/, "warmup": '"$w"', "simulated": true}/' "$JSON.tmp"
 		done
 	done
@@ -159,5 +209,15 @@ for wl in $WORKLOADS; do
 done
 printf '\n]\n' >>"$JSON.tmp"
 mv "$JSON.tmp" "$JSON"
-printf '\n(simulated) wrote %s in %ss; per-run output in %s/\n' "$JSON" $(( $(date +%s) - start )) "$OUT"
+# where the time went: bench-sim should stay under a minute (issue 10)
+printf '\n(simulated) wrote %s in %ss on %s CPUs (load %s); %s runs, %s at a time, ' "$JSON" "$wall_all" \
+	"$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(ls "$OUT"/*.rc | wc -l)" "$JOBS"
+cat "$OUT"/*.wall | awk '{ s += $1 } END { printf "%.0f s of run wall, ", s }'
+cat "$OUT"/*.cpu 2>/dev/null | awk '{ s += $1 } END { printf "%.0f s of CPU\n", s }'
+printf 'longest runs (wall s / CPU s): '
+for f in "$OUT"/*.wall; do
+	b=${f%.wall}
+	echo "$(cat "$f") $(cat "$b.cpu" 2>/dev/null || echo -) $(basename "$b")"
+done | sort -rn | head -5 | awk '{ printf "%s%s %s/%s", (NR > 1 ? ", " : ""), $3, $1, $2 } END { print "" }'
+printf 'per-run output in %s/\n' "$OUT"
 [ $failed -eq 0 ]

@@ -12,6 +12,18 @@ GPU_BUILD=${GPU_BUILD:-build/gpu}
 LIBDIR=$GPU_BUILD/lib
 
 mkdir -p "$LIBDIR" "$GPU_BUILD/gpu"
+# the workloads' real-GPU kernel must assemble for the GPU machine (Hopper;
+# Ampere too): the driver JIT-compiles it there, where a PTX error would
+# only show as a failed run. Checked here when the toolkit has ptxas.
+if [ -x "$CUDA_HOME/bin/ptxas" ]; then
+	for arch in sm_80 sm_90; do
+		"$CUDA_HOME/bin/ptxas" -arch=$arch tests/workloads/wl_touch.ptx -o /dev/null ||
+			{ echo "gpu-bundle: tests/workloads/wl_touch.ptx does not assemble for $arch" >&2; exit 1; }
+	done
+	echo "gpu-bundle: tests/workloads/wl_touch.ptx assembles for sm_80 and sm_90 (ptxas)"
+else
+	echo "gpu-bundle: no $CUDA_HOME/bin/ptxas: the workloads' PTX is not checked here"
+fi
 # $ORIGIN-relative run paths: the bundle works wherever it is unpacked
 $CC -D_GNU_SOURCE -I"$CUDA_HOME/include" -std=c11 -O2 -g -Wall -Wextra -Werror \
 	-o "$GPU_BUILD/gpu/probe" tests/gpu/probe.c \
@@ -57,6 +69,6 @@ done
 	echo "toolkit: $CUDA_HOME ($(readlink -f "$CUDA_HOME/lib64/libcudart.so.13" | xargs basename))"
 	echo "run on the GPU machine: $GPU_BUILD/gpu/run.sh (carry $GPU_BUILD)"
 	(cd "$GPU_BUILD" && find . -type f ! -name '*.d' ! -name '*.a' ! -path './obj/*' ! -path './tests/*' \
-		! -path './fakecuda/*' ! -path './logs/*' | sort)
+		! -path './fakecuda/*' ! -path './logs/*' ! -path './gen/*' | sort)
 } >"$GPU_BUILD/MANIFEST"
 echo "gpu-bundle: $GPU_BUILD ($(du -sh "$GPU_BUILD" --exclude=obj | cut -f1)); libraries: $(cd "$LIBDIR" && find . -type f | sort | tr '\n' ' ')"

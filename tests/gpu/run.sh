@@ -6,14 +6,20 @@
 #   2. the probe: cudaMalloc'd buffers native, blanket managed, and under
 #      kvtier with a small KVTIER_HBM_BUDGET and KV 4x that budget: placement
 #      (cuMemRangeGetAttribute HOST_NUMA, numa_maps), GPU touch rate
-#   3. the workloads (linked to the real libcudart.so.13) native and under
-#      kvtier: allocation life and KV verification (corrupt=0)
+#   3. the workloads (linked to the real libcudart.so.13; on a real GPU their
+#      decode runs a PTX kernel over the K/V rows, tests/workloads/wl_real.c)
+#      at the same KV size: native (it fits on the card), blanket managed,
+#      kvtier static (KVTIER_MIGRATE=0) and kvtier with the small budget:
+#      wall-clock tokens/s side by side, KV verification (corrupt=0)
 #   4. tests/gpu/torch_check.py (skips itself without torch)
 # At most ~8 minutes; logs under $OUT (else build/gpu/logs); a table last.
 # Exits 77 with one line when no GPU is present, 1 when a check failed.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-if [ -x "$here/probe" ]; then B=$(cd "$here/.." && pwd); else B=$(cd "$here/../.." && pwd)/build/gpu; fi
+# the bundle: the one this copy sits in, else $GPU_BUILD, else build/gpu
+if [ -x "$here/probe" ]; then B=$(cd "$here/.." && pwd)
+elif [ -n "${GPU_BUILD:-}" ]; then B=$(cd "$GPU_BUILD" 2>/dev/null && pwd || echo "$GPU_BUILD")
+else B=$(cd "$here/../.." && pwd)/build/gpu; fi
 LOG=${OUT:-$B/logs}
 STEP_S=${GPU_STEP_S:-90}             # each step's time limit
 DEADLINE=$(( $(date +%s) + ${GPU_TOTAL_S:-450} ))
@@ -55,6 +61,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi >"$LOG/nvidia-smi.txt" 2>&1
 val() { echo "$1" | sed -n "s/^$2=//p" | head -1; }
 GPU=$(val "$meminfo" gpu)
 FREE=$(val "$meminfo" free_bytes)
+TOTAL=$(val "$meminfo" total_bytes)
 HALF=$((FREE / 2))
 GiB=$((1 << 30))
 # budget: 1/8 of half the free memory, at most 2 GiB; KV = 4x the budget
@@ -63,7 +70,15 @@ BUDGET=$((BUDGET / (2 << 20) * (2 << 20)))
 KV=$((BUDGET * 4))
 NR_BUFS=8
 BUF=$((KV / NR_BUFS))
+# The workloads' other device memory is sized from the card's TOTAL: weights
+# and profiling activations / compute buffer 0.2 % of it each, rounded up per
+# tensor (small: their CPU-generated patterns cost ~4 ns a byte to load).
+# Under blanket managed memory all of it is managed too, so KV plus that
+# must stay under half the free memory (the most any run may ask for).
+WL_NONKV=$(( 2 * (TOTAL / 500) + 64 * (2 << 20) ))
+[ $BUDGET -ge $((64 << 20)) ] || { echo "tests/gpu/run.sh: only $((FREE >> 20)) MiB free: too little to run" >&2; exit 1; }
 [ $KV -le $HALF ] || { echo "tests/gpu/run.sh: sizing error: KV $KV > half of free $HALF" >&2; exit 1; }
+[ $((KV + WL_NONKV)) -le $HALF ] || { echo "tests/gpu/run.sh: sizing error: KV $KV + other workload memory $WL_NONKV > half of free $HALF" >&2; exit 1; }
 echo "gpu: $GPU, free $((FREE / GiB)) GiB; KVTIER_HBM_BUDGET=$BUDGET, KV $KV bytes in $NR_BUFS buffers" | tee "$LOG/sizes.txt"
 
 left() { echo $(( DEADLINE - $(date +%s) )); }
@@ -74,12 +89,13 @@ step() {
 	lim=$(left); [ "$lim" -gt "$STEP_S" ] && lim=$STEP_S
 	if [ "$lim" -le 5 ]; then
 		rows+=("$(printf '%-26s %-8s %s' "$name" skipped 'out of time')")
-		return
+		return 1                      # callers add their row only after a run
 	fi
 	timeout "$lim" "$@" >"$LOG/$name.out" 2>"$LOG/$name.err"; rc=$?
 	if echo " $ok_rcs " | grep -q " $rc "; then STATUS=ok; else STATUS="FAIL($rc)"; failed=1; fi
 	[ $rc = 124 ] && STATUS="TIMEOUT"
 	LAST=$name
+	return 0
 }
 probe_row() {    # the probe's summary line as a table row
 	local s; s=$(grep '^buffers=' "$LOG/$LAST.out")
@@ -93,33 +109,63 @@ trace_counts() {  # events by op in the traces of one step
 	local t; t=$(ls "$LOG/$1".*.trace* 2>/dev/null)
 	[ -n "$t" ] || { echo "no trace"; return; }
 	"$KVTIER" dump $t 2>/dev/null | sed -n 's/.* op=\([a-z]*\) .*/\1/p' | sort | uniq -c |
-		awk '{ printf "%s%s=%s", NR > 1 ? " " : "", $2, $1 }'
+		awk '{ printf "%s%s=%s", (NR > 1 ? " " : ""), $2, $1 }'
 }
 FAR_POLICY="device,size>=$BUF => managed:cxl; * => native"
 BLANKET_POLICY="device => managed:hbm; * => native"
 
 # ---- 1+2: the probe, side by side ----------------------------------------------
-step probe-native "0" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 native; probe_row
+step probe-native "0" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 native && probe_row
 step probe-blanket "0" -- env KVTIER_POLICY="$BLANKET_POLICY" KVTIER_MIGRATE=0 \
-	"$KVTIER" run --trace "$LOG/probe-blanket.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 any; probe_row
+	"$KVTIER" run --trace "$LOG/probe-blanket.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 any && probe_row
 step probe-static "0" -- env KVTIER_POLICY="$FAR_POLICY" KVTIER_HBM_BUDGET="$BUDGET" KVTIER_MIGRATE=0 \
-	"$KVTIER" run --trace "$LOG/probe-static.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 far; probe_row
+	"$KVTIER" run --trace "$LOG/probe-static.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 far && probe_row
 step probe-kvtier "0" -- env KVTIER_POLICY="$FAR_POLICY" KVTIER_HBM_BUDGET="$BUDGET" KVTIER_EPOCH_MS=20 \
-	"$KVTIER" run --trace "$LOG/probe-kvtier.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 20 far; probe_row
+	"$KVTIER" run --trace "$LOG/probe-kvtier.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 20 far && probe_row
 rows+=("$(printf '%-26s %-8s %s' "  kvtier trace events" - "$(trace_counts probe-kvtier)")")
 grep -il 'cupti' "$LOG"/probe-kvtier.err >/dev/null 2>&1 &&
 	rows+=("$(printf '%-26s %-8s %s' "  cupti" - "$(grep -i cupti "$LOG/probe-kvtier.err" | head -1)")")
 
-# ---- 3: the workloads (allocation life + KV verification on the real GPU) ----------
-# exit 77 from a workload = "no simulated GPU: decode skipped", expected here
+# ---- 3: the workloads at the same KV size, side by side ------------------------------
+# KV = 4x the budget fits on the card natively (it is at most a quarter of the
+# free memory): native is the all-in-HBM bound; kvtier keeps KVTIER_HBM_BUDGET
+# of it in HBM and the rest on the far node; static is kvtier without the
+# migrator; blanket makes every device allocation managed (homed on the GPU).
+# Exit 77 from a workload = no real kernel (decode skipped): a failure here.
+# The KV is a small share of a big card, where the classifier (which looks for
+# a server sizing its KV from the free memory) rightly does not call it KV:
+# the policy names the KV tensors by size instead (each at least a tenth
+# less than the workload's KV tensor: vllm-like L of KV/L, sglang-like 2L of
+# KV/2L, llamacpp-like one of KV; weights are 0.2 % of the card, below that).
+WL_ARGS="--weights-frac 0.002 --act-frac 0.002 --host-ratio 0.5 --warmup ${GPU_WL_WARMUP:-4} --steps ${GPU_WL_STEPS:-8}"
+WL_LAYERS=4                       # the workloads' default --layers
+kv_policy() {   # kv_policy WORKLOAD: the rule that redirects its KV tensors
+	local n
+	case $1 in vllm-like) n=$WL_LAYERS ;; sglang-like) n=$((2 * WL_LAYERS)) ;; *) n=1 ;; esac
+	echo "kv => managed:cxl; device,size>=$((KV / n / 10 * 9)) => managed:cxl; * => native"
+}
+wl_row() {   # wl_row: the workload's tokens/s, checks and kvtier trace counts
+	local o=$LOG/$LAST.out
+	rows+=("$(printf '%-26s %-8s %s tokens/s (%s), %s launches, verified %s corrupt %s%s' "$LAST" "$STATUS" \
+		"$(sed -n 's/^tokens_per_s=//p' "$o" | head -1)" \
+		"$(grep -q '^real_gpu=1' "$o" && echo wall || echo 'SIMULATED, not a real GPU')" \
+		"$(sed -n 's/^launches=//p' "$o" | head -1)" \
+		"$(sed -n 's/^verified=//p' "$o" | head -1)" "$(sed -n 's/^corrupt=//p' "$o" | head -1)" \
+		"$([ "${1:-}" = traced ] && echo "; $(trace_counts "$LAST")")")")
+	grep -q '^corrupt=[1-9]' "$o" 2>/dev/null && failed=1
+}
 for wl in vllm-like sglang-like llamacpp-like; do
-	step "$wl-native" "0 77" -- "$B/workloads/$wl" --kv-bytes "$BUDGET" --steps 2 --warmup 0
-	rows+=("$(printf '%-26s %-8s %s' "$LAST" "$STATUS" "$(grep -E '^(verified|corrupt)=' "$LOG/$LAST.out" | tr '\n' ' ')")")
-	step "$wl-kvtier" "0 77" -- env KVTIER_HBM_BUDGET="$BUDGET" \
-		"$KVTIER" run --trace "$LOG/$wl-kvtier.%p.trace" -- "$B/workloads/$wl" --kv-bytes "$KV" --steps 2 --warmup 0
-	rows+=("$(printf '%-26s %-8s %s; %s' "$LAST" "$STATUS" "$(grep -E '^(verified|corrupt)=' "$LOG/$LAST.out" | tr '\n' ' ')" \
-		"$(trace_counts "$wl-kvtier")")")
-	grep -q '^corrupt=[1-9]' "$LOG/$wl-native.out" "$LOG/$wl-kvtier.out" 2>/dev/null && failed=1
+	# shellcheck disable=SC2086
+	step "$wl-native" "0" -- "$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS && wl_row
+	step "$wl-blanket" "0" -- env KVTIER_POLICY="device => managed:hbm; async => managed:hbm; * => native" \
+		KVTIER_MIGRATE=0 "$KVTIER" run --trace "$LOG/$wl-blanket.%p.trace" -- \
+		"$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS && wl_row traced
+	step "$wl-static" "0" -- env KVTIER_POLICY="$(kv_policy "$wl")" KVTIER_HBM_BUDGET="$BUDGET" KVTIER_MIGRATE=0 \
+		"$KVTIER" run --trace "$LOG/$wl-static.%p.trace" -- "$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS &&
+		wl_row traced
+	step "$wl-kvtier" "0" -- env KVTIER_POLICY="$(kv_policy "$wl")" KVTIER_HBM_BUDGET="$BUDGET" \
+		"$KVTIER" run --trace "$LOG/$wl-kvtier.%p.trace" -- "$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS &&
+		wl_row traced
 done
 
 # ---- 4: PyTorch -------------------------------------------------------------------
@@ -127,8 +173,8 @@ PY=${PYTHON:-python3}
 if command -v "$PY" >/dev/null; then
 	# PyTorch brings its own runtime: the bundle's lib/cuda stays off its path
 	step torch "0 77" -- env LD_LIBRARY_PATH="$KVT_LIBS${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}" \
-		"$PY" "$B/gpu/torch_check.py" --kvtier "$KVTIER" --out "$LOG"
-	rows+=("$(printf '%-26s %-8s %s' torch "$STATUS" "$(tail -1 "$LOG/torch.out")")")
+		"$PY" "$B/gpu/torch_check.py" --kvtier "$KVTIER" --out "$LOG" &&
+		rows+=("$(printf '%-26s %-8s %s' torch "$STATUS" "$(tail -1 "$LOG/torch.out")")")
 else
 	rows+=("$(printf '%-26s %-8s %s' torch skipped "no $PY")")
 fi

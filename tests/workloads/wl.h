@@ -4,7 +4,8 @@
  * decode-like access loop on a SIMULATED GPU (tests/fakecuda).  Test
  * infrastructure, never shipped; every figure they print is "simulated".
  * They use no fake-only symbol except through dlsym, so the same binaries
- * run (allocation phase only) against the real libcudart. */
+ * run against the real libcudart: on a real GPU decode runs a real kernel
+ * and reports wall-clock figures instead (wl_real.c). */
 #ifndef WL_H
 #define WL_H
 
@@ -176,5 +177,10 @@ int wl_decode(struct wl *w);
 void wl_stamp_kv(struct wl *w);
 uint64_t wl_verify_kv(struct wl *w, uint64_t *checked);
 void wl_stamp(uint64_t seed, int region, uint64_t off, unsigned char out[32]);
+
+/* ---- wl_real.c: the decode loop on a real GPU (no fakecuda symbols) ---- */
+bool wl_real_init(struct wl *w);
+int wl_real_decode(struct wl *w);
+void wl_real_report(struct wl *w, uint64_t checked, uint64_t bad, double wall_s);
 
 #endif

@@ -533,12 +533,16 @@ int wl_main(int argc, char **argv, const struct wl_ops *ops)
 		WL_CK(cudaMemset(w.k[0].base + WL_STAMP_EVERY + 20, 0xee, 1));
 	WL_CK(cudaDeviceSynchronize());
 
-	bool simulated = w.fake.touch_kernel && w.fake.get_counters;
+	bool simulated = w.fake.touch_kernel && w.fake.get_counters, real = false;
 	if (simulated) {
 		rc = wl_decode(&w);              /* snapshots c0 once warm */
 		if (rc)
 			return rc;
 		w.fake.get_counters(&w.c1);
+	} else if ((real = wl_real_init(&w))) {   /* a real GPU: wl_real.c */
+		rc = wl_real_decode(&w);
+		if (rc)
+			return rc;
 	} else {
 		fprintf(stderr, "%s: no simulated GPU (fakecuda_* symbols absent): allocation "
 			"phase done, simulated decode skipped\n", ops->name);
@@ -548,6 +552,10 @@ int wl_main(int argc, char **argv, const struct wl_ops *ops)
 		bad += ops->verify(&w, &checked);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (real) {
+		wl_real_report(&w, checked, bad, wall);
+		return bad ? WL_EXIT_FAIL : WL_EXIT_OK;
+	}
 	if (!simulated) {
 		printf("workload=%s\nsimulated=0\nverified=%" PRIu64 "\ncorrupt=%" PRIu64 "\n",
 		       ops->name, checked, bad);

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# README's Performance section from the last `make bench`: rewrites the text
+# between <!-- perf:begin --> and <!-- perf:end --> in README.md from
+# $BUILD/bench.json (jq only; no kvtier needed), machine and commit named.
+# Everything outside the markers is left byte for byte. `make bench` runs it
+# last; by hand: tests/bench/perf_readme.sh [bench.json [README.md]].
+# Exit: 0 written (or nothing to do: no jq), 1 missing JSON or markers.
+set -u
+BUILD=${BUILD:-build}
+JSON=${1:-$BUILD/bench.json}
+README=${2:-README.md}
+BEGIN='<!-- perf:begin -->'
+END='<!-- perf:end -->'
+
+if ! command -v jq >/dev/null; then
+	echo "perf_readme: jq not installed: $README's Performance section left as it was" >&2
+	exit 0
+fi
+[ -s "$JSON" ] || { echo "perf_readme: no $JSON (run make bench first)" >&2; exit 1; }
+if [ "$(grep -cxF "$BEGIN" "$README")" != 1 ] || [ "$(grep -cxF "$END" "$README")" != 1 ]; then
+	echo "perf_readme: $README needs exactly one '$BEGIN' line and one '$END' line" >&2
+	exit 1
+fi
+
+# The section, in Markdown. n(x; d): x rounded to d decimals, "-" for null;
+# sp: " [min..max]" from a _spread pair; met: the target's verdict.
+section=$(jq -r '
+  def n($d): if . == null then "-" elif $d == 0 then (round | tostring)
+             else (. * pow(10; $d) | round / pow(10; $d) | tostring) end;
+  def sp($a; $d): if ($a | type) == "array" and $a[0] != null
+                  then " [\($a[0] | n($d))..\($a[1] | n($d))]" else "" end;
+  def met($ok): if . == null then "n/a" elif $ok then "met" else "**missed**" end;
+  def mps: if . == null then "-" else (. / 1e6 * 10 | round / 10 | tostring) + " M/s" end;
+  def mpsp($a): if ($a | type) == "array" and $a[0] != null
+                then " [\($a[0] | mps)..\($a[1] | mps)]" else "" end;
+  . as $b | .hooks as $h | .policy as $p | .trace as $t | .profiler as $f |
+  "Last `make bench`: \($b.date), commit \($b.commit), on \($b.machine.nproc) CPUs (\($b.machine.cpu)), Linux \($b.machine.kernel); load average \($b.machine.load_start) at start, \($b.machine.load_end) at end (a shared machine: spreads are wider than on a quiet one). Median of \($b.trials) interleaved trials, [min..max].\(
+    if ($b.machine.load_start | split(" ")[0] | tonumber) > $b.machine.nproc
+    then " The load was above the CPU count: the hook rows (tens to hundreds of ns on µs-long calls) are dominated by noise; rerun on a quiet machine before reading a target as missed." else "" end)",
+  "",
+  "| figure | median [min..max] | target | |",
+  "|---|---|---|---|",
+  "| passthrough: added per `cudaMalloc`/`cudaFree` call | \($h.passthrough_added_ns | n(0)) ns\(sp($h.passthrough_added_ns_spread; 0)) | ≤ 50 ns | \($h.passthrough_added_ns | met(. <= 50)) |",
+  "| traced alloc+free pair, \($h.stack_frames)-frame stack: added CPU | \($h.traced_alloc_ns | n(0)) ns\(sp($h.traced_alloc_ns_spread; 0)) | ≤ 500 ns | \($h.traced_alloc_ns | met(. <= 500)) |",
+  "| heaptrack, same pattern through `malloc`: added CPU (in-process) | \($h.heaptrack_alloc_ns | n(0)) ns\(sp($h.heaptrack_alloc_ns_spread; 0)) | side by side | |",
+  "| `mmap`+`munmap` 2 MiB, passthrough ÷ native | \($h.mmap_ratio | n(3))×\(sp($h.mmap_ratio_spread; 3)) | ≤ 1.05× | \($h.mmap_ratio | met(. <= 1.05)) |",
+  "| `cudaLaunchKernel`, passthrough, nothing tracked: added | \($h.launch_pass_added_ns | n(0)) ns\(sp($h.launch_pass_added_ns_spread; 0)) | – | |",
+  "| `cudaLaunchKernel`, one range tracked (parameter scan): added | \($h.launch_added_ns | n(0)) ns\(sp($h.launch_added_ns_spread; 0)) | – | |",
+  "| policy: one decision, default rules | \($p.decision_ns | n(0)) ns\(sp($p.decision_ns_spread; 0)) | ≤ 1 µs | \($p.decision_ns | met(. <= 1000)) |",
+  "| trace writer | \($t.write_events_per_s | mps)\(mpsp($t.write_events_per_s_spread)) | ≥ 2 M/s | \($t.write_events_per_s | met(. >= 2e6)) |",
+  "| `kvtier report` reading a trace | \($t.report_events_per_s | mps)\(mpsp($t.report_events_per_s_spread)) | ≥ 10 M/s | \($t.report_events_per_s | met(. >= 1e7)) |",
+  "| profiler + planner epoch, 1 TiB tracked: share of one core | \(if $f.core_share == null then "-" else ($f.core_share * 100 | n(2) | tostring) + " %" end) | ≤ 1 % | \($f.core_share | met(. <= 0.01)) |",
+  "| planner epoch over 512 Ki chunks | \($f.planner_ms | n(2)) ms | ≤ 2 ms | \($f.planner_ms | met(. <= 2)) |",
+  "| metadata per 2 MiB chunk | \($f.bytes_per_chunk | n(1)) B | ≤ 32 B | \($f.bytes_per_chunk | met(. <= 32)) |",
+  "",
+  if ($b.sim | length) == 0 then "Simulated tiering: not in this run (\($b.sim_state))." else
+  ( "Simulated tiering (SIMULATED GPU: the fakecuda cost model, not hardware; tokens/s of simulated time, the same number of timed decode steps for every alternative):",
+    "",
+    "| workload | KV ÷ HBM | native | blanket managed | UVM | static | kvtier | oracle | kvtier ÷ oracle / UVM / blanket / static |",
+    "|---|---|---|---|---|---|---|---|---|",
+    ( $b.sim[] | . as $r | .tokens_per_s as $s |
+      "| \(.name) | \(.kv_over_hbm)× | \($s.native | n(0)) | \($s.blanket | n(0)) | \($s.uvm | n(0)) | \($s.static | n(0)) | \($s.kvtier | n(0)) | \($s.oracle | n(0)) | \([$r.kvtier_vs_oracle, $r.kvtier_vs_uvm, $r.kvtier_vs_blanket, $r.kvtier_vs_static] | map(n(2)) | join(" / ")) |" ),
+    "",
+    ( [ $b.sim[] | .warmup // {} | to_entries[] ] as $w |
+      if ($w | length) > 0 then
+        "Warm-up steps before the timed window: baselines \([$w[] | select(.key != "kvtier" and .key != "static") | .value] | unique | map(tostring) | join("/")), kvtier and static \([$b.sim[] | select(.warmup.kvtier != null) | "\(.warmup.kvtier) (\(.name))"] | unique | join(", ")): the migrator works in wall time, so its rows decode later requests of the same schedule ([docs/performance.md](docs/performance.md))."
+      else empty end ) )
+  end
+' "$JSON") || { echo "perf_readme: $JSON did not parse" >&2; exit 1; }
+
+tmp=$README.perf.$$
+printf '%s\n' "$section" >"$tmp.body"
+awk -v b="$BEGIN" -v e="$END" -v bodyfile="$tmp.body" '
+	$0 == b { print; while ((getline l < bodyfile) > 0) print l; skip = 1; next }
+	$0 == e { skip = 0 }
+	!skip' "$README" >"$tmp" && mv "$tmp" "$README"
+rc=$?
+rm -f "$tmp" "$tmp.body"
+[ $rc = 0 ] || exit 1
+echo "perf_readme: $README Performance section rewritten from $JSON ($(jq -r '.date + ", " + .commit' "$JSON"))"
