@@ -4,6 +4,7 @@
  * Runs inside hooks: no malloc, no stdio, no locks beyond pthread_once. */
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "shim.h"
 #include "../preload/hooks.h"
@@ -125,6 +126,18 @@ CUresult kvt_cuda_range_attr(void *data, size_t data_bytes, CUmem_range_attribut
 			     CUdeviceptr p, size_t bytes)
 {
 	return CALL(range_attr, data, data_bytes, attr, p, bytes);
+}
+
+int kvt_cuda_accessed_by(CUdeviceptr p, size_t bytes, CUdevice dev)
+{
+	int32_t devs[8];                 /* a device list, padded with CU_DEVICE_INVALID */
+	if (kvt_cuda_range_attr(devs, sizeof devs, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, p, bytes) !=
+	    CUDA_SUCCESS)
+		return -1;
+	for (unsigned i = 0; i < sizeof devs / sizeof devs[0]; i++)
+		if (devs[i] == dev)
+			return 1;
+	return 0;
 }
 
 /* ---- the migrator's calls ---- */

@@ -25,6 +25,10 @@ CUresult kvt_cuda_host_register(void *p, size_t bytes, unsigned flags);
 CUresult kvt_cuda_host_unregister(void *p);
 CUresult kvt_cuda_range_attr(void *data, size_t data_bytes, CUmem_range_attribute attr,
 			     CUdeviceptr p, size_t bytes);
+/* Does every page of [p, p+bytes) have dev in its accessed-by set
+ * (CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY)? 1, 0, or -1 when the query fails.
+ * The sample source (profiler/src_sample.c) probes only such memory. */
+int kvt_cuda_accessed_by(CUdeviceptr p, size_t bytes, CUdevice dev);
 
 /* The migrator (cuda_shim/migrator.c): its thread binds the device's
  * primary context, makes a lowest-priority non-blocking stream and

@@ -139,6 +139,7 @@ static const struct kvt_prof_source_ops *const sources[KVT_SRC__COUNT] = {
 	[KVT_SRC_LAUNCH] = &src_launch,
 	[KVT_SRC_COPY] = &src_copy,
 	[KVT_SRC_CUPTI] = &kvt_src_cupti,
+	[KVT_SRC_SAMPLE] = &kvt_src_sample,    /* after cupti: it needs cupti started */
 };
 
 int kvt_prof_sources_parse(const char *list, unsigned *mask, char *bad, unsigned bad_len)
@@ -199,6 +200,12 @@ void kvt_prof_on_memset(uint64_t dst, uint64_t bytes)
 {
 	EACH_ENABLED(s, on_memset)
 		sources[s]->on_memset(dst, bytes);
+}
+
+void kvt_prof_on_fault(uint64_t addr)
+{
+	EACH_ENABLED(s, on_fault)
+		sources[s]->on_fault(addr);
 }
 
 void kvt_prof_sources_start(void)

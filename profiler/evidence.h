@@ -3,13 +3,16 @@
  * each source fills only the entry points it supports (NULL = not
  * supported; the core checks). The hook entry points run inside hooks: no
  * malloc, no locks, bounded work per call (a number of chunks, never the
- * size of memory). start/stop/poll run on the migrator thread. */
+ * size of memory). start/stop/poll run on the migrator thread, in the
+ * table's order (a source may rely on the ones before it: sample on cupti);
+ * on_fault runs wherever CUPTI delivers its records (the migrator thread
+ * or CUPTI's own): lock-free, O(1). docs/profiler.md describes them. */
 #ifndef KVT_EVIDENCE_H
 #define KVT_EVIDENCE_H
 
 #include <stdint.h>
 
-enum kvt_prof_src { KVT_SRC_LAUNCH, KVT_SRC_COPY, KVT_SRC_CUPTI, KVT_SRC__COUNT };
+enum kvt_prof_src { KVT_SRC_LAUNCH, KVT_SRC_COPY, KVT_SRC_CUPTI, KVT_SRC_SAMPLE, KVT_SRC__COUNT };
 
 struct kvt_prof_source_ops {
 	const char *name;
@@ -19,6 +22,7 @@ struct kvt_prof_source_ops {
 	void (*on_launch)(void **params);
 	void (*on_copy)(uint64_t dst, uint64_t src, uint64_t bytes);
 	void (*on_memset)(uint64_t dst, uint64_t bytes);
+	void (*on_fault)(uint64_t addr);      /* a GPU page fault CUPTI reported */
 };
 
 /* Bounds of the launch scan (per cuLaunchKernel). */
@@ -40,6 +44,8 @@ unsigned kvt_prof_sources_enabled(void);
 void kvt_prof_on_launch(void **params);
 void kvt_prof_on_copy(uint64_t dst, uint64_t src, uint64_t bytes);
 void kvt_prof_on_memset(uint64_t dst, uint64_t bytes);
+/* From the CUPTI source: a GPU page fault at addr (its record's address). */
+void kvt_prof_on_fault(uint64_t addr);
 
 /* Early epochs: fn is called (on the launching thread; it must not block)
  * after every `every` launches that produced evidence. */
@@ -61,5 +67,8 @@ void kvt_prof_set_state(unsigned src, const char *state);
 extern const struct kvt_prof_source_ops kvt_src_cupti;
 /* Records CUPTI delivered (all kinds), for the counters. */
 uint64_t kvt_cupti_records(void);
+
+/* The region-sampling source (profiler/src_sample.c, docs/profiler.md). */
+extern const struct kvt_prof_source_ops kvt_src_sample;
 
 #endif

@@ -62,6 +62,7 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 	switch (r->counterKind) {
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
 		credited = kvt_heat_add(r->address, 1, 1.0f, 1);
+		kvt_prof_on_fault(r->address);     /* the sample source's probes */
 		break;
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
 		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE)
@@ -95,14 +96,19 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf,
 			__atomic_store_n(&buf_busy[i], 0, __ATOMIC_RELEASE);
 }
 
-static int unavailable(const char *what, int r)
+/* CUPTI cannot be used. Once one of its functions has run (ran), the
+ * library stays loaded: it may have left thread-specific-data destructors
+ * on this thread, threads or exit handlers, and unloading it would leave
+ * those pointing into unmapped code (a crash when this thread exits, seen
+ * with a real libcupti over the driver stand-in: CUPTI error 999). */
+static int unavailable(const char *what, int r, int ran)
 {
 	snprintf(why, sizeof why, "unavailable (%s%s%d)", what, r ? ": CUPTI error " : "", r);
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
 		snprintf(why, sizeof why, "busy (another CUPTI subscriber such as nsys or ncu)");
 	kvt_prof_set_state(KVT_SRC_CUPTI, why);
 	kvt_warn("CUPTI %s: profiling carries on with the other evidence sources", why);
-	if (cu.h)
+	if (cu.h && !ran)
 		dlclose(cu.h);
 	cu.h = NULL;
 	return -1;
@@ -114,15 +120,15 @@ static int cupti_start(void)
 {
 	cu.h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
 	if (!cu.h)
-		return unavailable("libcupti.so.13 not found", 0);
+		return unavailable("libcupti.so.13 not found", 0, 0);
 	if (!SYM(register_cb, "cuptiActivityRegisterCallbacks") ||
 	    !SYM(configure, "cuptiActivityConfigureUnifiedMemoryCounter") ||
 	    !SYM(enable, "cuptiActivityEnable") || !SYM(disable, "cuptiActivityDisable") ||
 	    !SYM(flush, "cuptiActivityFlushAll") || !SYM(next, "cuptiActivityGetNextRecord"))
-		return unavailable("libcupti.so.13 lacks the activity API", 0);
+		return unavailable("libcupti.so.13 lacks the activity API", 0, 0);
 	CUptiResult r = cu.register_cb(buf_request, buf_complete);
 	if (r != CUPTI_SUCCESS)
-		return unavailable("cuptiActivityRegisterCallbacks", r);
+		return unavailable("cuptiActivityRegisterCallbacks", r, 1);
 	CUpti_ActivityUnifiedMemoryCounterConfig cfg[3] = {
 		{ .scope = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE,
 		  .kind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT, .enable = 1 },
@@ -132,9 +138,9 @@ static int cupti_start(void)
 		  .kind = CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH, .enable = 1 },
 	};
 	if ((r = cu.configure(cfg, 3)) != CUPTI_SUCCESS)
-		return unavailable("cuptiActivityConfigureUnifiedMemoryCounter", r);
+		return unavailable("cuptiActivityConfigureUnifiedMemoryCounter", r, 1);
 	if ((r = cu.enable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)) != CUPTI_SUCCESS)
-		return unavailable("cuptiActivityEnable", r);
+		return unavailable("cuptiActivityEnable", r, 1);
 	cu.on = 1;
 	kvt_prof_set_state(KVT_SRC_CUPTI, "active");
 	return 0;

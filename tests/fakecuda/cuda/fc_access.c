@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* fakecuda GPU accesses — the cost model of the SIMULATED device: an access
  * to HBM-resident bytes costs HBM bandwidth, one through a remote mapping
- * (accessed-by, or a host-preferred block) costs link bandwidth, anything
- * else is a GPU page fault that migrates the 2 MiB block to the device.
+ * (accessed-by, or a HOST-preferred block after its first fault) costs link
+ * bandwidth, anything else is a GPU page fault that migrates the 2 MiB block
+ * to the device.
  * Also the touch kernel and cuLaunchKernel. Callers hold the global lock. */
 #include "fc_internal.h"
 
@@ -28,10 +29,13 @@ static void fc_cost_remote(uint64_t bytes)
 	fc_clock_bytes(bytes, fc_knobs.link_gbps);
 }
 
-static bool fc_pref_host(const struct fc_block *b)
+/* A GPU fault on a host-resident block maps the host copy instead of
+ * migrating it only when the preferred location is plain HOST; with a
+ * HOST_NUMA preference the block migrates (as measured on an H200 with
+ * driver 580.159.04; docs/simulated-device.md). */
+static bool fc_fault_maps(const struct fc_block *b)
 {
-	return b->pref_type == CU_MEM_LOCATION_TYPE_HOST ||
-	       b->pref_type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+	return b->pref_type == CU_MEM_LOCATION_TYPE_HOST;
 }
 
 static void fc_fault_record(uintptr_t addr, int write)
@@ -61,7 +65,7 @@ static char *fc_managed_piece(struct fc_block *b, uintptr_t addr, size_t len,
 	if (!b->accessed_by_dev && !b->dev_mapped) {
 		fc_fault_record(addr, write);
 		f->nr++;
-		bool moved = !fc_pref_host(b) &&
+		bool moved = !fc_fault_maps(b) &&
 			fc_block_to_dev(b, FC_CAUSE_FAULT, b->read_mostly && !write) ==
 			CUDA_SUCCESS;
 		if (moved) {

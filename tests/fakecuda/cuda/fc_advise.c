@@ -2,7 +2,9 @@
 /* fakecuda advice, range attributes and prefetch — cuMemAdvise (CUdevice and
  * CUmemLocation ABIs), cuMemRangeGetAttribute(s), cuMemPrefetchAsync (both
  * ABIs, _ptsz) with the semantics cuda.h documents, applied per 2 MiB block
- * of the SIMULATED device. Prefetches execute at submission (stream order). */
+ * of the SIMULATED device. Prefetches execute at submission (stream order).
+ * Where cuda.h leaves the mapping effects open ("may be removed at any
+ * time"), the behaviour measured on an H200 is followed (docs/simulated-device.md). */
 #include "fc_internal.h"
 
 #include <string.h>
@@ -66,6 +68,8 @@ static void fc_advise_block(struct fc_block *b, CUmem_advise advice, CUmemLocati
 	switch (advice) {
 	case CU_MEM_ADVISE_SET_READ_MOSTLY:
 		b->read_mostly = 1;
+		if (b->loc != FC_LOC_DEV)
+			b->dev_mapped = 0;   /* read duplication breaks remote mappings */
 		break;
 	case CU_MEM_ADVISE_UNSET_READ_MOSTLY:
 		b->read_mostly = 0;
@@ -85,12 +89,14 @@ static void fc_advise_block(struct fc_block *b, CUmem_advise advice, CUmemLocati
 	case CU_MEM_ADVISE_SET_ACCESSED_BY:
 	case CU_MEM_ADVISE_UNSET_ACCESSED_BY: {
 		uint8_t on = advice == CU_MEM_ADVISE_SET_ACCESSED_BY;
+		/* unset changes the policy only: the mapping accessed-by made
+		 * stays until something unmaps it (a migration, read-mostly) */
+		if (dev && !on && b->accessed_by_dev && b->loc != FC_LOC_DEV)
+			b->dev_mapped = 1;
 		if (dev)
 			b->accessed_by_dev = on;
 		else
 			b->accessed_by_host = on;
-		if (dev && !on)
-			b->dev_mapped = 0;
 		break;
 	}
 	default:
