@@ -571,18 +571,22 @@ void kvt_place_trace_counters(void)
 	char key[64], val[64];
 	for (unsigned i = 1; i < KVT_PLACE__COUNT; i++) {
 		snprintf(key, sizeof key, "place.%s", kvt_placement_name(i));
-		snprintf(val, sizeof val, "%llu %llu", (unsigned long long)nr_placed[i],
-			 (unsigned long long)bytes_placed[i]);
+		snprintf(val, sizeof val, "%llu %llu",
+			 (unsigned long long)__atomic_load_n(&nr_placed[i], __ATOMIC_RELAXED),
+			 (unsigned long long)__atomic_load_n(&bytes_placed[i], __ATOMIC_RELAXED));
 		kvt_trace_info(key, val);
 	}
 	for (unsigned i = 0; i < KVT_FB__COUNT; i++) {
 		snprintf(key, sizeof key, "fallback.%s", fallback_names[i]);
-		snprintf(val, sizeof val, "%llu", (unsigned long long)nr_fallback[i]);
+		snprintf(val, sizeof val, "%llu",
+			 (unsigned long long)__atomic_load_n(&nr_fallback[i], __ATOMIC_RELAXED));
 		kvt_trace_info(key, val);
 	}
-	snprintf(val, sizeof val, "%llu", (unsigned long long)nr_rehomed);
+	snprintf(val, sizeof val, "%llu",
+		 (unsigned long long)__atomic_load_n(&nr_rehomed, __ATOMIC_RELAXED));
 	kvt_trace_info("place.rehomed", val);
-	snprintf(val, sizeof val, "%llu", (unsigned long long)nr_mismatch);
+	snprintf(val, sizeof val, "%llu",
+		 (unsigned long long)__atomic_load_n(&nr_mismatch, __ATOMIC_RELAXED));
 	kvt_trace_info("place.node_mismatch", val);
 	snprintf(val, sizeof val, "%d", far_node);
 	kvt_trace_info("place.far_node", val);

@@ -10,6 +10,10 @@
 
 uint16_t kvt_attribute_api(uint16_t api)
 {
+	/* host calls are never the runtime's: a signal handler's mmap that
+	 * lands inside cudaMalloc must not take the runtime call's name */
+	if (api >= KVT_API_mmap)
+		return api;
 	if (kvt_tls.rt_api && !kvt_tls.rt_seen) {
 		kvt_tls.rt_seen = 1;
 		return kvt_tls.rt_api;
@@ -56,7 +60,10 @@ int kvt_rec_free_begin(struct kvt_registry *reg, uint64_t addr, struct kvt_alloc
 {
 	if (!addr)
 		return -1;
-	return kvt_reg_remove(reg, addr, out);
+	int r = kvt_reg_remove(reg, addr, out);
+	if (!r)
+		kvt_place_before_free(out);
+	return r;
 }
 
 void kvt_rec_free_end(struct kvt_registry *reg, uint8_t kind, uint16_t api,
@@ -64,8 +71,10 @@ void kvt_rec_free_end(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 		      int ok, int32_t result)
 {
 	uint16_t who = kvt_attribute_api(api);
-	if (tracked && !ok)
+	if (tracked && !ok) {
 		kvt_reg_insert(reg, rec);      /* the release failed: still live */
+		kvt_place_free_failed(rec);
+	}
 	if (tracked && ok) {
 		kvt_stats_on_free(rec->kind, rec->placement, rec->size);
 		kvt_place_on_free(rec);

@@ -24,7 +24,11 @@
 #define NR_STRIPES 256u
 #define GRANULE_SHIFT 21u
 #define MAX_LEVEL 42u
-#define SLAB_BYTES (64u << 10)
+/* One page per slab: each of the 256 stripes of a registry takes its own
+ * slab on first use, and a stripe's slab is filled (touched) at once, so a
+ * 64 KiB slab cost 16 MiB of RSS per registry once addresses had reached
+ * every stripe (make soak), for a few hundred live records. */
+#define SLAB_BYTES 4096u
 
 struct node {
 	struct kvt_alloc a;
@@ -33,6 +37,7 @@ struct node {
 	uint64_t idx_key[2];
 	uint8_t nr_idx;
 };
+_Static_assert(sizeof(struct node) * 16 <= SLAB_BYTES, "a slab holds too few nodes");
 
 struct stripe {
 	pthread_mutex_t lock;
@@ -124,7 +129,7 @@ void kvt_reg_destroy(struct kvt_registry *r)
 	kvt_sys_munmap(r, sizeof *r);
 }
 
-/* ---- node memory: per-stripe free lists fed from 64 KiB slabs ---- */
+/* ---- node memory: per-stripe free lists fed from one-page slabs ---- */
 
 static struct node *node_get(struct stripe *s)
 {
@@ -209,8 +214,8 @@ static struct node *base_unlink(struct kvt_registry *r, size_t b, uint64_t base)
 {
 	struct node **pp = base_slot(r, b, base);
 	struct node *nd = *pp;
-	if (nd)
-		*pp = nd->base_next;
+	if (nd)      /* atomic: kvt_reg_for_each peeks at buckets without the lock */
+		__atomic_store_n(pp, nd->base_next, __ATOMIC_RELAXED);
 	return nd;
 }
 
@@ -240,7 +245,7 @@ int kvt_reg_insert(struct kvt_registry *r, const struct kvt_alloc *a)
 	if (!nd) {
 		if (old) {      /* keep the old record rather than lose both */
 			old->base_next = r->base_tab[b];
-			r->base_tab[b] = old;
+			__atomic_store_n(&r->base_tab[b], old, __ATOMIC_RELAXED);
 		}
 		pthread_mutex_unlock(&s->lock);
 		stats_add(&r->st.nr_nomem, 1);
@@ -252,7 +257,7 @@ int kvt_reg_insert(struct kvt_registry *r, const struct kvt_alloc *a)
 	if (nd->a.base + nd->a.size < nd->a.base)      /* clamp at the top */
 		nd->a.size = UINT64_MAX - nd->a.base;
 	nd->base_next = r->base_tab[b];
-	r->base_tab[b] = nd;
+	__atomic_store_n(&r->base_tab[b], nd, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&s->lock);
 
 	idx_link(r, nd);
