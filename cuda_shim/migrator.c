@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -233,6 +234,19 @@ static uint64_t budget_now(void)
 	return m.budget;
 }
 
+/* At exit the thread must stop before libcupti's and the CUDA runtime's
+ * own exit handlers tear them down: stopping it from kvtier's destructor
+ * (which runs after every atexit handler) made CUPTI calls after CUPTI had
+ * finalised, and a real libcupti.so.13 crashed the exiting process (H200,
+ * driver 580). Handlers run in reverse order of registration, so this one,
+ * registered once the sources (CUPTI) have started, runs before theirs. */
+static void stop_at_exit(void)
+{
+	kvt_tls.depth++;
+	kvt_migrator_stop();
+	kvt_tls.depth--;
+}
+
 static int bind_device(void)
 {
 	CUresult r = kvt_cuda_bind_primary(m.dev);
@@ -245,6 +259,9 @@ static int bind_device(void)
 		return -1;
 	}
 	kvt_prof_sources_start();
+	static int registered;       /* inherited across fork: one handler serves both */
+	if (!registered && !atexit(stop_at_exit))
+		registered = 1;
 	m.bound = 1;
 	return 0;
 }

@@ -212,8 +212,61 @@ static int cmd_place(size_t bytes, int count, int steps, int expect)
 	return 0;
 }
 
+/* ---- advise: does this driver keep a HOST_NUMA preferred location? ------ */
+
+/* Plain driver calls, no kvtier: cuMemAllocManaged, cuMemAdvise (v2 ABI,
+ * resolved at 12020 as kvtier does) and the range attributes read back after
+ * each advice, with every CUresult printed. */
+static int cmd_advise(void)
+{
+	typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+	void *h = dlopen("libcuda.so.1", RTLD_NOW);
+	if (!h || cudaFree(0) != cudaSuccess)
+		return SKIP;
+	gpa_fn gpa = (gpa_fn)dlsym(h, "cuGetProcAddress_v2");
+	CUresult (*alloc)(CUdeviceptr *, size_t, unsigned) = NULL;
+	CUresult (*adv)(CUdeviceptr, size_t, CUmem_advise, CUmemLocation) = NULL;
+	CUresult (*attr)(void *, size_t, CUmem_range_attribute, CUdeviceptr, size_t) = NULL;
+	CUresult (*dattr)(int *, CUdevice_attribute, CUdevice) = NULL;
+	if (!gpa || gpa("cuMemAllocManaged", (void **)&alloc, 6000, 0, NULL) ||
+	    gpa("cuMemAdvise", (void **)&adv, 12020, 0, NULL) ||
+	    gpa("cuMemRangeGetAttribute", (void **)&attr, 8000, 0, NULL) ||
+	    gpa("cuDeviceGetAttribute", (void **)&dattr, 2000, 0, NULL))
+		return 1;
+	int v[4] = { -9, -9, -9, -9 };
+	dattr(&v[0], CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, 0);
+	dattr(&v[1], CU_DEVICE_ATTRIBUTE_NUMA_CONFIG, 0);
+	dattr(&v[2], CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 0);
+	printf("advise: device host_numa_id=%d numa_config=%d concurrent_managed=%d\n", v[0], v[1], v[2]);
+	const size_t bytes = 64u << 20;
+	CUdeviceptr p = 0;
+	CUresult r = alloc(&p, bytes, CU_MEM_ATTACH_GLOBAL);
+	printf("advise: cuMemAllocManaged rc=%d\n", (int)r);
+	if (r)
+		return 1;
+	const struct { const char *what; CUmem_advise a; CUmemLocation loc; } steps[] = {
+		{ "preferred HOST_NUMA 0", CU_MEM_ADVISE_SET_PREFERRED_LOCATION, { CU_MEM_LOCATION_TYPE_HOST_NUMA, 0 } },
+		{ "accessed-by DEVICE 0", CU_MEM_ADVISE_SET_ACCESSED_BY, { CU_MEM_LOCATION_TYPE_DEVICE, 0 } },
+		{ "preferred HOST", CU_MEM_ADVISE_SET_PREFERRED_LOCATION, { CU_MEM_LOCATION_TYPE_HOST, 0 } },
+		{ "preferred DEVICE 0", CU_MEM_ADVISE_SET_PREFERRED_LOCATION, { CU_MEM_LOCATION_TYPE_DEVICE, 0 } },
+		{ "preferred HOST_NUMA 0 again", CU_MEM_ADVISE_SET_PREFERRED_LOCATION, { CU_MEM_LOCATION_TYPE_HOST_NUMA, 0 } },
+	};
+	for (unsigned i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		CUresult ra = adv(p, bytes, steps[i].a, steps[i].loc);
+		int type = -9, id = -9, legacy = -9;
+		CUresult r1 = attr(&type, sizeof type, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, p, bytes);
+		CUresult r2 = attr(&id, sizeof id, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID, p, bytes);
+		CUresult r3 = attr(&legacy, sizeof legacy, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, p, bytes);
+		printf("advise: %-28s rc=%d -> type=%d (rc %d) id=%d (rc %d) legacy=%d (rc %d)\n",
+		       steps[i].what, (int)ra, type, (int)r1, id, (int)r2, legacy, (int)r3);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "advise"))
+		return cmd_advise();
 	if (argc >= 2 && !strcmp(argv[1], "meminfo"))
 		return cmd_meminfo();
 	if (argc == 6 && !strcmp(argv[1], "place"))
