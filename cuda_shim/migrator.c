@@ -38,6 +38,7 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int running, stop, wanted, restart, kicked;
+	int thread_failed;           /* pthread_create refused: no migration */
 	int bound;                   /* context + stream made (on the thread) */
 	CUstream stream;
 	CUdevice dev;
@@ -57,6 +58,7 @@ static struct {
 } ctr;
 
 #define CTR_ADD(f, v) __atomic_fetch_add(&ctr.f, (v), __ATOMIC_RELAXED)
+#define CTR_LD(f) __atomic_load_n(&ctr.f, __ATOMIC_RELAXED)
 
 /* ---- start and stop ---- */
 
@@ -91,6 +93,7 @@ static int spawn(void)
 	pthread_attr_destroy(&a);
 	if (r) {
 		kvt_warn("cannot start the migration thread (%s); no migration", strerror(r));
+		m.thread_failed = 1;
 		return -r;
 	}
 	m.running = 1;
@@ -167,6 +170,8 @@ void kvt_migrator_after_fork(void)
 	m.restart = m.running || m.restart;
 	m.running = 0;
 	m.bound = 0;             /* the parent's context and stream mean nothing here */
+	pthread_cond_init(&m.cond, NULL);     /* a parent thread may have been waiting on it */
+	memset(&ctr, 0, sizeof ctr);          /* the child's trace counts the child's work */
 	if (m.wanted)
 		kvt_heat_reset();
 }
@@ -269,10 +274,9 @@ static int bind_device(void)
 static void apply(const struct kvt_plan_move *mv, uint32_t now_ms)
 {
 	const struct kvt_heat_range *r = &m.r[mv->range];
-	struct kvt_heat_range cur;
 	uint32_t idx = m.table[mv->first].tag;     /* its chunks are consecutive in memory */
 	uint64_t off = (uint64_t)idx << KVT_CHUNK_SHIFT, bytes = (uint64_t)mv->nr << KVT_CHUNK_SHIFT;
-	if (kvt_heat_range_get(mv->range, &cur) || cur.gen != r->gen)
+	if (kvt_heat_pin(mv->range, r->gen))
 		return;                              /* freed meanwhile */
 	if (off + bytes > r->size)
 		bytes = r->size - off;
@@ -282,6 +286,7 @@ static void apply(const struct kvt_plan_move *mv, uint32_t now_ms)
 				 : far >= 0 ? CU_MEM_LOCATION_TYPE_HOST_NUMA : CU_MEM_LOCATION_TYPE_HOST;
 	int id = promote ? m.dev : far >= 0 ? far : 0;
 	CUresult res = kvt_cuda_prefetch(r->base + off, bytes, type, id, m.stream);
+	kvt_heat_unpin();                    /* its free may go ahead now */
 	CTR_ADD(prefetch_issued, 1);
 	kvt_rec_event(KVT_OP_PREFETCH, KVT_KIND_DEVICE, KVT_API_none, r->base + off, bytes,
 		      (uint64_t)(uintptr_t)m.stream,
@@ -386,26 +391,27 @@ void kvt_migrator_trace_counters(void)
 {
 	char key[64], val[160];
 	kvt_trace_info("migrate.enabled", m.wanted ? "1" : "0");
+	kvt_trace_info("migrate.thread_failed", m.thread_failed ? "1" : "0");
 	if (!m.wanted)
 		return;
 	count_tiers();
-	info_u64("migrate.epochs", ctr.epochs);
-	info_u64("migrate.epoch_ns_total", ctr.epoch_ns);
-	info_u64("migrate.epoch_ns_max", ctr.epoch_ns_max);
-	info_u64("migrate.epoch_ns_avg", ctr.epochs ? ctr.epoch_ns / ctr.epochs : 0);
-	snprintf(val, sizeof val, "%llu %llu", (unsigned long long)ctr.nr_promoted,
-		 (unsigned long long)ctr.bytes_promoted);
+	info_u64("migrate.epochs", CTR_LD(epochs));
+	info_u64("migrate.epoch_ns_total", CTR_LD(epoch_ns));
+	info_u64("migrate.epoch_ns_max", CTR_LD(epoch_ns_max));
+	info_u64("migrate.epoch_ns_avg", CTR_LD(epochs) ? CTR_LD(epoch_ns) / CTR_LD(epochs) : 0);
+	snprintf(val, sizeof val, "%llu %llu", (unsigned long long)CTR_LD(nr_promoted),
+		 (unsigned long long)CTR_LD(bytes_promoted));
 	kvt_trace_info("migrate.promoted", val);
-	snprintf(val, sizeof val, "%llu %llu", (unsigned long long)ctr.nr_demoted,
-		 (unsigned long long)ctr.bytes_demoted);
+	snprintf(val, sizeof val, "%llu %llu", (unsigned long long)CTR_LD(nr_demoted),
+		 (unsigned long long)CTR_LD(bytes_demoted));
 	kvt_trace_info("migrate.demoted", val);
-	info_u64("migrate.prefetch_issued", ctr.prefetch_issued);
-	info_u64("migrate.prefetch_failed", ctr.prefetch_failed);
-	info_u64("migrate.bind_failed", ctr.bind_failed);
-	info_u64("migrate.ranges_tracked", ctr.tracked);
-	info_u64("migrate.track_failed", ctr.track_failed);
-	info_u64("migrate.chunks.hbm", ctr.chunks_hbm);
-	info_u64("migrate.chunks.far", ctr.chunks_far);
+	info_u64("migrate.prefetch_issued", CTR_LD(prefetch_issued));
+	info_u64("migrate.prefetch_failed", CTR_LD(prefetch_failed));
+	info_u64("migrate.bind_failed", CTR_LD(bind_failed));
+	info_u64("migrate.ranges_tracked", CTR_LD(tracked));
+	info_u64("migrate.track_failed", CTR_LD(track_failed));
+	info_u64("migrate.chunks.hbm", CTR_LD(chunks_hbm));
+	info_u64("migrate.chunks.far", CTR_LD(chunks_far));
 	info_u64("migrate.hbm_budget", m.planner.p.budget_bytes);
 	for (unsigned s = 0; s < KVT_SRC__COUNT; s++) {
 		snprintf(key, sizeof key, "prof.source.%s", kvt_prof_source_name(s));

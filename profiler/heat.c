@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -248,26 +249,54 @@ out:
 	return r;
 }
 
+/* The slot the migrator is prefetching from (-1: none); set under wlock. */
+static int pinned = -1;
+
 int kvt_heat_untrack(uint64_t base)
 {
-	int r = -ENOENT;
+	int r = -ENOENT, found = -1;
 	pthread_mutex_lock(&wlock);
 	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
 		if (slots[s].live && slots[s].base == base) {
 			__atomic_store_n(&slots[s].live, 0, __ATOMIC_RELEASE);
 			slots[s].gen++;
 			publish();
+			found = s;
 			r = 0;
 			break;
 		}
 	}
 	pthread_mutex_unlock(&wlock);
+	/* a prefetch of this range in flight: the caller frees it only after */
+	while (found >= 0 && __atomic_load_n(&pinned, __ATOMIC_ACQUIRE) == found)
+		sched_yield();
 	return r;
+}
+
+int kvt_heat_pin(int slot, uint32_t gen)
+{
+	int r = -ENOENT;
+	if (slot < 0 || slot >= KVT_HEAT_MAX_RANGES)
+		return r;
+	pthread_mutex_lock(&wlock);
+	if (slots[slot].live && slots[slot].gen == gen) {
+		__atomic_store_n(&pinned, slot, __ATOMIC_RELEASE);
+		r = 0;
+	}
+	pthread_mutex_unlock(&wlock);
+	return r;
+}
+
+void kvt_heat_unpin(void)
+{
+	__atomic_store_n(&pinned, -1, __ATOMIC_RELEASE);
 }
 
 void kvt_heat_reset(void)
 {
 	pthread_mutex_init(&wlock, NULL);
+	pinned = -1;
+	seq &= ~1u;          /* a fork during publish() left it odd: readers would retry forever */
 	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++)
 		slots[s].live = 0;
 	publish();

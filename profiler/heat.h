@@ -53,8 +53,14 @@ uint32_t kvt_heat_tau_ms(void);
 /* Track [base, base+size) (demotions go to node) with every chunk in `tier`; 0, -ENOSPC (too many
  * ranges or chunks), -EEXIST. */
 int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node);
-/* Stop tracking the range starting at base; 0 or -ENOENT. */
+/* Stop tracking the range starting at base; 0 or -ENOENT. Waits while the
+ * migrator has the range pinned (one prefetch call), so that the caller may
+ * free the memory as soon as this returns. */
 int kvt_heat_untrack(uint64_t base);
+/* Migrator: pin slot's range while it prefetches, if it is still the range
+ * of generation gen (0), else -ENOENT (freed meanwhile). One pin at a time. */
+int kvt_heat_pin(int slot, uint32_t gen);
+void kvt_heat_unpin(void);
 /* Forget everything (fork child). */
 void kvt_heat_reset(void);
 

@@ -259,6 +259,7 @@ static void test_free_while_migrating(void)
 	 * in the trace, said at most once */
 	CU_ASSERT_EQUAL(info(&t, "migrate.prefetch_issued"), t.own_prefetch);
 	CU_ASSERT_EQUAL(info(&t, "migrate.prefetch_failed"), t.own_prefetch_failed);
+	CU_ASSERT_EQUAL(t.own_prefetch_failed, 0);   /* PROPOSED */
 	unsigned other, n = kvtier_lines(c.err, "migration prefetch of", &other);
 	CU_ASSERT_EQUAL(other, 0);
 	CU_ASSERT_TRUE(n <= 1);
@@ -371,6 +372,7 @@ static void test_fork_mid_migration(void)
 			 k->binds == CHILD_BINDS && k->own_prefetch == 0;
 		if (dtor)
 			ok = ok && info(k, "registry.live.mmap") == 0 &&
+			     info(k, "migrate.prefetch_issued") == 0 && info(k, "migrate.epochs") == 0 &&  /* PROPOSED */
 			     info(k, "place.bind:far") == CHILD_BINDS &&
 			     info(k, "place.managed:far") == 0;
 		with_dtor += dtor;
@@ -440,6 +442,7 @@ static void test_thread_cannot_start(void)
 	read_traces(&t, NULL, 0);
 	CU_ASSERT_TRUE(t.saw_end);
 	CU_ASSERT_EQUAL(info(&t, "migrate.epochs"), 0);
+	CU_ASSERT_EQUAL(info(&t, "migrate.thread_failed"), 1);   /* PROPOSED */
 	CU_ASSERT_EQUAL(t.own_prefetch, 0);
 	CU_ASSERT_EQUAL(info(&t, "place.managed:far"), out_val(&c, "allocs"));
 	CU_ASSERT_EQUAL(info(&t, "migrate.ranges_tracked"), out_val(&c, "allocs"));
