@@ -128,6 +128,17 @@ CUresult kvt_cuda_range_attr(void *data, size_t data_bytes, CUmem_range_attribut
 	return CALL(range_attr, data, data_bytes, attr, p, bytes);
 }
 
+int kvt_cuda_preferred_is(CUdeviceptr p, size_t bytes, CUmemLocationType type, int id)
+{
+	int t = -1, i = -1;
+	if (kvt_cuda_range_attr(&t, sizeof t, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, p, bytes) !=
+		    CUDA_SUCCESS ||
+	    kvt_cuda_range_attr(&i, sizeof i, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID, p, bytes) !=
+		    CUDA_SUCCESS)
+		return -1;
+	return t == (int)type && (type != CU_MEM_LOCATION_TYPE_HOST_NUMA || i == id);
+}
+
 int kvt_cuda_accessed_by(CUdeviceptr p, size_t bytes, CUdevice dev)
 {
 	int32_t devs[8];                 /* a device list, padded with CU_DEVICE_INVALID */

@@ -23,6 +23,9 @@ int kvt_cuda_stream_capturing(CUstream s);
 CUresult kvt_cuda_stream_sync(CUstream s);
 CUresult kvt_cuda_host_register(void *p, size_t bytes, unsigned flags);
 CUresult kvt_cuda_host_unregister(void *p);
+/* Whether [p, p+bytes) reads back with this preferred location: 1, 0, or -1
+ * when the driver cannot say (no _TYPE/_ID range attributes before 12.2). */
+int kvt_cuda_preferred_is(CUdeviceptr p, size_t bytes, CUmemLocationType type, int id);
 CUresult kvt_cuda_range_attr(void *data, size_t data_bytes, CUmem_range_attribute attr,
 			     CUdeviceptr p, size_t bytes);
 /* Does every page of [p, p+bytes) have dev in its accessed-by set

@@ -258,14 +258,37 @@ void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl)
 	}
 }
 
+/* Whether the driver keeps host-NUMA homes: 1 until one fails to read back.
+ * A real H200 (driver 580, device NUMA config NONE) answers CUDA_SUCCESS to
+ * SET_PREFERRED_LOCATION HOST_NUMA and keeps no preference at all (the range
+ * reads back INVALID): the memory then migrates to the GPU on first touch,
+ * the opposite of a far home. */
+static int numa_homes_kept = 1;
+
 /* Managed memory homed on a host node, accessed by the current device;
- * a driver without host-NUMA homes (pre-12.2 / pre-R550) gets plain host. */
+ * a driver without host-NUMA homes (pre-12.2 / pre-R550, or one that drops
+ * them) gets a plain host home. The first placement reads the home back
+ * (its first chunk: two range-attribute calls); later ones trust it. */
 static void home_far(CUdeviceptr d, uint64_t size, int node)
 {
+	static int checked;
 	CUdevice dev = 0;
 	kvt_cuda_current_device(&dev);
-	if (kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-			    CU_MEM_LOCATION_TYPE_HOST_NUMA, node) != CUDA_SUCCESS) {
+	int ok = __atomic_load_n(&numa_homes_kept, __ATOMIC_RELAXED) &&
+		 kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+				 CU_MEM_LOCATION_TYPE_HOST_NUMA, node) == CUDA_SUCCESS;
+	if (ok && !__atomic_exchange_n(&checked, 1, __ATOMIC_RELAXED)) {
+		uint64_t probe = size < (2u << 20) ? size : (2u << 20);
+		int t = kvt_cuda_preferred_is(d, probe, CU_MEM_LOCATION_TYPE_HOST_NUMA, node);
+		if (t == 0) {
+			__atomic_store_n(&numa_homes_kept, 0, __ATOMIC_RELAXED);
+			kvt_warn("the CUDA driver accepted node %d as the home of managed memory but "
+				 "does not keep it (the range reads back without that preferred "
+				 "location); far memory gets a plain host home (no node choice)", node);
+			ok = 0;
+		}
+	}
+	if (!ok) {
 		kvt_place_fallback(KVT_FB_NUMA_HOME);
 		kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
 				CU_MEM_LOCATION_TYPE_HOST, 0);

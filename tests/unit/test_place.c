@@ -254,6 +254,29 @@ static void test_each_call_failing(void)
 	}
 }
 
+/* A driver that answers success to a host-NUMA home and keeps none (a real
+ * H200, driver 580, device NUMA config NONE; FAKECUDA_DROP_HOST_NUMA_HOME
+ * makes the stand-in do the same): the first placement reads it back,
+ * warns once, and every far home becomes a plain host home, counted. */
+static void test_numa_home_dropped(void)
+{
+	static struct kvt_child c;
+	char tr[128];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=/tmp/kvt-test-numadrop.%d.trace", (int)getpid());
+	const char *extra[] = { preload, ALL_RULES, "FAKECUDA_DROP_HOST_NUMA_HOME=1", tr, NULL };
+	CU_ASSERT_EQUAL_FATAL(run_probe(&c, extra), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	/* home_type 2 = CU_MEM_LOCATION_TYPE_HOST (not 0: no preference at all) */
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "device0 size=16777216 rc=0 data=1 managed=1 home_type=2 "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "async rc=0 managed=1 freeasync=0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "does not keep it"));
+	CU_ASSERT_PTR_NULL(strstr(strstr(c.err, "does not keep it") ? strstr(c.err, "does not keep it") + 1 : c.err,
+				  "does not keep it"));            /* said once */
+	/* device0 and the async allocation: both fell back */
+	CU_ASSERT_EQUAL(info_value(tr + 13, "fallback.numa_home_refused"), 2);
+	unlink(tr + 13);
+}
+
 /* ---- the default policy on each workload: exactly the KV moves ---- */
 
 static void check_default_policy(const char *workload)
@@ -312,6 +335,7 @@ int main(void)
 		{ "bad KVTIER_POLICY: native (or abort with KVTIER_STRICT)", test_bad_policy },
 		{ "vLLM-like, KV = 2x the device: runs, data intact", test_vllm_kv_twice_the_device },
 		{ "default policy: exactly the KV allocations move (3 workloads)", test_default_policy_workloads },
+		{ "a host-NUMA home the driver drops: plain host home, said once", test_numa_home_dropped },
 		{ "each placement call failing in turn: native, counted", test_each_call_failing },
 		{ "spreading over several far nodes by weight", test_spread },
 		{ "site~ rules match the caller's module", test_site_rules },

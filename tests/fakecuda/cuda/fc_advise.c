@@ -77,6 +77,10 @@ static void fc_advise_block(struct fc_block *b, CUmem_advise advice, CUmemLocati
 			fc_block_to_dev(b, FC_CAUSE_FAULT, false);
 		break;
 	case CU_MEM_ADVISE_SET_PREFERRED_LOCATION:
+		/* as a real H200 with driver 580 (device NUMA config NONE):
+		 * success, and the preference is simply not kept */
+		if (l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && fc_knobs.drop_host_numa_home)
+			break;
 		b->pref_type = (int8_t)l.type;
 		b->pref_id = l.id;
 		if (l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA)

@@ -173,6 +173,7 @@ static void fc_config_once(void)
 	fc_knobs.link_gbps = fc_env_double("FAKECUDA_LINK_GBPS", 55);
 	fc_knobs.fault_ns = (uint64_t)fc_env_double("FAKECUDA_FAULT_NS", 25000);
 	fc_knobs.launch_ns = (uint64_t)fc_env_double("FAKECUDA_LAUNCH_NS", 5000);
+	fc_knobs.drop_host_numa_home = fc_env_double("FAKECUDA_DROP_HOST_NUMA_HOME", 0) != 0;
 	fc_knobs.fault_batch_blocks =
 		(unsigned)fc_env_double("FAKECUDA_FAULT_BATCH", 16);
 	uint64_t cap = fc_env_bytes("FAKECUDA_DEVICE_BYTES", 8ull << 30);

@@ -47,6 +47,7 @@ struct fc_knobs {
 	uint64_t fault_ns, launch_ns;
 	uint64_t device_bytes;
 	unsigned fault_batch_blocks;
+	bool drop_host_numa_home;    /* FAKECUDA_DROP_HOST_NUMA_HOME */
 };
 extern struct fc_knobs fc_knobs;
 void fc_config_init(void);                 /* idempotent, thread-safe */
