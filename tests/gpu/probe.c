@@ -195,12 +195,16 @@ static int cmd_place(size_t bytes, int count, int steps, int expect)
 		}
 		numa_pages((uintptr_t)buf[i], nodes, sizeof nodes);
 		nr_managed += managed != 0;
-		nr_far += managed && type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+		/* far: homed on a host node, or on the plain host where the driver
+		 * keeps no host-NUMA home (kvtier's counted fallback; an H200 with
+		 * driver 580 and NUMA config NONE reads back INVALID otherwise) */
+		nr_far += managed && (type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+				      type == CU_MEM_LOCATION_TYPE_HOST);
 		printf("buf=%d addr=%p managed=%u preferred=%s preferred_id=%d host_pages=%s\n", i,
 		       buf[i], managed, managed ? loc_name(type) : "-", id, nodes);
 	}
 	double touched = (double)bytes * count / 4096 * steps;
-	printf("buffers=%d managed=%d host_numa=%d memset_gib_per_s=%.2f touch_pages_per_s=%.0f\n",
+	printf("buffers=%d managed=%d far_home=%d memset_gib_per_s=%.2f touch_pages_per_s=%.0f\n",
 	       count, nr_managed, nr_far, (double)bytes * count / (t1 - t0) / (1 << 30),
 	       steps ? touched / (t2 - t1) : 0.0);
 	for (int i = 0; i < count; i++)

@@ -99,11 +99,11 @@ step() {
 }
 probe_row() {    # the probe's summary line as a table row
 	local s; s=$(grep '^buffers=' "$LOG/$LAST.out")
-	rows+=("$(printf '%-26s %-8s touch %s pages/s, memset %s GiB/s, managed %s/%s, HOST_NUMA %s' "$LAST" "$STATUS" \
+	rows+=("$(printf '%-26s %-8s touch %s pages/s, memset %s GiB/s, managed %s/%s, far home %s' "$LAST" "$STATUS" \
 		"$(echo "$s" | sed -n 's/.*touch_pages_per_s=\([0-9]*\).*/\1/p')" \
 		"$(echo "$s" | sed -n 's/.*memset_gib_per_s=\([0-9.]*\).*/\1/p')" \
 		"$(echo "$s" | sed -n 's/.*managed=\([0-9]*\).*/\1/p')" "$NR_BUFS" \
-		"$(echo "$s" | sed -n 's/.*host_numa=\([0-9]*\).*/\1/p')")")
+		"$(echo "$s" | sed -n 's/.*far_home=\([0-9]*\).*/\1/p')")")
 }
 trace_counts() {  # events by op in the traces of one step
 	local t; t=$(ls "$LOG/$1".*.trace* 2>/dev/null)
