@@ -50,22 +50,36 @@ static size_t read_self(void *dst, uint64_t src, size_t len)
 	return n > 0 ? (size_t)n : 0;
 }
 
+/* val[i] = the 8 bytes at slot[i], for the first n slots, in one system
+ * call (one remote iovec each); the kernel stops at the first unreadable
+ * one. Returns how many were read. */
+static unsigned read_slots(uint64_t *val, const uint64_t *slot, unsigned n)
+{
+	struct iovec l = { val, (size_t)n * 8 }, r[KVT_LAUNCH_SLOTS];
+	for (unsigned i = 0; i < n; i++)
+		r[i] = (struct iovec){ (void *)(uintptr_t)slot[i], 8 };
+	if (!n)
+		return 0;
+	long got = syscall(SYS_process_vm_readv, (long)getpid(), &l, 1L, r, (long)n, 0L);
+	return got > 0 ? (unsigned)(got / 8) : 0;
+}
+
 static int user_pointer(uint64_t v)
 {
 	return v >= 65536 && v < (1ull << 47) && !(v & 7);
 }
 
 /* Exact-address evidence from a window of 8-byte words. */
-static unsigned scan_window(const uint64_t *w, unsigned nr_words, unsigned budget)
+static unsigned scan_window(const uint64_t *w, unsigned nr_words, unsigned budget, float weight)
 {
 	unsigned credited = 0;
 	for (unsigned i = 0; i < nr_words && credited < budget; i++) {
 		if (!kvt_heat_maybe(w[i]))
 			continue;
 		uint64_t len = i + 1 < nr_words && w[i + 1] && w[i + 1] < (1ull << 40) ? w[i + 1] : 1;
-		unsigned n = kvt_heat_add(w[i], len, 1.0f, budget - credited);
+		unsigned n = kvt_heat_add(w[i], len, weight, budget - credited);
 		if (!n && len > 1)
-			n = kvt_heat_add(w[i], 1, 1.0f, 1);
+			n = kvt_heat_add(w[i], 1, weight, 1);
 		credited += n;
 		i += n && len > 1;         /* the length word is not a pointer */
 	}
@@ -80,15 +94,22 @@ static void launch_scan(void **params)
 	 * could only find nothing; most launches of most processes end here */
 	if (!params || kvt_heat_empty())
 		return;
+	/* one launch in KVT_LAUNCH_SAMPLE per thread is scanned, its evidence
+	 * weighing that many: the reads are system calls (~1 us each here),
+	 * and a decode step makes hundreds of launches */
+	static __thread unsigned tick;
+	if (tick++ % KVT_LAUNCH_SAMPLE)
+		return;
+	const float weight = (float)KVT_LAUNCH_SAMPLE;
 	size_t got = read_self(slot, (uint64_t)(uintptr_t)params, sizeof slot) / 8;
 	unsigned nr = 0, credited = 0, followed = 0;
-	for (; nr < got; nr++)
-		if (!user_pointer(slot[nr]) || read_self(&val[nr], slot[nr], 8) != 8)
-			break;
+	while (nr < got && user_pointer(slot[nr]))
+		nr++;
+	nr = read_slots(val, slot, nr);
 	for (unsigned i = 0; i < nr && credited < KVT_LAUNCH_MAX_CHUNKS; i++) {
 		int s = kvt_heat_maybe(val[i]) ? kvt_heat_find(val[i]) : -1;
 		if (s >= 0) {
-			credited += kvt_heat_spread(s, KVT_LAUNCH_SPREAD, 1.0f);
+			credited += kvt_heat_spread(s, KVT_LAUNCH_SPREAD, weight);
 			continue;
 		}
 		if (followed >= KVT_LAUNCH_FOLLOW || !user_pointer(val[i]))
@@ -99,12 +120,13 @@ static void launch_scan(void **params)
 		size_t n = read_self(win, val[i] + off, sizeof win);
 		if (!n && off)
 			n = read_self(win, val[i], sizeof win);
-		credited += scan_window(win, (unsigned)(n / 8), KVT_LAUNCH_MAX_CHUNKS - credited);
+		credited += scan_window(win, (unsigned)(n / 8), KVT_LAUNCH_MAX_CHUNKS - credited, weight);
 	}
 	kvt_prof_count(KVT_SRC_LAUNCH, credited);
 	void (*kick)(void) = __atomic_load_n(&kick_fn, __ATOMIC_ACQUIRE);
 	if (credited && kick && kick_every &&
-	    __atomic_add_fetch(&nr_launch_hits, 1, __ATOMIC_RELAXED) % kick_every == 0)
+	    __atomic_add_fetch(&nr_launch_hits, KVT_LAUNCH_SAMPLE, __ATOMIC_RELAXED) % kick_every <
+		    KVT_LAUNCH_SAMPLE)
 		kick();
 }
 
