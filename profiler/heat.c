@@ -22,7 +22,10 @@ static uint32_t arena_used;          /* chunks handed out (bump) */
  * enough to promote); only the migrator thread and track() write it. */
 #define BM_WORDS (KVT_HEAT_MAX_CHUNKS / 64)
 static uint64_t *dirty, *act;
-static float keep_heat;              /* far chunks below it are left out (collect) */
+static float keep_heat;
+/* the migrator's table entries carry a range slot and a chunk index */
+_Static_assert(KVT_HEAT_MAX_RANGES <= 1024, "struct kvt_plan_chunk.range has 10 bits");
+_Static_assert(KVT_HEAT_MAX_CHUNKS <= 1u << 20, "struct kvt_plan_chunk.tag has 20 bits");              /* far chunks below it are left out (collect) */
 static uint32_t tau;
 static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
 static struct kvt_heat_range slots[KVT_HEAT_MAX_RANGES];

@@ -15,7 +15,7 @@
 
 #define KVT_CHUNK_SHIFT 21
 #define KVT_CHUNK_BYTES (1ull << KVT_CHUNK_SHIFT)
-#define KVT_HEAT_MAX_RANGES 256
+#define KVT_HEAT_MAX_RANGES 1024       /* a 126-layer model with separate K and V: 252 */
 #define KVT_HEAT_MAX_CHUNKS (1u << 20)        /* 2 TiB tracked, 16 MiB of tables */
 
 struct kvt_heat_chunk {

@@ -20,10 +20,10 @@ enum kvt_plan_dir { KVT_PLAN_DEMOTE = 0, KVT_PLAN_PROMOTE = 1 };
 struct kvt_plan_chunk {
 	float heat;                 /* decayed to "now" by the caller */
 	uint32_t moved_ms;          /* when it last moved (0 = never) */
-	uint32_t range : 8;         /* moves carry it; only one range's chunks merge */
+	uint32_t range : 10;        /* moves carry it; only one range's chunks merge */
 	uint32_t tier : 1;          /* enum kvt_plan_tier */
 	uint32_t flags : 1;         /* KVT_PLAN_F_* */
-	uint32_t tag : 22;          /* the caller's (the planner never reads it) */
+	uint32_t tag : 20;          /* the caller's (the planner never reads it) */
 };
 
 /* The entry is not the chunk right after the previous entry in memory (a

@@ -26,7 +26,7 @@
 #include <cuda_runtime_api.h>
 
 #define CHUNK (2u << 20)
-/* at most 16 x (12 + 1) + 1 = 209 live allocations: under the 256 ranges
+/* at most 16 x (12 + 1) + 1 = 209 live allocations: under the 1024 ranges
  * kvtier's migrator tracks (KVT_HEAT_MAX_RANGES) */
 #define MAX_SEQS 16
 #define MAX_BLOCKS 12
