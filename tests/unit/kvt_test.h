@@ -167,6 +167,18 @@ static inline char *kvt_slurp(const char *path, size_t *len)
 	return b;
 }
 
+/* The first number of "key=N ..." in INFO text gathered as "\nkey=...\n"
+ * lines (each trace INFO record on its own line after a newline), or
+ * `missing` when the key is absent. */
+static inline unsigned long long kvt_info_u64(const char *infos, const char *key,
+					      unsigned long long missing)
+{
+	char k[96];
+	snprintf(k, sizeof k, "\n%s=", key);
+	const char *p = strstr(infos, k);
+	return p ? strtoull(p + strlen(k), NULL, 10) : missing;
+}
+
 /* Register suites and run them; the exit status is the number of failures
  * (capped), so tests/run_tests.sh can also trust the process status. */
 static inline int kvt_test_main(CU_SuiteInfo *suites)

@@ -50,10 +50,7 @@ static void run(struct result *r, const char *extra1, const char *extra2)
 
 static unsigned long long info(const struct result *r, const char *key)
 {
-	char k[96];
-	snprintf(k, sizeof k, "\n%s=", key);
-	const char *p = strstr(r->info, k);
-	return p ? strtoull(p + strlen(k), NULL, 10) : 0;
+	return kvt_info_u64(r->info, key, 0);
 }
 
 static const char *info_text(const struct result *r, const char *key)

@@ -187,10 +187,7 @@ static int read_trace(const char *path, struct tsum *s)
 
 static unsigned long long info(const struct tsum *s, const char *key)
 {
-	char k[96];
-	snprintf(k, sizeof k, "\n%s=", key);
-	const char *p = strstr(s->info, k);
-	return p ? strtoull(p + strlen(k), NULL, 10) : ~0ull;
+	return kvt_info_u64(s->info, key, ~0ull);
 }
 
 /* The program's own trace (its parent is this test); children's traces go

@@ -31,10 +31,7 @@ static unsigned long long env_ull(const char *k, unsigned long long d)
 /* the first number of INFO key=N ... in the trace */
 static unsigned long long info(const char *infos, const char *key)
 {
-	char k[96];
-	snprintf(k, sizeof k, "\n%s=", key);
-	const char *p = strstr(infos, k);
-	return p ? strtoull(p + strlen(k), NULL, 10) : 0;
+	return kvt_info_u64(infos, key, 0);
 }
 
 static unsigned long long out_val(const char *out, const char *key)

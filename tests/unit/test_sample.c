@@ -338,10 +338,7 @@ static void run(struct result *r, const char *sources, const char *extra)
 
 static unsigned long long info(const struct result *r, const char *key)
 {
-	char k[96];
-	snprintf(k, sizeof k, "\n%s=", key);
-	const char *p = strstr(r->info, k);
-	return p ? strtoull(p + strlen(k), NULL, 10) : ~0ull;
+	return kvt_info_u64(r->info, key, ~0ull);
 }
 
 /* "key=N" inside the prof.source.sample line (its counters), or ~0. */
