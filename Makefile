@@ -2,7 +2,8 @@
 # kvtier — plain hand-written Makefile (redis style). Everything lands under $(BUILD).
 #   make            build/libkvtier.so, the kvtier tool, the CUDA stand-ins, tests
 #   make test       CUnit suites + preload tests (tests/run_tests.sh)
-#   make asan|tsan  the same suites with a sanitizer build under build/asan|build/tsan
+#   make asan|tsan|ubsan  the same suites with a sanitizer build under
+#                   $(BUILD)/asan, $(BUILD)/tsan, $(BUILD)/ubsan (build/asan ... by default)
 #   make clean
 # Sub-makefiles in mk/*.mk add their own targets (one owner each).
 
@@ -47,7 +48,7 @@ FAKECUDA_LIBS :=
 EXTRA_BINS    :=
 -include mk/*.mk
 
-.PHONY: all test asan tsan clean demo bench
+.PHONY: all test asan tsan ubsan clean demo bench
 all: $(LIBKVTIER) $(LIBCORE) $(KVTIER) $(FAKECUDA_LIBS) $(UNIT_BINS) $(PROG_BINS) $(EXTRA_BINS)
 
 $(BUILD)/obj/%.o: %.c
@@ -96,8 +97,9 @@ $(BUILD)/tests/progs/%: tests/progs/%.c
 test: all
 	@BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) SAN=$(SAN) tests/run_tests.sh
 
+# Sanitizer builds nest under $(BUILD), so BUILD=build-x gives build-x/asan.
 asan:
-	$(MAKE) BUILD=build/asan SAN=address OPT=-O1 test
+	$(MAKE) BUILD=$(BUILD)/asan SAN=address OPT=-O1 test
 
 # The README's first command: kvtier's main job on its built-in default, a
 # vLLM-like KV workload at KV = 2x the simulated device, under `kvtier run`.
@@ -111,7 +113,11 @@ demo:
 	@echo "HTML report: $(BUILD)/demo.html"
 
 tsan:
-	$(MAKE) BUILD=build/tsan SAN=thread OPT=-O1 test
+	$(MAKE) BUILD=$(BUILD)/tsan SAN=thread OPT=-O1 test
+
+# UBSan with -fno-sanitize-recover=all: the first undefined behaviour aborts.
+ubsan:
+	$(MAKE) BUILD=$(BUILD)/ubsan SAN=undefined OPT=-O1 test
 
 clean:
 	rm -rf build

@@ -15,6 +15,9 @@ address) export ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=1:abort_on_e
 # die_after_fork=0: a child of a process that has kvtier's migration thread
 # may start threads (TSan refuses that by default; glibc allows it).
 thread)  export TSAN_OPTIONS="halt_on_error=0:report_signal_unsafe=0:detect_deadlocks=0:die_after_fork=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}" ;;
+# built with -fno-sanitize-recover=all: the first undefined behaviour aborts
+# the process (a test then fails); the stack says where.
+undefined) export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" ;;
 esac
 passed=0; failed=0; crashed=0
 logdir="$BUILD/test-logs"

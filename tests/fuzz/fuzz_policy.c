@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* libFuzzer target: the KVTIER_POLICY parser and canonical form, the
- * option-value readers (kvt_parse_size/bool/int), the options table reader
- * (kvt_options_load over a fuzzed environment vector; its log and write
- * calls are stubbed here) and the replay line reader.
+/* libFuzzer target: the KVTIER_POLICY parser and canonical form, policy
+ * matching, and the replay line reader (`kvtier replay` text input). The
+ * options table and value readers have their own target (fuzz_options.c).
  * Invariants checked beyond "no crash, leak or UB":
  *   - a parse either succeeds or names a column inside the text (+1);
  *   - the canonical form re-parses to equal rules and is a fixed point;
@@ -12,53 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <stdarg.h>
-#include <stdio.h>
-#include <sys/types.h>
-
 #include "kvtier/policy.h"
-#include "kvtier/units.h"
-#include "../../preload/kvt.h"
-
-/* ---- stubs for preload/options.c's two outside calls ------------------- */
-
-void kvt_log(int level, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	(void)level;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);   /* formats every warning */
-	va_end(ap);
-}
-
-ssize_t kvt_sys_write_all(int fd, const void *buf, size_t len)
-{
-	(void)fd;
-	(void)buf;
-	return (ssize_t)len;
-}
-
-static void fuzz_options(char *t)
-{
-	char *envp[65];
-	size_t n = 0;
-	for (char *p = t; n < 64;) {
-		envp[n++] = p;
-		char *nl = strchr(p, '\n');
-		if (!nl)
-			break;
-		*nl = 0;
-		p = nl + 1;
-	}
-	envp[n] = NULL;
-	struct kvt_options o;
-	memset(&o, 0, sizeof o);
-	int warnings = kvt_options_load(&o, envp);
-	if (warnings < 0)
-		abort();
-	kvt_options_print(&o, 2);
-}
 
 static struct kvt_policy p1, p2;
 static char text[KVT_POLICY_MAX_TEXT + 64];
@@ -105,20 +58,6 @@ static void fuzz_policy(const char *t, size_t len)
 	}
 }
 
-static void fuzz_units(const char *t)
-{
-	uint64_t v;
-	const char *end = NULL;
-	int b;
-	long long ll;
-	if (kvt_parse_size(t, &v, &end, 1) == 0 && (end < t || end > t + strlen(t)))
-		abort();
-	(void)kvt_parse_size(t, &v, NULL, 0);
-	(void)kvt_parse_bool(t, &b);
-	(void)kvt_parse_int(t, -1000, 1000, &ll);
-	(void)kvt_parse_int(t, INT64_MIN, INT64_MAX, &ll);
-}
-
 static void fuzz_replay(const char *t)
 {
 	struct kvt_replay_event ev;
@@ -142,20 +81,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		len = sizeof text - 1;
 	memcpy(text, data + 1, len);
 	text[len] = 0;
-	switch (data[0] % 5) {
-	case 0:
-	case 1:
-		fuzz_policy(text, strlen(text));
-		break;
-	case 2:
-		fuzz_units(text);
-		break;
-	case 4:
-		fuzz_options(text);
-		break;
-	default:
+	if (data[0] % 4 == 3)
 		fuzz_replay(text);
-		break;
-	}
+	else
+		fuzz_policy(text, strlen(text));
 	return 0;
 }

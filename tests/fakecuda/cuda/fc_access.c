@@ -157,8 +157,10 @@ FC_EXPORT CUfunction fakecuda_touch_kernel(void)
 
 static CUresult fc_launch(CUfunction f, CUstream s, void **params, void **extra)
 {
-	struct fc_kernel *k = (struct fc_kernel *)f;
-	if (!k || k->magic != FC_KERNEL_MAGIC)
+	uint32_t magic = 0;
+	if (f)                           /* any handle: misaligned ones too */
+		memcpy(&magic, (const void *)f, sizeof magic);
+	if (magic != FC_KERNEL_MAGIC)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!fc_valid_stream(s) || extra || !params || !params[0] || !params[1])
 		return CUDA_ERROR_INVALID_VALUE;

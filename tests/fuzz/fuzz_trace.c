@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+/* libFuzzer target: the trace reader (profiler/trace_read.c) over arbitrary
+ * bytes, and what `kvtier replay FILE` builds on it (profiler/trace_replay.c:
+ * events into a registry and the policy replay core, every allocation's
+ * report line). The input is the whole file, written to a memfd and opened
+ * by path as the tools open a trace. The registry's two system calls are
+ * stubbed here (plain mmap/munmap, with the maps counted).
+ * Invariants checked beyond "no crash, leak or UB":
+ *   - kvt_trace_next returns 1, 0 or a negative errno, and an error always
+ *     comes with a message;
+ *   - each item has exactly the pointer its type promises, text and frames
+ *     lie inside the record (every byte is read), offsets only grow and
+ *     never pass the end of the file;
+ *   - every enum name lookup of a field answers (never NULL). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kvtier/api.h"
+#include "kvtier/policy.h"
+#include "../../profiler/trace_read.h"
+#include "../../profiler/trace_replay.h"
+
+/* ---- stubs for profiler/registry.c's outside calls ---------------------- */
+/* kvt_reg_destroy leaves the registry's node slabs mapped (a tool exits
+ * soon after); here every input creates one, so the maps still live after
+ * an input are found in this table and unmapped. */
+
+#define MAX_MAPS 4096
+
+static struct { void *addr; size_t len; } maps[MAX_MAPS];
+
+void *kvt_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+int kvt_sys_munmap(void *addr, size_t len);
+
+void *kvt_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *p = mmap(addr, len, prot, flags, fd, off);
+	for (size_t i = 0; p != MAP_FAILED && i < MAX_MAPS; i++) {
+		if (!maps[i].addr) {
+			maps[i].addr = p;
+			maps[i].len = len;
+			return p;
+		}
+	}
+	if (p != MAP_FAILED)
+		abort();              /* more maps than one input should ever need */
+	return p;
+}
+
+int kvt_sys_munmap(void *addr, size_t len)
+{
+	for (size_t i = 0; i < MAX_MAPS; i++)
+		if (maps[i].addr == addr)
+			maps[i].addr = NULL;
+	return munmap(addr, len) ? -errno : 0;
+}
+
+static void unmap_left(void)
+{
+	for (size_t i = 0; i < MAX_MAPS; i++)
+		if (maps[i].addr)
+			kvt_sys_munmap(maps[i].addr, maps[i].len);
+}
+
+static int fd = -1;
+static char path[64];
+static struct kvt_trace_reader rd;
+static volatile unsigned sink;
+
+static void touch(const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < len; i++)
+		sink += b[i];
+}
+
+static void check_names(const struct kvt_rec_event *e)
+{
+	if (!kvt_api_name(e->api) || !kvt_op_name(e->op) || !kvt_kind_name(e->kind) ||
+	    !kvt_placement_name(e->placement))
+		abort();
+}
+
+static void check_item(const struct kvt_trace_item *it)
+{
+	switch (it->type) {
+	case KVT_REC_EVENT:
+		if (!it->ev || it->stack || it->mod || it->end)
+			abort();
+		check_names(it->ev);
+		break;
+	case KVT_REC_STACK:
+		if (!it->stack || !it->ips || it->stack->nr_frames > KVT_TRACE_MAX_FRAMES)
+			abort();
+		touch(it->ips, 8ull * it->stack->nr_frames);
+		break;
+	case KVT_REC_MODULE:
+		if (!it->mod || it->text_len != it->mod->path_bytes)
+			abort();
+		touch(it->text, it->text_len);
+		break;
+	case KVT_REC_INFO:
+		if (it->text_len + sizeof(struct kvt_rec_head) > 65535)
+			abort();
+		touch(it->text, it->text_len);
+		break;
+	case KVT_REC_END:
+		if (!it->end || !rd.saw_end)
+			abort();
+		break;
+	default:
+		abort();          /* the reader let an unknown type through */
+	}
+}
+
+static void read_all(size_t size)
+{
+	struct kvt_trace_item it;
+	int rc = kvt_trace_reader_open(&rd, path);
+	if (rc && (rc > 0 || !rd.err[0]))
+		abort();
+	uint64_t last = rd.offset;
+	while (!rc && (rc = kvt_trace_next(&rd, &it)) == 1) {
+		check_item(&it);
+		if (rd.offset <= last || rd.offset > size)
+			abort();
+		last = rd.offset;
+		rc = 0;
+	}
+	if (rc > 1 || (rc < 0 && !rd.err[0]))
+		abort();
+	kvt_trace_reader_close(&rd);
+}
+
+/* `kvtier replay FILE` on the default rules. */
+static void replay_all(void)
+{
+	static struct kvt_policy pol;
+	struct kvt_replay r;
+	char err[256], line[512];
+	kvt_policy_default(&pol);
+	kvt_replay_init(&r, &pol, NULL, 0);
+	int rc = kvt_trace_replay(path, &r, err, sizeof err);
+	if (rc > 0)
+		abort();
+	for (size_t i = 0; i < r.nr; i++)
+		kvt_replay_format(&r, i, line, sizeof line);
+	free(r.allocs);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (fd < 0) {
+		fd = memfd_create("fuzz-trace", MFD_CLOEXEC);
+		if (fd < 0)
+			abort();
+		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	}
+	if (ftruncate(fd, 0) || pwrite(fd, data, size, 0) != (ssize_t)size)
+		abort();
+	read_all(size);
+	replay_all();
+	unmap_left();
+	return 0;
+}
