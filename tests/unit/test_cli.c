@@ -172,8 +172,11 @@ static void test_run_options(void)
 	const char *san = getenv("SAN");
 	int sh_ok = !(san && *san);        /* see test_run_preload_appended */
 	/* text */
-	const char *t[] = { kvt_path("kvtier"), "run", "--quiet", "--policy", "kv => managed:cxl",
-			    "--budget", "40G", "--cxl-nodes", "2-3", "--", "/bin/sh", "-c", cmd, NULL };
+	char tr[420];                      /* not the default ./kvtier-*.trace: the cwd is the repo */
+	snprintf(tr, sizeof tr, "%s/opts.%%p.trace", tmpdir);
+	const char *t[] = { kvt_path("kvtier"), "run", "--quiet", "--trace", tr, "--policy",
+			    "kv => managed:cxl", "--budget", "40G", "--cxl-nodes", "2-3", "--",
+			    "/bin/sh", "-c", cmd, NULL };
 	if (sh_ok) {
 		CU_ASSERT_FATAL(kvt_run(&rc, t, NULL) == 0);
 		CU_ASSERT_EQUAL(rc.exit_code, 0);
@@ -185,8 +188,8 @@ static void test_run_options(void)
 	fputs("# rules for the test\nkv => managed:cxl   # the KV cache\n\n"
 	      "host,size>=1G => pinned:cxl;\n* => native\n", f);
 	fclose(f);
-	const char *fl[] = { kvt_path("kvtier"), "run", "--quiet", "--policy", pol, "--",
-			     "/bin/sh", "-c", cmd, NULL };
+	const char *fl[] = { kvt_path("kvtier"), "run", "--quiet", "--trace", tr, "--policy", pol,
+			     "--", "/bin/sh", "-c", cmd, NULL };
 	if (sh_ok) {
 		CU_ASSERT_FATAL(kvt_run(&rc, fl, NULL) == 0);
 		CU_ASSERT_EQUAL(rc.exit_code, 0);
