@@ -158,7 +158,7 @@ void kvt_migrator_stop(void)
 	int r = pthread_timedjoin_np(m.th, NULL, &ts);
 	if (r) {
 		kvt_warn("the migration thread did not stop within %d ms (%s); leaving it",
-			 STOP_WAIT_MS, strerror(r));
+			 STOP_WAIT_MS, r == ETIMEDOUT ? "still in a driver call" : strerror(r));
 		pthread_detach(m.th);
 	}
 	m.running = 0;
