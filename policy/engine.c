@@ -122,6 +122,17 @@ static void set_rule(const struct kvt_policy_engine *e,
 
 /* A MAYBE allocation whose rule depends on the verdict: place it
  * provisionally in managed:hbm when some outcome wants managed memory. */
+/* Two matched rules (or none, -1) that would do the same thing: then
+ * whether the allocation is KV does not matter and nothing is provisional. */
+static bool same_action(const struct kvt_policy_engine *e, int r1, int r2)
+{
+	if (r1 < 0 || r2 < 0)
+		return r1 == r2;
+	const struct kvt_policy_action *a = &e->pol->rule[r1].action, *b = &e->pol->rule[r2].action;
+	return a->type == b->type && a->tier == b->tier && a->node == b->node &&
+	       a->w_dram == b->w_dram && a->w_cxl == b->w_cxl;
+}
+
 static bool try_provisional(struct kvt_policy_engine *e,
 			    const struct kvt_policy_alloc_event *a,
 			    struct kvt_policy_decision *d, int r_kv, int r_other)
@@ -173,7 +184,7 @@ void kvt_policy_on_alloc(struct kvt_policy_engine *e,
 		d->flags |= KVT_DEC_MAYBE;
 		int r_kv = e->pol->has_kv ? match(e, a, true) : match(e, a, false);
 		int r_other = e->pol->has_kv ? match(e, a, false) : r_kv;
-		if (r_kv == r_other || !try_provisional(e, a, d, r_kv, r_other))
+		if (same_action(e, r_kv, r_other) || !try_provisional(e, a, d, r_kv, r_other))
 			set_rule(e, d, r_other);
 		if (d->flags & KVT_DEC_PROVISIONAL)
 			return;

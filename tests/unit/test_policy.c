@@ -565,6 +565,33 @@ static void warm_up(uint64_t free_bytes)
 	kvt_policy_on_meminfo(&eng, free_bytes, 140 * G, now_ns += 1000, &res);
 }
 
+/* A maybe-KV allocation that a non-KV rule sends where the KV rule would
+ * (here both managed:cxl): placed there at once, no provisional HBM stay
+ * (seen on an H200: an 8 GiB llama.cpp-like KV stayed managed:hbm for
+ * good, as a small share of a big card is never confirmed as KV). */
+static void test_engine_maybe_same_action(void)
+{
+	struct kvt_policy_resolutions res;
+	CU_ASSERT_EQUAL_FATAL(parse("kv => managed:cxl; device,size>=2G => managed:cxl; * => native"), 0);
+	kvt_policy_engine_init(&eng, &pol, NULL, 0, 0, 1 * G);
+	warm_up(100 * G);
+	struct kvt_policy_decision d = alloc(KVT_KIND_DEVICE, 3 * G, 1, &res);
+	CU_ASSERT_TRUE(d.flags & KVT_DEC_MAYBE);
+	CU_ASSERT_FALSE(d.flags & KVT_DEC_PROVISIONAL);
+	CU_ASSERT_EQUAL(d.reason, KVT_REASON_RULE);
+	CU_ASSERT_EQUAL(d.rule, 1);
+	CU_ASSERT_EQUAL(d.action.type, KVT_ACT_MANAGED);
+	CU_ASSERT_EQUAL(d.action.tier, KVT_TIER_CXL);
+	CU_ASSERT_EQUAL(d.far_bytes, 3 * G);
+	/* a different action for the non-KV match: still provisional */
+	CU_ASSERT_EQUAL_FATAL(parse("kv => managed:cxl; device,size>=2G => native; * => native"), 0);
+	kvt_policy_engine_init(&eng, &pol, NULL, 0, 0, 1 * G);
+	warm_up(100 * G);
+	d = alloc(KVT_KIND_DEVICE, 3 * G, 1, &res);
+	CU_ASSERT_TRUE(d.flags & KVT_DEC_PROVISIONAL);
+	CU_ASSERT_EQUAL(d.action.tier, KVT_TIER_HBM);
+}
+
 static void test_engine_provisional_confirmed(void)
 {
 	struct kvt_policy_resolutions res;
@@ -874,6 +901,7 @@ static CU_TestInfo budget_tests[] = {
 };
 
 static CU_TestInfo engine_tests[] = {
+	{ "a maybe-KV allocation two rules send to the same place", test_engine_maybe_same_action },
 	{ "provisional then confirmed", test_engine_provisional_confirmed },
 	{ "zero fill confirms, size change and free refute", test_engine_zero_fill_and_refute },
 	{ "pool at birth and the CXL limit", test_engine_pool_and_limit },
