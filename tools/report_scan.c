@@ -62,9 +62,13 @@ static int global_module(struct kvt_report *r, const char *path, size_t len, uin
 		return -ENOMEM;
 	struct kvt_rpt_module *m = &r->mods[r->nr_mods];
 	memset(m, 0, sizeof *m);
-	m->path = strndup(path, len);
+	/* all len bytes (not strndup: a NUL inside a damaged record made the
+	 * copy shorter than len, and the loop below wrote past it) */
+	m->path = malloc(len + 1);
 	if (!m->path)
 		return -ENOMEM;
+	memcpy(m->path, path, len);
+	m->path[len] = 0;
 	for (size_t i = 0; i < len; i++)       /* keep printers safe from odd bytes */
 		if ((unsigned char)m->path[i] < 0x20 || m->path[i] == 0x7f)
 			m->path[i] = '?';
