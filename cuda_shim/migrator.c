@@ -205,15 +205,6 @@ void kvt_migrator_untrack(uint64_t base)
 
 /* ---- one epoch ---- */
 
-static int any_range(void)
-{
-	struct kvt_heat_range r;
-	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++)
-		if (!kvt_heat_range_get(s, &r))
-			return 1;
-	return 0;
-}
-
 /* HBM budget: KVTIER_HBM_BUDGET, or what placement derived at KV start
  * (free memory then, less KVTIER_RESERVE). When that is 0 (a device smaller
  * than the reserve, such as the simulated one), the free memory at KV start
@@ -358,7 +349,7 @@ static void *thread_main(void *arg)
 	(void)arg;
 	kvt_tls.depth++;             /* kvtier's own driver calls are not recorded as the app's */
 	while (!wait_epoch()) {
-		if (!any_range())
+		if (kvt_heat_empty())      /* nothing tracked: nothing to plan */
 			continue;
 		if (!m.bound && bind_device())
 			continue;
