@@ -94,12 +94,25 @@ static void launch_scan(void **params)
 	 * could only find nothing; most launches of most processes end here */
 	if (!params || kvt_heat_empty())
 		return;
-	/* one launch in KVT_LAUNCH_SAMPLE per thread is scanned, its evidence
-	 * weighing that many: the reads are system calls (~1 us each here),
-	 * and a decode step makes hundreds of launches */
-	static __thread unsigned tick;
-	if (tick++ % KVT_LAUNCH_SAMPLE)
+	/* one launch in KVT_LAUNCH_SAMPLE per thread is scanned on average,
+	 * its evidence weighing that many: the reads are system calls (~1 us
+	 * each here), and a decode step makes hundreds of launches.  The gap
+	 * to the next scanned launch is drawn from 0..2*SAMPLE-2 (mean
+	 * SAMPLE-1), not fixed: a server's launches repeat with a period (the
+	 * kernels of one layer, the layers of one step), and a fixed stride
+	 * that divides it would scan the same kernel of the same layer every
+	 * time and never see the others.  A thread's first launch is scanned. */
+	static __thread uint32_t skip, rng;
+	if (skip) {
+		skip--;
 		return;
+	}
+	if (!rng)
+		rng = (uint32_t)(uintptr_t)&rng ^ 0x9e3779b9u;
+	rng ^= rng << 13;
+	rng ^= rng >> 17;
+	rng ^= rng << 5;
+	skip = rng % (2 * KVT_LAUNCH_SAMPLE - 1);
 	const float weight = (float)KVT_LAUNCH_SAMPLE;
 	size_t got = read_self(slot, (uint64_t)(uintptr_t)params, sizeof slot) / 8;
 	unsigned nr = 0, credited = 0, followed = 0;

@@ -32,7 +32,7 @@ struct kvt_prof_source_ops {
 #define KVT_LAUNCH_SPAN         4096   /* the window rotates over this many bytes */
 #define KVT_LAUNCH_MAX_CHUNKS   64     /* chunks credited */
 #define KVT_LAUNCH_SPREAD       4      /* chunks sampled for a whole-allocation hit */
-#define KVT_LAUNCH_SAMPLE       8      /* one launch in this many scanned (per thread) */
+#define KVT_LAUNCH_SAMPLE       8      /* one launch in this many scanned (per thread, on average: random gaps) */
 #define KVT_COPY_MAX_CHUNKS     64
 
 /* "launch,copy,cupti" -> bit mask of enum kvt_prof_src; 0 or -EINVAL

@@ -37,7 +37,10 @@ struct fakecuda_counters {
  *   FAKECUDA_FAULT_NS   (default 25000) service cost of one fault group
  *   FAKECUDA_LAUNCH_NS  (default 5000)  kernel launch cost
  *   FAKECUDA_DEVICE_BYTES (default 8 GiB) device capacity
- *   FAKECUDA_FAIL=<call>:<every-nth|probability>[,...] failure injection */
+ *   FAKECUDA_FAIL=<call>:<every-nth|probability>[,...] failure injection
+ *   FAKECUDA_PACE       (default 0)     synchronisation waits for p x virtual time
+ *   FAKECUDA_RECLAIM    (default 1)     0: migrations keep both copies' pages
+ * (docs/simulated-device.md has them all) */
 
 int  fakecuda_get_counters(struct fakecuda_counters *out);   /* 0 or CUresult */
 void fakecuda_reset_counters(void);

@@ -5,6 +5,8 @@
 #include <math.h>
 
 #include "kvt_test.h"
+#include "../cuda_shim/shim.h"
+#include "../profiler/evidence.h"
 #include "../profiler/heat.h"
 
 static void test_decay_closed_form(void)
@@ -191,6 +193,72 @@ static void test_collect_working_set(void)
 	kvt_heat_init(1000);
 }
 
+/* Link stand-ins: the evidence table (profiler/evidence.c) names the sample
+ * source, whose driver calls live in the preload-only cuda_shim; this suite
+ * never enables it, and any call would fail it. */
+CUresult kvt_cuda_advise(CUdeviceptr p, size_t b, CUmem_advise a, CUmemLocationType t, int id)
+{
+	(void)p, (void)b, (void)a, (void)t, (void)id;
+	CU_FAIL("driver call from the heat suite");
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult kvt_cuda_current_device(CUdevice *dev)
+{
+	(void)dev;
+	CU_FAIL("driver call from the heat suite");
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult kvt_cuda_range_attr(void *d, size_t n, CUmem_range_attribute a, CUdeviceptr p, size_t b)
+{
+	(void)d, (void)n, (void)a, (void)p, (void)b;
+	CU_FAIL("driver call from the heat suite");
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+int kvt_cuda_accessed_by(CUdeviceptr p, size_t b, CUdevice dev)
+{
+	(void)p, (void)b, (void)dev;
+	CU_FAIL("driver call from the heat suite");
+	return -1;
+}
+
+/* The launch scan samples about one launch in KVT_LAUNCH_SAMPLE per thread.
+ * A server's launches repeat with a period (kernels per layer, layers per
+ * step); a fixed stride dividing it would scan the same kernel every time.
+ * Four tensors launched round-robin (period 4, which divides the mean gap
+ * of 8): each must be seen, and the launches scanned must be about 1 in 8. */
+static void test_launch_sampling_periodic(void)
+{
+	const uint64_t base = 0x5000000000ull, M = 1ull << 20;
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(0), 0);          /* tau 0: exact sums */
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL_FATAL(kvt_heat_track(base + (uint64_t)i * 64 * M, 2 * M,
+						     KVT_PLAN_TIER_FAR, 0), 0);
+	unsigned was = kvt_prof_sources_enabled();
+	kvt_prof_sources_enable(1u << KVT_SRC_LAUNCH);
+	const int launches = 1600;
+	for (int n = 0; n < launches; n++) {
+		uint64_t tensor = base + (uint64_t)(n % 4) * 64 * M;
+		void *params[16] = { &tensor };
+		kvt_prof_on_launch(params);
+	}
+	kvt_prof_sources_enable(was);
+	double sum = 0;
+	uint32_t now = kvt_heat_now_ms();
+	for (int i = 0; i < 4; i++) {
+		const struct kvt_heat_chunk *c = kvt_heat_chunk_at(base + (uint64_t)i * 64 * M);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+		float h = kvt_heat_read(c, now, 0);
+		CU_ASSERT(h > 0);                                 /* every tensor seen */
+		sum += h;
+	}
+	/* each scanned launch credits KVT_LAUNCH_SAMPLE to its one chunk */
+	double scanned = sum / KVT_LAUNCH_SAMPLE;
+	CU_ASSERT(scanned >= launches / KVT_LAUNCH_SAMPLE * 0.6);
+	CU_ASSERT(scanned <= launches / KVT_LAUNCH_SAMPLE * 1.4);
+	kvt_heat_reset();
+	kvt_heat_init(1000);
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -200,6 +268,7 @@ int main(void)
 		{ "ranges: track, find, evidence, untrack, reuse", test_ranges },
 		{ "the tables are bounded", test_table_bounded },
 		{ "collect: the migrator's working set", test_collect_working_set },
+		{ "launch sampling: no aliasing with periodic launches", test_launch_sampling_periodic },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct fc_knobs fc_knobs;
@@ -16,6 +17,7 @@ struct fc_stats fc_stats;
 
 static pthread_mutex_t fc_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static pthread_once_t fc_once = PTHREAD_ONCE_INIT;
+static void fc_pace_anchor(void);
 
 void fc_lock(void)   { pthread_mutex_lock(&fc_mutex); }
 void fc_unlock(void) { pthread_mutex_unlock(&fc_mutex); }
@@ -70,6 +72,33 @@ static double fc_env_double(const char *var, double def)
 		return def;
 	}
 	return v;
+}
+
+/* 0 (off) or a factor in (0, 1000]; anything else warns and leaves it off */
+static double fc_env_pace(const char *var)
+{
+	const char *s = getenv(var);
+	if (!s || !*s)
+		return 0;
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !(v >= 0 && v <= 1000)) {
+		fc_warn(var, s, "0 (no pacing)");
+		return 0;
+	}
+	return v;
+}
+
+/* 0 or 1; anything else warns and keeps the default */
+static bool fc_env_bool(const char *var, bool def)
+{
+	const char *s = getenv(var);
+	if (!s || !*s)
+		return def;
+	if (!strcmp(s, "0") || !strcmp(s, "1"))
+		return *s == '1';
+	fc_warn(var, s, def ? "1" : "0");
+	return def;
 }
 
 static uint64_t fc_env_bytes(const char *var, uint64_t def)
@@ -173,7 +202,10 @@ static void fc_config_once(void)
 	fc_knobs.link_gbps = fc_env_double("FAKECUDA_LINK_GBPS", 55);
 	fc_knobs.fault_ns = (uint64_t)fc_env_double("FAKECUDA_FAULT_NS", 25000);
 	fc_knobs.launch_ns = (uint64_t)fc_env_double("FAKECUDA_LAUNCH_NS", 5000);
-	fc_knobs.drop_host_numa_home = fc_env_double("FAKECUDA_DROP_HOST_NUMA_HOME", 0) != 0;
+	fc_knobs.drop_host_numa_home = fc_env_bool("FAKECUDA_DROP_HOST_NUMA_HOME", false);
+	fc_knobs.pace = fc_env_pace("FAKECUDA_PACE");
+	fc_knobs.reclaim = fc_env_bool("FAKECUDA_RECLAIM", true);
+	fc_pace_anchor();
 	fc_knobs.fault_batch_blocks =
 		(unsigned)fc_env_double("FAKECUDA_FAULT_BATCH", 16);
 	uint64_t cap = fc_env_bytes("FAKECUDA_DEVICE_BYTES", 8ull << 30);
@@ -224,6 +256,54 @@ uint64_t fc_now_ns(void)
 	return fc_stats.clock_ps / 1000;
 }
 
+/* ---- pacing (FAKECUDA_PACE) ----
+ * Off by default: the simulation then runs as fast as the host computes it,
+ * ~100x faster than its virtual clock, and something that works in real
+ * time beside it (kvtier's migrator, 50 ms epochs) sees the simulated
+ * workload change that much too fast.  With a pace p every synchronisation
+ * point waits until p x the virtual time since the anchor has passed in
+ * real time, so the device is never faster than its cost model says (it is
+ * slower wherever the host cannot keep up).  Slack is not banked: a wait
+ * that finds the real clock already past its due time moves the anchor to
+ * now, so a slow stretch (a workload's setup) does not let the next one run
+ * unpaced.  The anchor starts at initialisation and at every counter reset
+ * (which zeroes the virtual clock).  Caller of fc_pace_anchor holds the lock. */
+static uint64_t fc_pace_real0, fc_pace_virt0;
+
+static uint64_t fc_real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void fc_pace_anchor(void)
+{
+	fc_pace_real0 = fc_real_ns();
+	fc_pace_virt0 = fc_now_ns();
+}
+
+void fc_pace_wait(void)
+{
+	if (!(fc_knobs.pace > 0))
+		return;
+	fc_lock();
+	uint64_t virt = fc_now_ns(), now = fc_real_ns();
+	uint64_t due = virt >= fc_pace_virt0
+		     ? fc_pace_real0 + (uint64_t)((double)(virt - fc_pace_virt0) * fc_knobs.pace)
+		     : 0;
+	if (due <= now) {
+		fc_pace_real0 = now;
+		fc_pace_virt0 = virt;
+	}
+	fc_unlock();
+	if (due <= now)
+		return;
+	struct timespec ts = { (time_t)(due / 1000000000ull), (long)(due % 1000000000ull) };
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
 FC_EXPORT int fakecuda_get_counters(struct fakecuda_counters *out)
 {
 	if (!out)
@@ -248,6 +328,7 @@ FC_EXPORT void fakecuda_reset_counters(void)
 	uint64_t resident = fc_stats.c.managed_resident_bytes;
 	memset(&fc_stats.c, 0, sizeof fc_stats.c);
 	fc_stats.clock_ps = 0;
+	fc_pace_anchor();
 	fc_stats.c.managed_resident_bytes = resident;
 	fc_stats.c.device_capacity_bytes = fc_knobs.device_bytes;
 	fc_unlock();

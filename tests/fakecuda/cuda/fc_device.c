@@ -290,6 +290,7 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *dev)
 CUresult CUDAAPI cuCtxSynchronize(void)
 {
 	FC_GUARD("cuCtxSynchronize", FC_CTX);
+	fc_pace_wait();
 	return CUDA_SUCCESS;
 }
 

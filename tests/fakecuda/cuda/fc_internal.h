@@ -48,6 +48,8 @@ struct fc_knobs {
 	uint64_t device_bytes;
 	unsigned fault_batch_blocks;
 	bool drop_host_numa_home;    /* FAKECUDA_DROP_HOST_NUMA_HOME */
+	double pace;                 /* FAKECUDA_PACE: real s per virtual s, 0 off */
+	bool reclaim;                /* FAKECUDA_RECLAIM: punch the copy a block left */
 };
 extern struct fc_knobs fc_knobs;
 void fc_config_init(void);                 /* idempotent, thread-safe */
@@ -70,6 +72,9 @@ extern struct fc_stats fc_stats;
 void fc_clock_bytes(uint64_t bytes, double gbps);
 void fc_clock_ns(uint64_t ns);
 uint64_t fc_now_ns(void);
+/* FAKECUDA_PACE: called at synchronisation points WITHOUT the lock; sleeps
+ * until the real clock has caught up with pace x the virtual one. */
+void fc_pace_wait(void);
 
 /* ---- allocation registry (fc_registry.c) ---- */
 enum fc_kind {

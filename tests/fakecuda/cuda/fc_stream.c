@@ -97,14 +97,22 @@ static CUresult fc_stream_sync(const char *name, CUstream h)
 	return fc_valid_stream(h) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+static CUresult fc_stream_wait(const char *name, CUstream h)
+{
+	CUresult r = fc_stream_sync(name, h);
+	if (r == CUDA_SUCCESS)
+		fc_pace_wait();
+	return r;
+}
+
 CUresult CUDAAPI cuStreamSynchronize(CUstream h)
 {
-	return fc_stream_sync("cuStreamSynchronize", h);
+	return fc_stream_wait("cuStreamSynchronize", h);
 }
 
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream h)
 {
-	return fc_stream_sync("cuStreamSynchronize_ptsz", h);
+	return fc_stream_wait("cuStreamSynchronize_ptsz", h);
 }
 
 CUresult CUDAAPI cuStreamQuery(CUstream h)
@@ -254,7 +262,10 @@ CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream h)
 CUresult CUDAAPI cuEventSynchronize(CUevent e)
 {
 	FC_GUARD("cuEventSynchronize", 0);
-	return fc_event(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	if (!fc_event(e))
+		return CUDA_ERROR_INVALID_HANDLE;
+	fc_pace_wait();
+	return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuEventQuery(CUevent e)
