@@ -11,41 +11,42 @@
 #   BENCH_SIM_RATIOS ("2 1")  KV sizes (make bench: "4 2 1")
 #   BENCH_SIM_1X ("native")   alternatives at 1x (make bench, bench-sim-full:
 #                        "native uvm oracle")
-#   BENCH_SIM_STEPS (4)  timed decode steps per run, the SAME for every
-#                        alternative (UVM thrash costs real copies)
-#   BENCH_SIM_WARMUP (8) untimed decode steps before them for the baselines
-#                        (uvm, oracle, blanket): past the cold start, so a
-#                        thrashing baseline is measured thrashing (with 1
-#                        warm-up step vllm-like 2x never thrashed: uvm =
-#                        oracle = 117k tokens/s, a 2x artefact)
-#   BENCH_SIM_JOBS  (2)  runs in parallel (the baselines' figures do not depend
-#                        on it: the fakecuda clock is virtual; the kvtier rows'
-#                        do a little, see BENCH_SIM_KVTIER_WARMUP)
+#   BENCH_SIM_WINDOWS ("vllm-like=100+50 sglang-like=100+50 llamacpp-like=100+50
+#        zipf-decode=600+400"; one W+S applies to every workload)  untimed
+#        warm-up steps + timed decode steps, the SAME for every alternative of
+#        a workload, so all of them decode the same requests of the same
+#        (deterministic) schedule.  make bench-sim-full doubles both.
+#   BENCH_SIM_PACE ("vllm-like=10 sglang-like=10 llamacpp-like=10 zipf-decode=30")
+#        FAKECUDA_PACE of the kvtier rows: the migrator works in real time, so
+#        the simulated device must not run faster than its virtual clock; at
+#        these paces a decode step takes ~5-30 ms of real time, about what a
+#        real server's does.  The other rows have no real-time part and run
+#        unpaced (their figures do not depend on it).
+#   BENCH_SIM_JOBS  (2)  unpaced runs in parallel (their figures do not depend
+#                        on it: the fakecuda clock is virtual)
+#   BENCH_SIM_PACED_JOBS (4)  paced kvtier runs in parallel, beside those
+#                        (they mostly sleep; their figures depend a little on load)
 #   BENCH_SIM_ARGS       extra workload flags, e.g. "--seed 7"
-#   BENCH_SIM_KVTIER_WARMUP ("vllm-like=3000 sglang-like=300 llamacpp-like=3000";
-#        one number applies to every workload)  untimed steps before the kvtier
-#        rows (native under the preload, migration on) and kvtier-static
-#        (KVTIER_MIGRATE=0), at 2x and 4x.  The migrator runs in real time while
-#        the simulated decode is ~100x faster than its virtual clock, so the
-#        kvtier rows need many more untimed steps for the migrator's epochs to
-#        happen (>= ~1 s of wall).  sglang-like's steps copy its host pool for
-#        real (~63 MB a step): 300 of them are ~3 s of wall, more than 3000
-#        vllm-like steps (~1 s); 3000 took ~25 s per run.  Their timed window is
-#        BENCH_SIM_STEPS steps, as the baselines'.
+# zipf-decode is vllm-like's allocation life with the decode the issue's
+# oracle target names: Zipf-skewed (2.5) popularity over the sessions, a few
+# running at once (--active-frac 0.15), requests of 32-128 tokens, and the
+# popularity moving every 400 steps; its hot set (the sessions that get 99 %
+# of the requests) fits in kvtier's HBM budget at 2x and 4x.
+# Every run has FAKECUDA_RECLAIM=0 (migrations keep both copies' pages: the
+# same virtual figures, less real time).
 set -u
 BUILD=${BUILD:-build}
-if [ "${BENCH_SIM_FULL:-0}" = 1 ]; then
-	STEPS=${BENCH_SIM_STEPS:-10}
-	WARMUP=${BENCH_SIM_WARMUP:-40}
-else
-	STEPS=${BENCH_SIM_STEPS:-4}
-	WARMUP=${BENCH_SIM_WARMUP:-8}
-fi
+WINDOWS=${BENCH_SIM_WINDOWS:-"vllm-like=100+50 sglang-like=100+50 llamacpp-like=100+50 zipf-decode=600+400"}
+PACES=${BENCH_SIM_PACE:-"vllm-like=10 sglang-like=10 llamacpp-like=10 zipf-decode=30"}
+SCALE=1
+[ "${BENCH_SIM_FULL:-0}" = 1 ] && SCALE=2
 JOBS=${BENCH_SIM_JOBS:-2}
+PACED_JOBS=${BENCH_SIM_PACED_JOBS:-4}
+export FAKECUDA_RECLAIM=0
 EXTRA=${BENCH_SIM_ARGS:-}
 OUT=$BUILD/bench-sim
 JSON=$BUILD/bench-sim.json
-WORKLOADS="vllm-like sglang-like llamacpp-like"
+WORKLOADS="vllm-like sglang-like llamacpp-like zipf-decode"
 # KV sizes, slowest first for packing.  Default 2x and 1x: at 4x each uvm and
 # blanket run thrashes for ~45-60 s of real copying, past bench-sim's minute;
 # make bench and make bench-sim-full add 4x (BENCH_SIM_RATIOS="4 2 1").
@@ -58,22 +59,31 @@ if [ "${BENCH_SIM_FULL:-0}" = 1 ]; then
 else
 	ONE_X=${BENCH_SIM_1X:-native}
 fi
-KV_WARMUPS=${BENCH_SIM_KVTIER_WARMUP:-"vllm-like=3000 sglang-like=300 llamacpp-like=3000"}
-KV_STEPS=$STEPS
 BLANKET_POLICY='device => managed:hbm; async => managed:hbm; * => native'
 LIBKVTIER=$(realpath "$BUILD/libkvtier.so")
 export LD_LIBRARY_PATH=$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-# kv_warmup WORKLOAD: the kvtier rows' warm-up steps for it
-kv_warmup() {
+# per_wl LIST WORKLOAD DEFAULT: the value LIST ("wl=v ..." or one "v") gives it
+per_wl() {
 	local e
-	case $KV_WARMUPS in *=*) ;; *) echo "$KV_WARMUPS"; return ;; esac
-	for e in $KV_WARMUPS; do
-		[ "${e%%=*}" = "$1" ] && { echo "${e#*=}"; return; }
+	case $1 in *=*) ;; *) echo "$1"; return ;; esac
+	for e in $1; do
+		[ "${e%%=*}" = "$2" ] && { echo "${e#*=}"; return; }
 	done
-	echo 3000
+	echo "$3"
 }
-export -f kv_warmup
+# warmup WL / steps WL / pace WL
+warmup() { local w; w=$(per_wl "$WINDOWS" "$1" 100+50); echo $(( ${w%+*} * SCALE )); }
+steps() { local w; w=$(per_wl "$WINDOWS" "$1" 100+50); echo $(( ${w#*+} * SCALE )); }
+pace() { per_wl "$PACES" "$1" 10; }
+# wl_cmd WL: the binary and flags of a bench workload
+wl_cmd() {
+	case $1 in
+	zipf-decode) echo "$BUILD/workloads/vllm-like --zipf 2.5 --active-frac 0.15 --decode-min 32 --decode-max 128 --drift-every 400" ;;
+	*) echo "$BUILD/workloads/$1" ;;
+	esac
+}
+export -f per_wl warmup steps pace wl_cmd
 
 mkdir -p "$OUT"
 rm -f "$OUT"/*.out "$OUT"/*.err "$OUT"/*.rc "$OUT"/*.wall "$OUT"/*.cpu
@@ -95,13 +105,13 @@ jobs_list() {
 		done
 	done
 	for x in $RATIOS; do
-		for mode in kvtier-static kvtier uvm blanket oracle native; do
+		for mode in kvtier-static uvm blanket oracle native; do
 			[ "$mode" = native ] && [ "$x" != 1 ] && continue
 			case $mode in kvtier*|blanket) [ "$x" = 1 ] && continue ;; esac
 			[ "$x" = 1 ] && ! one_x "$mode" && continue
 			for wl in $WORKLOADS; do
 				case $mode in uvm|blanket)
-					[ "$x" != 1 ] && [ "$wl" != vllm-like ] && continue ;;
+					[ "$x" != 1 ] && [ "$wl" != vllm-like ] && [ "$wl" != zipf-decode ] && continue ;;
 				esac
 				echo "$wl $x $mode"
 			done
@@ -112,20 +122,20 @@ jobs_list() {
 # One run; its wall and CPU seconds (user+sys of the workload, from `times`)
 # go to $base.wall and $base.cpu: where bench-sim's minute goes.
 run_one() {
-	local wl=$1 x=$2 mode=$3 base="$OUT/$1-$2-$3" t0
+	local wl=$1 x=$2 mode=$3 base="$OUT/$1-$2-$3" t0 cmd
+	cmd="$(wl_cmd "$wl") --quiet --kv-over-hbm $x --steps $(steps "$wl") --warmup $(warmup "$wl") $EXTRA"
 	t0=$(date +%s.%N)
 	case $mode in
-	kvtier|kvtier-static)
-		env LD_PRELOAD="$LIBKVTIER" $([ "$mode" = kvtier-static ] && echo KVTIER_MIGRATE=0) \
-			"$BUILD/workloads/$wl" --quiet --mode native --kv-over-hbm "$x" \
-			--steps "$KV_STEPS" --warmup "$(kv_warmup "$wl")" $EXTRA >"$base.out" 2>"$base.err" ;;
+	kvtier)
+		env LD_PRELOAD="$LIBKVTIER" FAKECUDA_PACE="$(pace "$wl")" $cmd --mode native \
+			>"$base.out" 2>"$base.err" ;;
+	kvtier-static)
+		env LD_PRELOAD="$LIBKVTIER" KVTIER_MIGRATE=0 $cmd --mode native >"$base.out" 2>"$base.err" ;;
 	blanket)
 		env LD_PRELOAD="$LIBKVTIER" KVTIER_POLICY="$BLANKET_POLICY" KVTIER_MIGRATE=0 \
-			"$BUILD/workloads/$wl" --quiet --mode native --kv-over-hbm "$x" \
-			--steps "$STEPS" --warmup "$WARMUP" $EXTRA >"$base.out" 2>"$base.err" ;;
+			$cmd --mode native >"$base.out" 2>"$base.err" ;;
 	*)
-		"$BUILD/workloads/$wl" --quiet --mode "$mode" --kv-over-hbm "$x" --steps "$STEPS" --warmup "$WARMUP" \
-			$EXTRA >"$base.out" 2>"$base.err" ;;
+		$cmd --mode "$mode" >"$base.out" 2>"$base.err" ;;
 	esac
 	echo $? >"$base.rc"
 	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", b - a }' >"$base.wall"
@@ -135,9 +145,20 @@ run_one() {
 		printf "%.1f\n", s }' >"$base.cpu.tmp" && mv "$base.cpu.tmp" "$base.cpu"
 }
 export -f run_one
-export OUT BUILD STEPS WARMUP EXTRA KV_WARMUPS KV_STEPS LIBKVTIER BLANKET_POLICY
+export OUT BUILD EXTRA WINDOWS PACES SCALE LIBKVTIER BLANKET_POLICY
 
+# the paced kvtier runs mostly sleep: their own pool, beside the others
+paced_list() {
+	local x wl
+	for x in $RATIOS; do
+		[ "$x" = 1 ] && continue
+		for wl in $WORKLOADS; do echo "$wl $x kvtier"; done
+	done
+}
+paced_list | xargs -P "$PACED_JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"' &
+paced_pid=$!
 jobs_list | xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"'
+wait $paced_pid
 wall_all=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 
 val() {  # val FILE KEY
@@ -146,11 +167,11 @@ val() {  # val FILE KEY
 
 failed=0
 printf '\nkvtier bench-sim — SIMULATED GPU (fakecuda cost model; not a measurement of hardware)\n'
-printf 'device %s MiB simulated, %s timed decode steps per run (every alternative) after %s warm-up\n' \
+printf 'device %s MiB simulated; every alternative of a workload decodes the same window: warm-up + timed steps %s\n' \
 	"$(( $(val "$OUT/vllm-like-1-native.out" device_bytes 2>/dev/null || echo 0) >> 20 ))" \
-	"$STEPS" "$WARMUP"
-printf '(kvtier and kvtier-static: %s warm-up steps, default KVTIER_* settings; blanket: managed:hbm for all device allocations, no migrator)\n\n' \
-	"$(for wl in $WORKLOADS; do printf '%s %s' "$(kv_warmup "$wl")" "$wl"; [ "$wl" = llamacpp-like ] || printf ', '; done)"
+	"$(for wl in $WORKLOADS; do printf '%s %s+%s' "$wl" "$(warmup "$wl")" "$(steps "$wl")"; [ "$wl" = zipf-decode ] || printf ', '; done)"
+printf '(kvtier: default KVTIER_* settings, device paced at FAKECUDA_PACE %s; blanket: managed:hbm for all device allocations, no migrator)\n\n' \
+	"$(for wl in $WORKLOADS; do printf '%s %s' "$wl" "$(pace "$wl")"; [ "$wl" = zipf-decode ] || printf ', '; done)"
 printf '%-14s %6s %-13s %14s %10s %10s %10s %8s %s\n' workload kv/hbm mode \
 	'sim tokens/s' 'HtoD MiB' 'DtoH MiB' 'remote MiB' faults note
 echo "[" >"$JSON.tmp"
@@ -180,10 +201,10 @@ for wl in $WORKLOADS; do
 				$((h >> 20)) $((d >> 20)) $((r >> 20)) "$fl" "$(val "$f" result)"
 			[ $first = 1 ] || echo "," >>"$JSON.tmp"
 			first=0
-			printf '  {"name": "%s", "kv_over_hbm": %s, "alternative": "%s", "tokens_per_s": %s, "bytes_htod": %s, "bytes_dtoh": %s, "bytes_remote": %s, "faults": %s, "steps": %s, "simulated": true}' \
-				"$wl" "$x" "$mode" "$tps" "$h" "$d" "$r" "$fl" "$STEPS" >>"$JSON.tmp"
-			case $mode in kvtier*) w=$(kv_warmup "$wl") ;; *) w=$WARMUP ;; esac
-			sed -i '$ s/, "simulated": true}$/, "warmup": '"$w"', "simulated": true}/' "$JSON.tmp"
+			pc=null
+			[ "$mode" = kvtier ] && pc=$(pace "$wl")
+			printf '  {"name": "%s", "kv_over_hbm": %s, "alternative": "%s", "tokens_per_s": %s, "bytes_htod": %s, "bytes_dtoh": %s, "bytes_remote": %s, "faults": %s, "steps": %s, "warmup": %s, "pace": %s, "simulated": true}' \
+				"$wl" "$x" "$mode" "$tps" "$h" "$d" "$r" "$fl" "$(steps "$wl")" "$(warmup "$wl")" "$pc" >>"$JSON.tmp"
 		done
 	done
 done
