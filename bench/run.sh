@@ -274,7 +274,9 @@ sim_list() {
 	  | map({ name: .[0].name, kv_over_hbm: .[0].kv_over_hbm, simulated: true,
 	          tokens_per_s: (map({ key: alt, value: .tokens_per_s }) | from_entries),
 	          bytes_moved: (map({ key: alt, value: ((.bytes_htod // 0) + (.bytes_dtoh // 0)) }) | from_entries),
-	          warmup: (map(select(.warmup != null) | { key: alt, value: .warmup }) | from_entries) })
+	          warmup: (map(select(.warmup != null) | { key: alt, value: .warmup }) | from_entries),
+	          steps: (map(.steps) | max),
+	          pace: (map(select(.pace != null) | .pace) | first) })
 	  | map(. + { kvtier_vs_oracle: ratio(.tokens_per_s.kvtier; .tokens_per_s.oracle),
 	              kvtier_vs_uvm: ratio(.tokens_per_s.kvtier; .tokens_per_s.uvm),
 	              kvtier_vs_blanket: ratio(.tokens_per_s.kvtier; .tokens_per_s.blanket),

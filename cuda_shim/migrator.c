@@ -203,6 +203,15 @@ void kvt_migrator_untrack(uint64_t base)
 		kvt_heat_untrack(base);
 }
 
+void kvt_migrator_rehomed(uint64_t base)
+{
+	/* Untouched pages are counted too (resident nowhere yet): an
+	 * over-estimate the planner corrects by demoting the cold ones, where
+	 * believing them far let HBM hold a whole tensor beyond the budget. */
+	if (m.wanted)
+		kvt_heat_set_tier(base, KVT_PLAN_TIER_HBM);
+}
+
 /* ---- one epoch ---- */
 
 /* HBM budget: KVTIER_HBM_BUDGET, or what placement derived at KV start

@@ -20,6 +20,10 @@ void kvt_migrator_after_fork(void);
 /* Placement: a redirected managed range was made / is being released. */
 void kvt_migrator_track(uint64_t base, uint64_t size, int32_t node);
 void kvt_migrator_untrack(uint64_t base);
+/* Placement re-homed a provisional managed:hbm range to the far tier
+ * (advice only): the pages it touched are still in HBM and count against
+ * the budget until the migrator demotes them. */
+void kvt_migrator_rehomed(uint64_t base);
 /* INFO records with the counters (at exit). */
 void kvt_migrator_trace_counters(void);
 

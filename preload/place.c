@@ -309,6 +309,7 @@ static void rehome(uint64_t base, uint64_t size)
 		kvt_reg_insert(kvt_mem_reg, &a);
 	}
 	__atomic_fetch_add(&nr_rehomed, 1, __ATOMIC_RELAXED);
+	kvt_migrator_rehomed(base);
 	kvt_rec_event(KVT_OP_ADVISE, KVT_KIND_DEVICE, KVT_API_none, base, size,
 		      CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
 		      ((uint64_t)CU_MEM_LOCATION_TYPE_HOST_NUMA << 32) | (uint32_t)node, 0);

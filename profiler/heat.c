@@ -252,6 +252,27 @@ out:
 	return r;
 }
 
+int kvt_heat_set_tier(uint64_t base, uint8_t tier)
+{
+	int r = -ENOENT;
+	pthread_mutex_lock(&wlock);
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
+		if (!slots[s].live || slots[s].base != base)
+			continue;
+		struct kvt_heat_chunk *c = arena + slots[s].first;
+		for (uint32_t i = 0; i < slots[s].nr_chunks; i++)
+			__atomic_store_n(&c[i].tier, tier, __ATOMIC_RELAXED);
+		/* HBM chunks are always in the working set; far ones leave it
+		 * when collect finds them colder than the keep threshold */
+		if (tier == KVT_PLAN_TIER_HBM)
+			bits_assign(act, slots[s].first, slots[s].nr_chunks, 1);
+		r = 0;
+		break;
+	}
+	pthread_mutex_unlock(&wlock);
+	return r;
+}
+
 /* The slot the migrator is prefetching from (-1: none); set under wlock. */
 static int pinned = -1;
 

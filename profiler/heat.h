@@ -57,6 +57,10 @@ int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node);
  * migrator has the range pinned (one prefetch call), so that the caller may
  * free the memory as soon as this returns. */
 int kvt_heat_untrack(uint64_t base);
+/* Every chunk of the range starting at base is now believed on `tier`
+ * (placement re-homed it: a provisional managed:hbm range confirmed as KV
+ * keeps its touched pages in HBM). 0, or -ENOENT. */
+int kvt_heat_set_tier(uint64_t base, uint8_t tier);
 /* Migrator: pin slot's range while it prefetches, if it is still the range
  * of generation gen (0), else -ENOENT (freed meanwhile). One pin at a time. */
 int kvt_heat_pin(int slot, uint32_t gen);

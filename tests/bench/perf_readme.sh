@@ -62,9 +62,9 @@ section=$(jq -r '
     ( $b.sim[] | . as $r | .tokens_per_s as $s |
       "| \(.name) | \(.kv_over_hbm)× | \($s.native | n(0)) | \($s.blanket | n(0)) | \($s.uvm | n(0)) | \($s.static | n(0)) | \($s.kvtier | n(0)) | \($s.oracle | n(0)) | \([$r.kvtier_vs_oracle, $r.kvtier_vs_uvm, $r.kvtier_vs_blanket, $r.kvtier_vs_static] | map(n(2)) | join(" / ")) |" ),
     "",
-    ( [ $b.sim[] | .warmup // {} | to_entries[] ] as $w |
+    ( [ $b.sim[] | select(.warmup.kvtier != null) | "\(.name) \(.warmup.kvtier)+\(.steps // "?")" ] | unique as $w |
       if ($w | length) > 0 then
-        "Warm-up steps before the timed window: baselines \([$w[] | select(.key != "kvtier" and .key != "static") | .value] | unique | map(tostring) | join("/")), kvtier and static \([$b.sim[] | select(.warmup.kvtier != null) | "\(.warmup.kvtier) (\(.name))"] | unique | join(", ")): the migrator works in wall time, so its rows decode later requests of the same schedule ([docs/performance.md](docs/performance.md))."
+        "Every alternative of a workload decodes the same window of the same request schedule (warm-up + timed steps: \($w | join(", "))); kvtier runs with default settings on a device paced to real time (`FAKECUDA_PACE`, decode steps of ~5-30 ms as on a server), since its migrator works in real time ([docs/performance.md](docs/performance.md))."
       else empty end ) )
   end
 ' "$JSON") || { echo "perf_readme: $JSON did not parse" >&2; exit 1; }

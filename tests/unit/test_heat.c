@@ -193,6 +193,29 @@ static void test_collect_working_set(void)
 	kvt_heat_init(1000);
 }
 
+/* Re-homing: every chunk of the range becomes HBM and joins the working set
+ * (HBM chunks are always collected, whatever their heat). */
+static void test_set_tier(void)
+{
+	const uint64_t A = 0x6100000000ull, M = 1ull << 20;
+	struct kvt_plan_chunk t[16];
+	static struct kvt_heat_range rg[KVT_HEAT_MAX_RANGES];
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 8 * M, KVT_PLAN_TIER_FAR, 0), 0);
+	CU_ASSERT_EQUAL(kvt_heat_collect(t, 16, kvt_heat_now_ms(), rg), 0);   /* cold, far */
+	CU_ASSERT_EQUAL(kvt_heat_set_tier(A, KVT_PLAN_TIER_HBM), 0);
+	CU_ASSERT_EQUAL(kvt_heat_set_tier(A + 2 * M, KVT_PLAN_TIER_HBM), -ENOENT);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_collect(t, 16, kvt_heat_now_ms(), rg), 4);
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(t[i].tier, KVT_PLAN_TIER_HBM);
+	uint64_t hbm = 0, far = 0;
+	kvt_heat_count_tiers(&hbm, &far);
+	CU_ASSERT_EQUAL(hbm, 4);
+	CU_ASSERT_EQUAL(kvt_heat_untrack(A), 0);
+	kvt_heat_reset();
+	kvt_heat_init(1000);
+}
+
 /* Link stand-ins: the evidence table (profiler/evidence.c) names the sample
  * source, whose driver calls live in the preload-only cuda_shim; this suite
  * never enables it, and any call would fail it. */
@@ -269,6 +292,7 @@ int main(void)
 		{ "the tables are bounded", test_table_bounded },
 		{ "collect: the migrator's working set", test_collect_working_set },
 		{ "launch sampling: no aliasing with periodic launches", test_launch_sampling_periodic },
+		{ "set_tier: a re-homed range is in HBM", test_set_tier },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {

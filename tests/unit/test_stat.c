@@ -141,9 +141,11 @@ static void test_live_workload(void)
 	snprintf(out, sizeof out, "%s/wl.out", tmpdir);
 	snprintf(err, sizeof err, "%s/wl.err", tmpdir);
 	const char *wl[] = { kvt_path("workloads/vllm-like"), "--mode", "native", "--kv-over-hbm",
-			     "2", "--steps", "4000", "--quiet", NULL };
+			     "2", "--steps", "100", "--quiet", NULL };
 	int go;
-	pid_t pid = spawn_waiting(wl, out, err, NULL, &go);
+	/* paced (decode steps of ~20 ms real): the run lasts ~2-3 s of epochs
+	 * with every KV range tracked, not ~0.3 s mostly spent allocating */
+	pid_t pid = spawn_waiting(wl, out, err, "FAKECUDA_PACE=10", &go);
 	CU_ASSERT_FATAL(pid > 0);
 	go_now(go);
 	snprintf(pidarg, sizeof pidarg, "%d", (int)pid);
@@ -151,6 +153,10 @@ static void test_live_workload(void)
 	const char *txt[] = { kvt_path("kvtier"), "stat", pidarg, NULL };
 	const char *list[] = { kvt_path("kvtier"), "stat", NULL };
 	int st, reads = 0, listed = 0, mode_ok = -1;
+	double most_chunks = 0;   /* far + hbm, the most any read saw */
+	char cf[96], ch[96];
+	snprintf(cf, sizeof cf, "kvtier_chunks{pid=\"%d\",tier=\"far\"}", (int)pid);
+	snprintf(ch, sizeof ch, "kvtier_chunks{pid=\"%d\",tier=\"hbm\"}", (int)pid);
 	text[0] = last_prom[0] = 0;
 	while (waitpid(pid, &st, WNOHANG) == 0) {
 		struct stat sb;
@@ -160,6 +166,9 @@ static void test_live_workload(void)
 		if (kvt_run(&rc, prom, NULL) == 0 && rc.exit_code == 0) {
 			snprintf(last_prom, sizeof last_prom, "\n%s", rc.out);
 			reads++;
+			double c = prom_sample(last_prom, cf) + prom_sample(last_prom, ch);
+			if (c > most_chunks)
+				most_chunks = c;
 		}
 		if (reads > 3 && kvt_run(&rc, txt, NULL) == 0 && rc.exit_code == 0)
 			snprintf(text, sizeof text, "%s", rc.out);
@@ -203,8 +212,12 @@ static void test_live_workload(void)
 	double far = prom_sample(last_prom, d);
 	snprintf(d, sizeof d, "kvtier_chunks{pid=\"%d\",tier=\"hbm\"}", pid);
 	double hbm = prom_sample(last_prom, d);
-	/* 2 MiB chunks cover the KV (each tensor rounded up) */
-	CU_ASSERT(far + hbm >= (double)(nr_kv * kv_bytes / (2u << 20)));
+	CU_ASSERT(far >= 0 && hbm >= 0);
+	fprintf(stderr, "; chunks at most %.0f (last read: far %.0f hbm %.0f)", most_chunks, far, hbm);
+	/* 2 MiB chunks covered the KV (each tensor rounded up) while it was
+	 * all tracked; the last read may catch the exit's frees (untracked
+	 * ranges are not counted), so the most any read saw */
+	CU_ASSERT(most_chunks >= (double)(nr_kv * kv_bytes / (2u << 20)));
 	CU_ASSERT_PTR_NOT_NULL(strstr(last_prom, "# TYPE kvtier_placed_bytes_total counter\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(last_prom, "# HELP kvtier_live_bytes "));
 }
