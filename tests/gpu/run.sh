@@ -171,9 +171,15 @@ done
 # ---- 4: PyTorch -------------------------------------------------------------------
 PY=${PYTHON:-python3}
 if command -v "$PY" >/dev/null; then
-	# PyTorch brings its own runtime: the bundle's lib/cuda stays off its path
-	step torch "0 77" -- env LD_LIBRARY_PATH="$KVT_LIBS${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}" \
-		"$PY" "$B/gpu/torch_check.py" --kvtier "$KVTIER" --out "$LOG" &&
+	# PyTorch brings its own runtime: the bundle's lib/cuda stays off its path.
+	# Its own limit (two generations, each a fresh torch import and CUDA
+	# context); each child gets half of it, and one that overruns has its
+	# Python stacks written to torch-{native,kvtier}.err before it is killed.
+	TORCH_S=${GPU_TORCH_S:-200}
+	tl=$(left); [ "$tl" -gt "$TORCH_S" ] && tl=$TORCH_S
+	STEP_S=$TORCH_S step torch "0 77" -- env LD_LIBRARY_PATH="$KVT_LIBS${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}" \
+		"$PY" "$B/gpu/torch_check.py" --kvtier "$KVTIER" --out "$LOG" \
+		--child-s $(( tl > 30 ? (tl - 10) / 2 : 10 )) &&
 		rows+=("$(printf '%-26s %-8s %s' torch "$STATUS" "$(tail -1 "$LOG/torch.out")")")
 else
 	rows+=("$(printf '%-26s %-8s %s' torch skipped "no $PY")")
