@@ -264,6 +264,17 @@ static int bind_device(void)
 		return -1;
 	}
 	kvt_prof_sources_start();
+	if (kvt_place_admit_fault()) {
+		/* admissions by fault are only seen through CUPTI's records */
+		const char *st = kvt_prof_source_state(KVT_SRC_CUPTI);
+		if (strncmp(st, "active", 6)) {
+			char why[160];
+			snprintf(why, sizeof why, "it needs the cupti source, which is %s", st);
+			kvt_place_admit_remote(why);
+		}
+		else
+			kvt_cupti_track_fault_ins(1);
+	}
 	static int registered;       /* inherited across fork: one handler serves both */
 	if (!registered && !atexit(stop_at_exit))
 		registered = 1;
@@ -413,6 +424,10 @@ void kvt_migrator_trace_counters(void)
 	info_u64("migrate.chunks.hbm", CTR_LD(chunks_hbm));
 	info_u64("migrate.chunks.far", CTR_LD(chunks_far));
 	info_u64("migrate.hbm_budget", m.planner.p.budget_bytes);
+	kvt_trace_info("migrate.admit", kvt_place_admit_fault() ? "fault" :
+			!strcmp(kvt_opt.admit, "fault") ? "remote (fault gave way)" : "remote");
+	info_u64("migrate.fault_ins", kvt_heat_fault_ins());
+	info_u64("migrate.refaults", kvt_heat_refaults());
 	for (unsigned s = 0; s < KVT_SRC__COUNT; s++) {
 		snprintf(key, sizeof key, "prof.source.%s", kvt_prof_source_name(s));
 		snprintf(val, sizeof val, "%llu %s", (unsigned long long)kvt_prof_events(s),

@@ -19,6 +19,7 @@ struct kvt_options kvt_opt = {
 	.reserve = 1ull << 30,
 	.migrate = 1,
 	.sources = "launch,copy,cupti",
+	.admit = "remote",
 	.epoch_ms = 50,
 	.promote = 4,
 	.demote = 1,
@@ -88,6 +89,10 @@ static const struct opt_desc table[] = {
 	{ .name = "KVTIER_SOURCES", .type = OPT_STR, .offset = OFF(sources),
 	  .str_bytes = sizeof kvt_opt.sources, .def = "launch,copy,cupti", .unit = "list",
 	  .help = "evidence sources of chunk heat: launch, copy, cupti (comma-separated)" },
+	{ .name = "KVTIER_ADMIT", .type = OPT_STR, .offset = OFF(admit),
+	  .str_bytes = sizeof kvt_opt.admit, .def = "remote", .unit = "mode",
+	  .help = "how far KV reaches HBM: remote (the GPU reads it over the link until the "
+		  "migrator promotes it) or fault (its first GPU touch migrates it; needs cupti)" },
 	{ .name = "KVTIER_EPOCH_MS", .type = OPT_INT, .offset = OFF(epoch_ms),
 	  .def = "50", .unit = "ms", .min = 1, .max = 60000,
 	  .help = "migration epoch: the planner runs and prefetches are issued this often" },

@@ -19,6 +19,7 @@
 #include "topo.h"
 #include "../cuda_shim/migrator.h"
 #include "../cuda_shim/shim.h"
+#include "../profiler/heat.h"
 #include "../profiler/trace.h"
 
 static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -39,6 +40,14 @@ static struct { uint64_t id, base, size; } pend[2 * KVT_POLICY_MAX_PENDING];
 static uint64_t nr_fallback[KVT_FB__COUNT];
 static uint64_t nr_placed[KVT_PLACE__COUNT], bytes_placed[KVT_PLACE__COUNT];
 static uint64_t nr_rehomed, nr_mismatch;
+
+/* KVTIER_ADMIT=fault: far memory is not mapped for the GPU (no accessed-by),
+ * so the GPU's first touch of a far chunk faults and the driver migrates it
+ * to HBM, where the migrator counts it (CUPTI's fault-driven migration
+ * records) and demotes the coldest chunks to keep the budget. Set at init;
+ * cleared (and the accessed-by advice restored on every far range) when the
+ * CUPTI source cannot run, since the migrator would not see the admissions. */
+static int admit_fault;
 
 static const char *const fallback_names[KVT_FB__COUNT] = {
 	"managed_alloc_failed", "numa_home_refused", "stream_capture", "no_driver",
@@ -158,6 +167,18 @@ void kvt_place_init(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	load_policy();
 	find_placeable_kinds();
+	if (!strcmp(kvt_opt.admit, "fault")) {
+		if (!kvt_opt.migrate)
+			kvt_warn("KVTIER_ADMIT=fault with KVTIER_MIGRATE=0: nothing would keep the "
+				 "budget; far memory is read remotely (KVTIER_ADMIT=remote)");
+		else if (!strstr(kvt_opt.sources, "cupti"))
+			kvt_warn("KVTIER_ADMIT=fault needs the cupti source, not in KVTIER_SOURCES='%s': "
+				 "far memory is read remotely (KVTIER_ADMIT=remote)", kvt_opt.sources);
+		else
+			admit_fault = 1;
+	} else if (strcmp(kvt_opt.admit, "remote")) {
+		kvt_warn("KVTIER_ADMIT='%s': not remote or fault; using remote", kvt_opt.admit);
+	}
 	kvt_policy_engine_init(&eng, &pol, NULL, kvt_opt.hbm_budget, kvt_opt.cxl_limit,
 			       kvt_opt.reserve);
 	/* Topology once, at start (static: the structs are large). Several far
@@ -258,6 +279,7 @@ void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl)
 	}
 }
 
+
 /* Whether the driver keeps host-NUMA homes: 1 until one fails to read back.
  * A real H200 (driver 580, device NUMA config NONE) answers CUDA_SUCCESS to
  * SET_PREFERRED_LOCATION HOST_NUMA and keeps no preference at all (the range
@@ -293,7 +315,30 @@ static void home_far(CUdeviceptr d, uint64_t size, int node)
 		kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
 				CU_MEM_LOCATION_TYPE_HOST, 0);
 	}
-	kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_ACCESSED_BY, CU_MEM_LOCATION_TYPE_DEVICE, dev);
+	if (!__atomic_load_n(&admit_fault, __ATOMIC_RELAXED))
+		kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_ACCESSED_BY, CU_MEM_LOCATION_TYPE_DEVICE, dev);
+}
+
+int kvt_place_admit_fault(void)
+{
+	return __atomic_load_n(&admit_fault, __ATOMIC_RELAXED);
+}
+
+/* Back to remote admission: every far range tracked so far is mapped for the
+ * GPU again (the migrator thread, once, when CUPTI turns out unusable). */
+void kvt_place_admit_remote(const char *why)
+{
+	if (!__atomic_exchange_n(&admit_fault, 0, __ATOMIC_RELAXED))
+		return;
+	kvt_warn("KVTIER_ADMIT=fault gives way to remote admission (%s): far memory is "
+		 "mapped for the GPU and read over the link until promoted", why);
+	CUdevice dev = 0;
+	kvt_cuda_current_device(&dev);
+	struct kvt_heat_range r;
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++)
+		if (!kvt_heat_range_get(s, &r))
+			kvt_cuda_advise(r.base, r.size, CU_MEM_ADVISE_SET_ACCESSED_BY,
+					CU_MEM_LOCATION_TYPE_DEVICE, dev);
 }
 
 static void rehome(uint64_t base, uint64_t size)

@@ -38,6 +38,11 @@ enum kvt_fallback {
  * a bad text warns and places nothing unless KVTIER_STRICT=1), the far node. */
 void kvt_place_init(void);
 int kvt_place_far_node(void);
+/* KVTIER_ADMIT=fault in effect (far memory not mapped for the GPU). */
+int kvt_place_admit_fault(void);
+/* CUPTI cannot report the admissions (why): back to remote admission, the
+ * far ranges tracked so far mapped for the GPU again. Idempotent. */
+void kvt_place_admit_remote(const char *why);
 /* The HBM budget for redirected memory: KVTIER_HBM_BUDGET, or what was
  * derived when the KV allocations began (0 = not yet, or nothing left). */
 uint64_t kvt_place_hbm_budget(void);

@@ -273,6 +273,32 @@ int kvt_heat_set_tier(uint64_t base, uint8_t tier)
 	return r;
 }
 
+static uint64_t nr_fault_ins, nr_refaults;
+
+uint64_t kvt_heat_fault_ins(void)
+{
+	return __atomic_load_n(&nr_fault_ins, __ATOMIC_RELAXED);
+}
+
+uint64_t kvt_heat_refaults(void)
+{
+	return __atomic_load_n(&nr_refaults, __ATOMIC_RELAXED);
+}
+
+void kvt_heat_fault_in(uint64_t addr)
+{
+	struct kvt_heat_chunk *c = kvt_heat_chunk_at(addr);
+	if (!c || __atomic_load_n(&c->tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
+		return;
+	__atomic_fetch_add(&nr_fault_ins, 1, __ATOMIC_RELAXED);
+	uint32_t now = kvt_heat_now_ms(), was = __atomic_load_n(&c->moved_ms, __ATOMIC_RELAXED);
+	if (was && now - was < (tau ? tau : 1000))   /* back within tau of its demotion */
+		__atomic_fetch_add(&nr_refaults, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->moved_ms, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->tier, KVT_PLAN_TIER_HBM, __ATOMIC_RELAXED);
+	kvt_heat_mark(c);
+}
+
 /* The slot the migrator is prefetching from (-1: none); set under wlock. */
 static int pinned = -1;
 

@@ -61,6 +61,14 @@ int kvt_heat_untrack(uint64_t base);
  * (placement re-homed it: a provisional managed:hbm range confirmed as KV
  * keeps its touched pages in HBM). 0, or -ENOENT. */
 int kvt_heat_set_tier(uint64_t base, uint8_t tier);
+/* The driver migrated the chunk holding addr to HBM on a GPU fault
+ * (KVTIER_ADMIT=fault): believed in HBM from now, in the working set, and
+ * treated as just moved (the planner's minimum residence applies). */
+void kvt_heat_fault_in(uint64_t addr);
+/* Chunks kvt_heat_fault_in() has moved to HBM since the start, and those of
+ * them that had moved (been demoted) less than tau before: thrashing. */
+uint64_t kvt_heat_fault_ins(void);
+uint64_t kvt_heat_refaults(void);
 /* Migrator: pin slot's range while it prefetches, if it is still the range
  * of generation gen (0), else -ENOENT (freed meanwhile). One pin at a time. */
 int kvt_heat_pin(int slot, uint32_t gen);

@@ -56,6 +56,13 @@ static void CUPTIAPI buf_request(uint8_t **buf, size_t *size, size_t *max_record
 	}
 }
 
+static int fault_ins;         /* KVTIER_ADMIT=fault: HtoD records set the tier */
+
+void kvt_cupti_track_fault_ins(int on)
+{
+	__atomic_store_n(&fault_ins, on, __ATOMIC_RELAXED);
+}
+
 static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 {
 	unsigned credited = 0;
@@ -67,6 +74,10 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
 		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE)
 			credited = kvt_heat_add(r->address, 1, 1.0f, 1);
+		/* a migration kvtier did not ask for brought the chunk in */
+		if (__atomic_load_n(&fault_ins, __ATOMIC_RELAXED) &&
+		    r->flags != CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH)
+			kvt_heat_fault_in(r->address);
 		break;
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
 		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION) {

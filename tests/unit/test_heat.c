@@ -216,6 +216,33 @@ static void test_set_tier(void)
 	kvt_heat_init(1000);
 }
 
+/* KVTIER_ADMIT=fault: a chunk the driver migrated on a fault is in HBM and
+ * just moved; one that comes back within tau of a demotion is a refault. */
+static void test_fault_in(void)
+{
+	const uint64_t A = 0x6200000000ull, M = 1ull << 20;
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 8 * M, KVT_PLAN_TIER_FAR, 0), 0);
+	uint64_t f0 = kvt_heat_fault_ins(), r0 = kvt_heat_refaults();
+	struct kvt_heat_chunk *c = kvt_heat_chunk_at(A + 3 * M);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	kvt_heat_fault_in(A + 3 * M);
+	CU_ASSERT_EQUAL(c->tier, KVT_PLAN_TIER_HBM);
+	CU_ASSERT_NOT_EQUAL(c->moved_ms, 0);
+	CU_ASSERT_EQUAL(kvt_heat_fault_ins(), f0 + 1);
+	CU_ASSERT_EQUAL(kvt_heat_refaults(), r0);            /* it had never moved */
+	kvt_heat_fault_in(A + 3 * M);                        /* already in HBM: nothing */
+	CU_ASSERT_EQUAL(kvt_heat_fault_ins(), f0 + 1);
+	c->tier = KVT_PLAN_TIER_FAR;                         /* demoted just now */
+	kvt_heat_fault_in(A + 2 * M);
+	CU_ASSERT_EQUAL(kvt_heat_refaults(), r0 + 1);
+	kvt_heat_fault_in(0x1000);                           /* not tracked: ignored */
+	CU_ASSERT_EQUAL(kvt_heat_fault_ins(), f0 + 2);
+	CU_ASSERT_EQUAL(kvt_heat_untrack(A), 0);
+	kvt_heat_reset();
+	kvt_heat_init(1000);
+}
+
 /* Link stand-ins: the evidence table (profiler/evidence.c) names the sample
  * source, whose driver calls live in the preload-only cuda_shim; this suite
  * never enables it, and any call would fail it. */
@@ -293,6 +320,7 @@ int main(void)
 		{ "collect: the migrator's working set", test_collect_working_set },
 		{ "launch sampling: no aliasing with periodic launches", test_launch_sampling_periodic },
 		{ "set_tier: a re-homed range is in HBM", test_set_tier },
+		{ "fault_in: tier, residence, refaults", test_fault_in },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {

@@ -116,6 +116,47 @@ static void test_rehomed_counts_against_budget(void)
 	CU_ASSERT_TRUE(resident <= 128ull << 20);
 }
 
+static unsigned long long out_u64(const struct result *r, const char *key)
+{
+	char k[64];
+	snprintf(k, sizeof k, "\n%s=", key);
+	const char *p = strstr(r->c.out, k);
+	return p ? strtoull(p + strlen(k), NULL, 10) : ~0ull;
+}
+
+/* KVTIER_ADMIT=fault: far memory is not mapped for the GPU, so first
+ * touches fault and migrate (nothing is read over the link), and CUPTI's
+ * records tell the migrator which chunks came in. */
+static void test_admit_fault(void)
+{
+	static struct result r;
+	run(&r, "KVTIER_ADMIT=fault", NULL);
+	CU_ASSERT_EQUAL(r.c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.out, "\ncorrupt=0\n"));
+	CU_ASSERT_STRING_EQUAL(info_text(&r, "migrate.admit"), "fault");
+	CU_ASSERT_TRUE(out_u64(&r, "faults") > 0 && out_u64(&r, "faults") != ~0ull);
+	CU_ASSERT_EQUAL(out_u64(&r, "bytes_remote"), 0);
+	CU_ASSERT_TRUE(info(&r, "migrate.fault_ins") > 0);
+	CU_ASSERT_PTR_NULL(strstr(r.c.err, "gives way"));
+}
+
+/* Without CUPTI the admissions would be invisible to the budget: fault
+ * admission gives way to remote, said once; a bad value is said and ignored. */
+static void test_admit_fault_needs_cupti(void)
+{
+	static struct result r;
+	run(&r, "KVTIER_ADMIT=fault", "FAKECUDA_CUPTI_BUSY=1");
+	CU_ASSERT_EQUAL(r.c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.out, "\ncorrupt=0\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.err, "KVTIER_ADMIT=fault gives way to remote admission"));
+	CU_ASSERT_STRING_EQUAL(info_text(&r, "migrate.admit"), "remote (fault gave way)");
+	CU_ASSERT_TRUE(out_u64(&r, "bytes_remote") > 0 && out_u64(&r, "bytes_remote") != ~0ull);
+	run(&r, "KVTIER_ADMIT=bogus", NULL);
+	CU_ASSERT_EQUAL(r.c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.err, "KVTIER_ADMIT='bogus': not remote or fault; using remote"));
+	CU_ASSERT_STRING_EQUAL(info_text(&r, "migrate.admit"), "remote");
+}
+
 static double tokens_per_s(const struct result *r)
 {
 	const char *p = strstr(r->c.out, "tokens_per_s=");
@@ -167,6 +208,8 @@ int main(void)
 		{ "vLLM-like at 2x: hot chunks promoted, data intact", test_migrates_hot_chunks },
 		{ "KVTIER_MIGRATE=0: no migration, slower", test_migrate_off },
 		{ "a re-homed provisional tensor counts against the budget", test_rehomed_counts_against_budget },
+		{ "KVTIER_ADMIT=fault: first touches migrate, CUPTI reports them", test_admit_fault },
+		{ "KVTIER_ADMIT=fault without CUPTI gives way; a bad value warns", test_admit_fault_needs_cupti },
 		{ "CUPTI busy: said once, launch/copy still migrate", test_cupti_busy },
 		{ "KVTIER_SOURCES selects sources; a bad name warns", test_sources_option },
 		CU_TEST_INFO_NULL,
