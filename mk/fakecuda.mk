@@ -31,11 +31,12 @@ $(FC_LIBCUPTI): $(FC_CUPTI_OBJS)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libcupti.so.13 -Wl,-z,now \
 		-Wl,--no-undefined -o $@ $^ -ldl -lpthread
 
-# The suite dlopens the driver like libcudart does, so it links no kvtier code.
-$(BUILD)/tests/unit/test_fakecuda: tests/unit/test_fakecuda.c tests/unit/kvt_test.h \
+# The suites dlopen the driver like libcudart does, so they link no kvtier code.
+FC_SUITES := $(BUILD)/tests/unit/test_fakecuda $(BUILD)/tests/unit/test_fakecuda_env
+$(FC_SUITES): $(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/kvt_test.h tests/unit/fakecuda_drv.h \
 		tests/fakecuda/fakecuda.h $(FC_LIBCUDA) $(FC_LIBCUPTI)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -lcunit -ldl -lpthread -lm
 
 .PHONY: fakecuda
-fakecuda: $(FC_LIBCUDA) $(FC_LIBCUPTI) $(BUILD)/tests/unit/test_fakecuda
+fakecuda: $(FC_LIBCUDA) $(FC_LIBCUPTI) $(FC_SUITES)

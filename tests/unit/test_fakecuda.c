@@ -1,171 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* CUnit suite for the SIMULATED CUDA driver (build/fakecuda/libcuda.so.1) and
- * its CUPTI stand-in. The driver is reached exactly as libcudart reaches it:
- * dlopen + dlsym("cuGetProcAddress_v2") + lookups by base name and version.
- * Runs with FAKECUDA_DEVICE_BYTES=64M (32 blocks of HBM); modes that need
- * other environment variables re-run this binary as a child (--child). */
-#include "unit/kvt_test.h"
+ * its CUPTI stand-in. The driver is reached exactly as libcudart reaches it
+ * (tests/unit/fakecuda_drv.h). Runs with FAKECUDA_DEVICE_BYTES=64M (32
+ * blocks of HBM); the knobs read from the environment are tested in
+ * test_fakecuda_env.c. */
+#include "unit/fakecuda_drv.h"
 
 #include <cupti_activity.h>
-#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <sys/mman.h>
-#include <time.h>
-
-#include "fakecuda/fakecuda.h"
-
-#define MiB (1ull << 20)
-#define BLK FAKECUDA_BLOCK_BYTES
-
-static void *drv, *cupti;
-static const char *self_path;
-static __typeof__(&cuGetProcAddress_v2) gpa;
-static CUresult pre_init_alloc = CUDA_SUCCESS;
-
-/* ---- resolving like libcudart ---- */
-
-static void *get(const char *sym, int ver, int flags)
-{
-	void *p = NULL;
-	return gpa(sym, &p, ver, (cuuint64_t)flags, NULL) == CUDA_SUCCESS ? p : NULL;
-}
-
-typedef CUresult (*advise_v1_fn)(CUdeviceptr, size_t, CUmem_advise, CUdevice);
-typedef CUresult (*prefetch_v1_fn)(CUdeviceptr, size_t, CUdevice, CUstream);
-
-static struct {
-	__typeof__(&cuInit) Init;
-	__typeof__(&cuDriverGetVersion) DriverGetVersion;
-	__typeof__(&cuDeviceGetCount) DeviceGetCount;
-	__typeof__(&cuDeviceGetAttribute) DeviceGetAttribute;
-	__typeof__(&cuDevicePrimaryCtxRetain) PrimaryCtxRetain;
-	__typeof__(&cuCtxSetCurrent) CtxSetCurrent;
-	__typeof__(&cuMemAlloc_v2) MemAlloc;
-	__typeof__(&cuMemFree_v2) MemFree;
-	__typeof__(&cuMemGetInfo_v2) MemGetInfo;
-	__typeof__(&cuMemAllocManaged) MemAllocManaged;
-	__typeof__(&cuMemAdvise_v2) MemAdvise;
-	advise_v1_fn MemAdviseV1;
-	__typeof__(&cuMemPrefetchAsync_v2) Prefetch;
-	prefetch_v1_fn PrefetchV1;
-	__typeof__(&cuMemRangeGetAttribute) RangeAttr;
-	__typeof__(&cuMemRangeGetAttributes) RangeAttrs;
-	__typeof__(&cuPointerGetAttribute) PtrAttr;
-	__typeof__(&cuMemGetAddressRange_v2) AddrRange;
-	__typeof__(&cuIpcGetMemHandle) IpcGet;
-	__typeof__(&cuMemAllocAsync) AllocAsync;
-	__typeof__(&cuMemFreeAsync) FreeAsync;
-	__typeof__(&cuMemsetD8_v2) MemsetD8;
-	__typeof__(&cuMemsetD32_v2) MemsetD32;
-	__typeof__(&cuMemcpyHtoD_v2) HtoD;
-	__typeof__(&cuMemcpyDtoH_v2) DtoH;
-	__typeof__(&cuLaunchKernel) Launch;
-	__typeof__(&cuMemAddressReserve) AddrReserve;
-	__typeof__(&cuMemCreate) MemCreate;
-	__typeof__(&cuMemMap) MemMap;
-	__typeof__(&cuMemSetAccess) SetAccess;
-	__typeof__(&cuMemUnmap) Unmap;
-	__typeof__(&cuMemRelease) Release;
-	__typeof__(&fakecuda_access) access;
-	__typeof__(&fakecuda_get_counters) counters;
-	__typeof__(&fakecuda_reset_counters) reset;
-	__typeof__(&fakecuda_block_location) where;
-	__typeof__(&fakecuda_touch_kernel) touch;
-	__typeof__(&fakecuda_proc_entry) proc_entry;
-} D;
-
-static int load_driver(void)
-{
-	drv = dlopen(kvt_path("fakecuda/libcuda.so.1"), RTLD_NOW);
-	if (!drv)
-		return -1;
-	gpa = (__typeof__(gpa))dlsym(drv, "cuGetProcAddress_v2");
-	void *p;
-	gpa("", &p, 0, 0, NULL);   /* libcudart's opening sequence */
-	D.Init = get("cuInit", 2000, 0);
-	D.MemAlloc = get("cuMemAlloc", 3020, 0);
-	CUdeviceptr x;
-	pre_init_alloc = D.MemAlloc(&x, 4096);
-	if (!D.Init || D.Init(0))
-		return -1;
-#define L(f, s, v) D.f = get(s, v, 0)
-	L(DriverGetVersion, "cuDriverGetVersion", 2020);
-	L(DeviceGetCount, "cuDeviceGetCount", 2000);
-	L(DeviceGetAttribute, "cuDeviceGetAttribute", 2000);
-	L(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 7000);
-	L(CtxSetCurrent, "cuCtxSetCurrent", 4000);
-	L(MemFree, "cuMemFree", 3020);
-	L(MemGetInfo, "cuMemGetInfo", 3020);
-	L(MemAllocManaged, "cuMemAllocManaged", 6000);
-	L(MemAdvise, "cuMemAdvise", 12020);
-	L(MemAdviseV1, "cuMemAdvise", 8000);
-	L(Prefetch, "cuMemPrefetchAsync", 12020);
-	L(PrefetchV1, "cuMemPrefetchAsync", 8000);
-	L(RangeAttr, "cuMemRangeGetAttribute", 8000);
-	L(RangeAttrs, "cuMemRangeGetAttributes", 8000);
-	L(PtrAttr, "cuPointerGetAttribute", 4000);
-	L(AddrRange, "cuMemGetAddressRange", 3020);
-	L(IpcGet, "cuIpcGetMemHandle", 4010);
-	L(AllocAsync, "cuMemAllocAsync", 11020);
-	L(FreeAsync, "cuMemFreeAsync", 11020);
-	L(MemsetD8, "cuMemsetD8", 3020);
-	L(MemsetD32, "cuMemsetD32", 3020);
-	L(HtoD, "cuMemcpyHtoD", 3020);
-	L(DtoH, "cuMemcpyDtoH", 3020);
-	L(Launch, "cuLaunchKernel", 4000);
-	L(AddrReserve, "cuMemAddressReserve", 10020);
-	L(MemCreate, "cuMemCreate", 10020);
-	L(MemMap, "cuMemMap", 10020);
-	L(SetAccess, "cuMemSetAccess", 10020);
-	L(Unmap, "cuMemUnmap", 10020);
-	L(Release, "cuMemRelease", 10020);
-#undef L
-#define S(f, s) D.f = (__typeof__(D.f))dlsym(drv, s)
-	S(access, "fakecuda_access");
-	S(counters, "fakecuda_get_counters");
-	S(reset, "fakecuda_reset_counters");
-	S(where, "fakecuda_block_location");
-	S(touch, "fakecuda_touch_kernel");
-	S(proc_entry, "fakecuda_proc_entry");
-#undef S
-	CUcontext ctx;
-	if (D.PrimaryCtxRetain(&ctx, 0) || D.CtxSetCurrent(ctx))
-		return -1;
-	return 0;
-}
-
-static struct fakecuda_counters ctr(void)
-{
-	struct fakecuda_counters c;
-	D.counters(&c);
-	return c;
-}
-
-static CUmemLocationType loc_of(CUdeviceptr p, int *id)
-{
-	CUmemLocationType t = CU_MEM_LOCATION_TYPE_INVALID;
-	int i = -9;
-	D.where((void *)p, &t, &i);
-	if (id)
-		*id = i;
-	return t;
-}
-
-static const CUmemLocation DEV = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
-static const CUmemLocation HOST = { CU_MEM_LOCATION_TYPE_HOST, 0 };
-static const CUmemLocation NUMA0 = { CU_MEM_LOCATION_TYPE_HOST_NUMA, 0 };
-
-/* Free every managed block's HBM so tests start from an empty device. */
-static CUdeviceptr managed(size_t bytes)
-{
-	CUdeviceptr p = 0;
-	CU_ASSERT_EQUAL_FATAL(D.MemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
-	return p;
-}
 
 /* ---- resolver ---- */
 
@@ -780,172 +626,6 @@ static void test_cupti(void)
 	D.MemFree(p);
 }
 
-/* ---- child modes: environment read once per process ---- */
-
-static int child_fail(void)
-{
-	CUdeviceptr p;
-	int m1 = D.MemAllocManaged(&p, BLK, CU_MEM_ATTACH_GLOBAL);
-	int m2 = D.MemAllocManaged(&p, BLK, CU_MEM_ATTACH_GLOBAL);
-	int fails = 0, oom = 0;
-	for (int i = 0; i < 200; i++) {
-		CUdeviceptr x;
-		CUresult r = D.MemAlloc(&x, 4096);
-		fails += r != CUDA_SUCCESS;
-		oom += r == CUDA_ERROR_OUT_OF_MEMORY;
-		if (r == CUDA_SUCCESS)
-			D.MemFree(x);
-	}
-	printf("managed=%d,%d fails=%d oom=%d\n", m1, m2, fails, oom);
-	return 0;
-}
-
-static int child_advise(void)
-{
-	CUdeviceptr p = 0;
-	D.MemAllocManaged(&p, BLK, CU_MEM_ATTACH_GLOBAL);
-	for (int i = 0; i < 6; i++)
-		printf("%d,", D.MemAdvise(p, BLK, CU_MEM_ADVISE_SET_READ_MOSTLY, DEV));
-	printf("\n");
-	return 0;
-}
-
-static int child_busy(void)
-{
-	cupti = dlopen(kvt_path("fakecuda/libcupti.so.13"), RTLD_NOW);
-	__typeof__(&cuptiActivityEnable) en = dlsym(cupti, "cuptiActivityEnable");
-	printf("enable=%d\n", en(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER));
-	return 0;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* FAKECUDA_PACE: 20 launches of 1 ms virtual each (FAKECUDA_LAUNCH_NS set by
- * the parent), then a context synchronise; prints both clocks. */
-static int child_pace(void)
-{
-	__typeof__(&cuCtxSynchronize) sync = get("cuCtxSynchronize", 2000, 0);
-	unsigned nr = 0;
-	const struct fakecuda_range *rp = NULL;
-	void *params[2] = { &rp, &nr };
-	D.reset();
-	double t0 = now_ms();
-	for (int i = 0; i < 20; i++)
-		if (D.Launch(D.touch(), 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL))
-			return 1;
-	if (!sync || sync())
-		return 1;
-	double real = now_ms() - t0;
-	printf("virtual_ms=%.3f real_ms=%.3f\n", (double)ctr().virtual_ns / 1e6, real);
-	return 0;
-}
-
-/* FAKECUDA_RECLAIM=0: blocks migrated both ways keep their data. */
-static int child_reclaim(void)
-{
-	const size_t nb = 6;
-	CUdeviceptr p = 0;
-	if (D.MemAllocManaged(&p, nb * BLK, CU_MEM_ATTACH_GLOBAL))
-		return 1;
-	uint32_t *w = (uint32_t *)p;
-	size_t n = nb * BLK / 4;
-	for (size_t i = 0; i < n; i++)
-		w[i] = (uint32_t)(i * 2654435761u);
-	for (int round = 0; round < 20; round++) {
-		CUmemLocation to = round & 1 ? HOST : DEV;
-		if (D.Prefetch(p + (size_t)(round % 3) * BLK, 4 * BLK, to, 0, NULL))
-			return 1;
-		if (round % 4 == 3)                      /* a CPU write while some are on the device */
-			w[(size_t)round * 1000] = (uint32_t)(round * 1000 * 2654435761u);
-	}
-	size_t bad = 0;
-	for (size_t i = 0; i < n; i++)
-		bad += w[i] != (uint32_t)(i * 2654435761u);
-	struct fakecuda_counters c = ctr();
-	printf("bad=%zu moved=%llu\n", bad, (unsigned long long)(c.bytes_htod + c.bytes_dtoh));
-	return 0;
-}
-
-static void run_child(const char *mode, const char *const env[], struct kvt_child *c)
-{
-	const char *argv[] = { self_path, "--child", mode, NULL };
-	CU_ASSERT_EQUAL_FATAL(kvt_run(c, argv, env), 0);
-	CU_ASSERT_EQUAL(c->exit_code, 0);
-}
-
-static void test_fail_injection(void)
-{
-	static struct kvt_child c;
-	const char *env1[] = { "FAKECUDA_FAIL=cuMemAllocManaged:1,cuMemAlloc_v2:0.25",
-			       "FAKECUDA_SEED=7", NULL };
-	run_child("fail", env1, &c);
-	int m1 = -1, m2 = -1, fails = -1, oom = -1;
-	CU_ASSERT_EQUAL(sscanf(c.out, "managed=%d,%d fails=%d oom=%d", &m1, &m2, &fails, &oom), 4);
-	CU_ASSERT(m1 == CUDA_ERROR_OUT_OF_MEMORY && m2 == CUDA_ERROR_OUT_OF_MEMORY);
-	CU_ASSERT(fails >= 25 && fails <= 75);   /* 200 x 0.25 */
-	CU_ASSERT_EQUAL(oom, fails);
-	const char *env2[] = { "FAKECUDA_FAIL=cuMemAdvise_v2:3", NULL };
-	run_child("advise", env2, &c);
-	CU_ASSERT_STRING_EQUAL(c.out, "0,0,1,0,0,1,\n");   /* 1 = INVALID_VALUE */
-	const char *env3[] = { "FAKECUDA_FAIL=", NULL };
-	run_child("advise", env3, &c);
-	CU_ASSERT_STRING_EQUAL(c.out, "0,0,0,0,0,0,\n");
-}
-
-static void test_cupti_busy(void)
-{
-	static struct kvt_child c;
-	const char *env[] = { "FAKECUDA_CUPTI_BUSY=1", NULL };
-	run_child("busy", env, &c);
-	CU_ASSERT_STRING_EQUAL(c.out, "enable=39\n");
-	const char *env0[] = { "FAKECUDA_CUPTI_BUSY=", NULL };
-	run_child("busy", env0, &c);
-	CU_ASSERT_STRING_EQUAL(c.out, "enable=0\n");
-}
-
-static void test_pace(void)
-{
-	static struct kvt_child c;
-	double v = -1, r = -1;
-	const char *paced[] = { "FAKECUDA_LAUNCH_NS=1000000", "FAKECUDA_PACE=2", NULL };
-	run_child("pace", paced, &c);
-	CU_ASSERT_EQUAL(sscanf(c.out, "virtual_ms=%lf real_ms=%lf", &v, &r), 2);
-	CU_ASSERT(fabs(v - 20.0) < 0.01);
-	CU_ASSERT(r >= 2 * v - 0.5);            /* the sync waited for 2 x virtual */
-	const char *fast[] = { "FAKECUDA_LAUNCH_NS=1000000", "FAKECUDA_PACE=", NULL };
-	run_child("pace", fast, &c);
-	CU_ASSERT_EQUAL(sscanf(c.out, "virtual_ms=%lf real_ms=%lf", &v, &r), 2);
-	CU_ASSERT(fabs(v - 20.0) < 0.01);
-	CU_ASSERT(r < v);                       /* unpaced: 20 empty launches take microseconds */
-	const char *bad[] = { "FAKECUDA_LAUNCH_NS=1000000", "FAKECUDA_PACE=-3", NULL };
-	run_child("pace", bad, &c);
-	CU_ASSERT(strstr(c.err, "bad FAKECUDA_PACE") != NULL);
-	CU_ASSERT_EQUAL(sscanf(c.out, "virtual_ms=%lf real_ms=%lf", &v, &r), 2);
-}
-
-static void test_reclaim_off(void)
-{
-	static struct kvt_child c;
-	size_t bad = 99;
-	unsigned long long moved = 0;
-	const char *env[] = { "FAKECUDA_RECLAIM=0", NULL };
-	run_child("reclaim", env, &c);
-	CU_ASSERT_EQUAL(sscanf(c.out, "bad=%zu moved=%llu", &bad, &moved), 2);
-	CU_ASSERT_EQUAL(bad, 0);
-	CU_ASSERT(moved >= 20 * BLK);
-	CU_ASSERT(strstr(c.err, "bad FAKECUDA_RECLAIM") == NULL);
-	const char *env2[] = { "FAKECUDA_RECLAIM=maybe", NULL };
-	run_child("reclaim", env2, &c);
-	CU_ASSERT(strstr(c.err, "bad FAKECUDA_RECLAIM=\"maybe\", using 1") != NULL);
-	CU_ASSERT_EQUAL(sscanf(c.out, "bad=%zu moved=%llu", &bad, &moved), 2);
-	CU_ASSERT_EQUAL(bad, 0);
-}
-
 static int suite_init(void) { return 0; }
 
 static CU_TestInfo tests_resolver[] = {
@@ -967,36 +647,23 @@ static CU_TestInfo tests_um[] = {
 	{ "numa_maps bind", test_numa_maps },
 	CU_TEST_INFO_NULL,
 };
-static CU_TestInfo tests_env[] = {
+static CU_TestInfo tests_cupti[] = {
 	{ "CUPTI records", test_cupti },
-	{ "CUPTI busy", test_cupti_busy },
-	{ "FAKECUDA_FAIL", test_fail_injection },
-	{ "FAKECUDA_PACE", test_pace },
-	{ "FAKECUDA_RECLAIM=0", test_reclaim_off },
 	CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
 	{ "fakecuda_driver", suite_init, NULL, NULL, NULL, tests_resolver },
 	{ "fakecuda_managed", suite_init, NULL, NULL, NULL, tests_um },
-	{ "fakecuda_env", suite_init, NULL, NULL, NULL, tests_env },
+	{ "fakecuda_cupti", suite_init, NULL, NULL, NULL, tests_cupti },
 	CU_SUITE_INFO_NULL,
 };
 
-int main(int argc, char **argv)
+int main(void)
 {
-	self_path = argv[0];
 	setenv("FAKECUDA_DEVICE_BYTES", "64M", 1);
 	if (load_driver()) {
 		fprintf(stderr, "cannot load %s: %s\n", kvt_path("fakecuda/libcuda.so.1"), dlerror());
 		return 1;
-	}
-	if (argc == 3 && !strcmp(argv[1], "--child")) {
-		if (!strcmp(argv[2], "fail")) return child_fail();
-		if (!strcmp(argv[2], "advise")) return child_advise();
-		if (!strcmp(argv[2], "busy")) return child_busy();
-		if (!strcmp(argv[2], "pace")) return child_pace();
-		if (!strcmp(argv[2], "reclaim")) return child_reclaim();
-		return 2;
 	}
 	return kvt_test_main(suites);
 }

@@ -56,6 +56,12 @@ static unsigned long long info(const struct result *r, const char *key)
 	return kvt_info_u64(r->info, key, 0);
 }
 
+/* a key=value line of the workload's output; ~0 when absent */
+static unsigned long long out_u64(const struct result *r, const char *key)
+{
+	return kvt_info_u64(r->c.out, key, ~0ull);
+}
+
 static const char *info_text(const struct result *r, const char *key)
 {
 	static char v[128];
@@ -109,19 +115,9 @@ static void test_rehomed_counts_against_budget(void)
 	CU_ASSERT_EQUAL(info(&r, "place.rehomed"), 1);
 	CU_ASSERT_EQUAL(info(&r, "migrate.hbm_budget"), 128ull << 20);
 	CU_ASSERT_TRUE(info(&r, "migrate.demoted") > 0);
-	unsigned long long resident = ~0ull;
-	const char *p = strstr(r.c.out, "managed_resident_bytes=");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-	sscanf(p, "managed_resident_bytes=%llu", &resident);
+	unsigned long long resident = out_u64(&r, "managed_resident_bytes");
+	CU_ASSERT_NOT_EQUAL_FATAL(resident, ~0ull);
 	CU_ASSERT_TRUE(resident <= 128ull << 20);
-}
-
-static unsigned long long out_u64(const struct result *r, const char *key)
-{
-	char k[64];
-	snprintf(k, sizeof k, "\n%s=", key);
-	const char *p = strstr(r->c.out, k);
-	return p ? strtoull(p + strlen(k), NULL, 10) : ~0ull;
 }
 
 /* KVTIER_ADMIT=fault: far memory is not mapped for the GPU, so first
