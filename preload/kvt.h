@@ -114,7 +114,7 @@ struct kvt_options {
 	char cxl_nodes[256];         /* KVTIER_CXL_NODES ("" = from topology) */
 	int migrate;                 /* KVTIER_MIGRATE */
 	char sources[64];            /* KVTIER_SOURCES */
-	char admit[16];              /* KVTIER_ADMIT: remote or fault */
+	char admit[16];              /* KVTIER_ADMIT: auto, remote or fault */
 	int epoch_ms;                /* KVTIER_EPOCH_MS */
 	int promote;                 /* KVTIER_PROMOTE (heat) */
 	int demote;                  /* KVTIER_DEMOTE (heat) */

@@ -41,12 +41,14 @@ static uint64_t nr_fallback[KVT_FB__COUNT];
 static uint64_t nr_placed[KVT_PLACE__COUNT], bytes_placed[KVT_PLACE__COUNT];
 static uint64_t nr_rehomed, nr_mismatch;
 
-/* KVTIER_ADMIT=fault: far memory is not mapped for the GPU (no accessed-by),
- * so the GPU's first touch of a far chunk faults and the driver migrates it
- * to HBM, where the migrator counts it (CUPTI's fault-driven migration
- * records) and demotes the coldest chunks to keep the budget. Set at init;
- * cleared (and the accessed-by advice restored on every far range) when the
- * CUPTI source cannot run, since the migrator would not see the admissions. */
+/* KVTIER_ADMIT=fault or auto (enum kvt_admit; 0 = remote): far memory is
+ * not mapped for the GPU (no accessed-by), so the GPU's first touch of a far
+ * chunk faults and the driver migrates it to HBM, where the migrator counts
+ * it (CUPTI's fault-driven migration records) and demotes the coldest chunks
+ * to keep the budget; auto also maps remotely, chunk by chunk, what comes
+ * back soon after its demotion (the migrator). Set at init; cleared (and the
+ * accessed-by advice restored on every far range) when the CUPTI source
+ * cannot run, since the migrator would not see the admissions. */
 static int admit_fault;
 
 static const char *const fallback_names[KVT_FB__COUNT] = {
@@ -167,17 +169,19 @@ void kvt_place_init(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	load_policy();
 	find_placeable_kinds();
-	if (!strcmp(kvt_opt.admit, "fault")) {
+	int fault = !strcmp(kvt_opt.admit, "fault"), automatic = !strcmp(kvt_opt.admit, "auto");
+	if (fault || automatic) {
 		if (!kvt_opt.migrate)
-			kvt_warn("KVTIER_ADMIT=fault with KVTIER_MIGRATE=0: nothing would keep the "
-				 "budget; far memory is read remotely (KVTIER_ADMIT=remote)");
+			kvt_warn("KVTIER_ADMIT=%s with KVTIER_MIGRATE=0: nothing would keep the "
+				 "budget; far memory is read remotely (KVTIER_ADMIT=remote)", kvt_opt.admit);
 		else if (!strstr(kvt_opt.sources, "cupti"))
-			kvt_warn("KVTIER_ADMIT=fault needs the cupti source, not in KVTIER_SOURCES='%s': "
-				 "far memory is read remotely (KVTIER_ADMIT=remote)", kvt_opt.sources);
+			kvt_warn("KVTIER_ADMIT=%s needs the cupti source, not in KVTIER_SOURCES='%s': "
+				 "far memory is read remotely (KVTIER_ADMIT=remote)", kvt_opt.admit,
+				 kvt_opt.sources);
 		else
-			admit_fault = 1;
+			admit_fault = automatic ? KVT_ADMIT_AUTO : KVT_ADMIT_FAULT;
 	} else if (strcmp(kvt_opt.admit, "remote")) {
-		kvt_warn("KVTIER_ADMIT='%s': not remote or fault; using remote", kvt_opt.admit);
+		kvt_warn("KVTIER_ADMIT='%s': not remote, fault or auto; using remote", kvt_opt.admit);
 	}
 	kvt_policy_engine_init(&eng, &pol, NULL, kvt_opt.hbm_budget, kvt_opt.cxl_limit,
 			       kvt_opt.reserve);
@@ -310,10 +314,15 @@ static void home_far(CUdeviceptr d, uint64_t size, int node)
 			ok = 0;
 		}
 	}
+	/* Admission by fault: no plain host home, on which a GPU fault maps
+	 * the memory instead of migrating it (measured on the H200); the
+	 * memory then has no preferred location, and demotions still name
+	 * the node. */
 	if (!ok) {
 		kvt_place_fallback(KVT_FB_NUMA_HOME);
-		kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
-				CU_MEM_LOCATION_TYPE_HOST, 0);
+		if (!__atomic_load_n(&admit_fault, __ATOMIC_RELAXED))
+			kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+					CU_MEM_LOCATION_TYPE_HOST, 0);
 	}
 	if (!__atomic_load_n(&admit_fault, __ATOMIC_RELAXED))
 		kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_ACCESSED_BY, CU_MEM_LOCATION_TYPE_DEVICE, dev);
@@ -324,14 +333,19 @@ int kvt_place_admit_fault(void)
 	return __atomic_load_n(&admit_fault, __ATOMIC_RELAXED);
 }
 
+int kvt_place_admit_auto(void)
+{
+	return __atomic_load_n(&admit_fault, __ATOMIC_RELAXED) == KVT_ADMIT_AUTO;
+}
+
 /* Back to remote admission: every far range tracked so far is mapped for the
  * GPU again (the migrator thread, once, when CUPTI turns out unusable). */
 void kvt_place_admit_remote(const char *why)
 {
 	if (!__atomic_exchange_n(&admit_fault, 0, __ATOMIC_RELAXED))
 		return;
-	kvt_warn("KVTIER_ADMIT=fault gives way to remote admission (%s): far memory is "
-		 "mapped for the GPU and read over the link until promoted", why);
+	kvt_warn("KVTIER_ADMIT=%s gives way to remote admission (%s): far memory is "
+		 "mapped for the GPU and read over the link until promoted", kvt_opt.admit, why);
 	CUdevice dev = 0;
 	kvt_cuda_current_device(&dev);
 	struct kvt_heat_range r;

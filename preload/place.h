@@ -38,8 +38,12 @@ enum kvt_fallback {
  * a bad text warns and places nothing unless KVTIER_STRICT=1), the far node. */
 void kvt_place_init(void);
 int kvt_place_far_node(void);
-/* KVTIER_ADMIT=fault in effect (far memory not mapped for the GPU). */
-int kvt_place_admit_fault(void);
+/* KVTIER_ADMIT in effect: 0 remote, else far memory is not mapped for the
+ * GPU at placement (fault; auto also maps, chunk by chunk, what the
+ * migrator finds coming back right after its demotion). */
+enum kvt_admit { KVT_ADMIT_REMOTE, KVT_ADMIT_FAULT, KVT_ADMIT_AUTO };
+int kvt_place_admit_fault(void);        /* fault or auto */
+int kvt_place_admit_auto(void);
 /* CUPTI cannot report the admissions (why): back to remote admission, the
  * far ranges tracked so far mapped for the GPU again. Idempotent. */
 void kvt_place_admit_remote(const char *why);

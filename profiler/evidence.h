@@ -68,9 +68,11 @@ void kvt_prof_set_state(unsigned src, const char *state);
 extern const struct kvt_prof_source_ops kvt_src_cupti;
 /* Records CUPTI delivered (all kinds), for the counters. */
 uint64_t kvt_cupti_records(void);
-/* KVTIER_ADMIT=fault: host-to-device migrations that kvtier did not
- * prefetch (GPU faults) mark their chunks as in HBM. */
+/* KVTIER_ADMIT=fault or auto: host-to-device migrations that kvtier did
+ * not prefetch (GPU faults) mark their chunks as in HBM, and GPU faults on
+ * chunks believed far (and not mapped by kvtier) are counted. */
 void kvt_cupti_track_fault_ins(int on);
+uint64_t kvt_cupti_far_faults(void);
 
 /* The region-sampling source (profiler/src_sample.c, docs/profiler.md). */
 extern const struct kvt_prof_source_ops kvt_src_sample;

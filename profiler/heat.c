@@ -234,6 +234,7 @@ int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node)
 		__atomic_store_n(&c[i].hv, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&c[i].moved_ms, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&c[i].tier, tier, __ATOMIC_RELAXED);
+		__atomic_store_n(&c[i].flags, 0, __ATOMIC_RELAXED);
 	}
 	/* a reused slot's old bits mean nothing; chunks that start in HBM are
 	 * in the migrator's working set from the start */
@@ -285,6 +286,17 @@ uint64_t kvt_heat_refaults(void)
 	return __atomic_load_n(&nr_refaults, __ATOMIC_RELAXED);
 }
 
+/* One more strike (KVT_HEAT_F_REFAULTS, saturating) for a chunk the driver
+ * evicted that came back within tau. */
+static void strike(struct kvt_heat_chunk *c)
+{
+	uint8_t f = __atomic_load_n(&c->flags, __ATOMIC_RELAXED);
+	while ((f & KVT_HEAT_F_EVICTED) && (f & KVT_HEAT_F_REFAULTS) != KVT_HEAT_F_REFAULTS &&
+	       !__atomic_compare_exchange_n(&c->flags, &f, (uint8_t)(f + 1), 1,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 void kvt_heat_fault_in(uint64_t addr)
 {
 	struct kvt_heat_chunk *c = kvt_heat_chunk_at(addr);
@@ -292,11 +304,23 @@ void kvt_heat_fault_in(uint64_t addr)
 		return;
 	__atomic_fetch_add(&nr_fault_ins, 1, __ATOMIC_RELAXED);
 	uint32_t now = kvt_heat_now_ms(), was = __atomic_load_n(&c->moved_ms, __ATOMIC_RELAXED);
-	if (was && now - was < (tau ? tau : 1000))   /* back within tau of its demotion */
+	if (was && now - was < (tau ? tau : 1000)) {  /* back within tau of its last move */
 		__atomic_fetch_add(&nr_refaults, 1, __ATOMIC_RELAXED);
+		strike(c);
+	}
+	__atomic_fetch_and(&c->flags, (uint8_t)~KVT_HEAT_F_EVICTED, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->moved_ms, now, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->tier, KVT_PLAN_TIER_HBM, __ATOMIC_RELAXED);
 	kvt_heat_mark(c);
+}
+
+void kvt_heat_evicted(uint64_t addr)
+{
+	struct kvt_heat_chunk *c = kvt_heat_chunk_at(addr);
+	if (!c)
+		return;
+	__atomic_store_n(&c->tier, KVT_PLAN_TIER_FAR, __ATOMIC_RELAXED);
+	__atomic_fetch_or(&c->flags, KVT_HEAT_F_EVICTED, __ATOMIC_RELAXED);
 }
 
 /* The slot the migrator is prefetching from (-1: none); set under wlock. */

@@ -22,8 +22,19 @@ struct kvt_heat_chunk {
 	uint64_t hv;            /* float heat (low 32 bits) | uint32 t_ms (high): one CAS */
 	uint32_t moved_ms;      /* last migration (migrator only; 0 = never) */
 	uint8_t tier;           /* enum kvt_plan_tier, the migrator's belief */
-	uint8_t pad[3];
+	uint8_t flags;          /* KVT_HEAT_F_* (atomic) */
+	uint8_t pad[2];
 };
+
+/* Times the driver evicted it (HBM full) and it came back by fault less
+ * than tau after it had come in (kvt_heat_fault_in; saturating 2-bit count):
+ * thrashing that more HBM time cannot help. */
+#define KVT_HEAT_F_REFAULTS 0x3
+/* The migrator advised the GPU's accessed-by on this chunk alone
+ * (KVTIER_ADMIT=auto: read over the link while far, no more faults). */
+#define KVT_HEAT_F_MAPPED 0x4
+/* The driver evicted it since it last came in (kvt_heat_evicted). */
+#define KVT_HEAT_F_EVICTED 0x8
 
 /* ---- the math (pure) ---- */
 
@@ -62,12 +73,17 @@ int kvt_heat_untrack(uint64_t base);
  * keeps its touched pages in HBM). 0, or -ENOENT. */
 int kvt_heat_set_tier(uint64_t base, uint8_t tier);
 /* The driver migrated the chunk holding addr to HBM on a GPU fault
- * (KVTIER_ADMIT=fault): believed in HBM from now, in the working set, and
- * treated as just moved (the planner's minimum residence applies). */
+ * (KVTIER_ADMIT=fault or auto): believed in HBM from now, in the working
+ * set, and treated as just moved (the planner's minimum residence applies);
+ * back less than tau after it came in last, and evicted by the driver in
+ * between: one more KVT_HEAT_F_REFAULTS. */
 void kvt_heat_fault_in(uint64_t addr);
 /* Chunks kvt_heat_fault_in() has moved to HBM since the start, and those of
  * them that had moved (been demoted) less than tau before: thrashing. */
 uint64_t kvt_heat_fault_ins(void);
+/* The driver evicted the chunk holding addr from HBM (CUPTI's eviction
+ * records): believed far from now. */
+void kvt_heat_evicted(uint64_t addr);
 uint64_t kvt_heat_refaults(void);
 /* Migrator: pin slot's range while it prefetches, if it is still the range
  * of generation gen (0), else -ENOENT (freed meanwhile). One pin at a time. */

@@ -57,6 +57,12 @@ static void CUPTIAPI buf_request(uint8_t **buf, size_t *size, size_t *max_record
 }
 
 static int fault_ins;         /* KVTIER_ADMIT=fault: HtoD records set the tier */
+static uint64_t far_faults;   /* GPU faults on chunks believed far and unmapped */
+
+uint64_t kvt_cupti_far_faults(void)
+{
+	return __atomic_load_n(&far_faults, __ATOMIC_RELAXED);
+}
 
 void kvt_cupti_track_fault_ins(int on)
 {
@@ -70,6 +76,12 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
 		credited = kvt_heat_add(r->address, 1, 1.0f, 1);
 		kvt_prof_on_fault(r->address);     /* the sample source's probes */
+		if (__atomic_load_n(&fault_ins, __ATOMIC_RELAXED)) {
+			const struct kvt_heat_chunk *c = kvt_heat_chunk_at(r->address);
+			if (c && __atomic_load_n(&c->tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_FAR &&
+			    !(__atomic_load_n(&c->flags, __ATOMIC_RELAXED) & KVT_HEAT_F_MAPPED))
+				__atomic_fetch_add(&far_faults, 1, __ATOMIC_RELAXED);
+		}
 		break;
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
 		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE)
@@ -80,11 +92,8 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 			kvt_heat_fault_in(r->address);
 		break;
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
-		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION) {
-			struct kvt_heat_chunk *c = kvt_heat_chunk_at(r->address);
-			if (c)
-				__atomic_store_n(&c->tier, KVT_PLAN_TIER_FAR, __ATOMIC_RELAXED);
-		}
+		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION)
+			kvt_heat_evicted(r->address);
 		break;
 	default:
 		break;

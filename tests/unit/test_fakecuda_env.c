@@ -2,7 +2,7 @@
 /* CUnit suite for the SIMULATED CUDA driver's environment knobs, each read
  * once per process: this binary re-runs itself as a child (--child MODE)
  * with the variables set (FAKECUDA_FAIL, FAKECUDA_CUPTI_BUSY, FAKECUDA_PACE,
- * FAKECUDA_RECLAIM). Runs with FAKECUDA_DEVICE_BYTES=64M. */
+ * FAKECUDA_RECLAIM, FAKECUDA_FAULT_MAPS). Runs with FAKECUDA_DEVICE_BYTES=64M. */
 #include "unit/fakecuda_drv.h"
 
 #include <cupti_activity.h>
@@ -100,6 +100,26 @@ static int child_reclaim(void)
 	return 0;
 }
 
+/* A block preferred on HOST_NUMA 0, written by the CPU, read twice by the
+ * GPU: prints where it ends up and what the reads cost. */
+static int child_fault_maps(void)
+{
+	CUdeviceptr p = 0;
+	if (D.MemAllocManaged(&p, BLK, CU_MEM_ATTACH_GLOBAL) ||
+	    D.MemAdvise(p, BLK, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, NUMA0))
+		return 1;
+	memset((void *)p, 7, BLK);
+	D.reset();
+	if (D.access((void *)p, BLK, 0) || D.access((void *)p, BLK, 0))
+		return 1;
+	int id = -1;
+	struct fakecuda_counters c = ctr();
+	printf("loc=%d faults=%llu htod=%llu remote=%llu\n", (int)loc_of(p, &id),
+	       (unsigned long long)c.faults, (unsigned long long)c.bytes_htod,
+	       (unsigned long long)c.bytes_remote);
+	return 0;
+}
+
 static void run_child(const char *mode, const char *const env[], struct kvt_child *c)
 {
 	const char *argv[] = { self_path, "--child", mode, NULL };
@@ -175,11 +195,37 @@ static void test_reclaim_off(void)
 	CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* FAKECUDA_FAULT_MAPS=1: the GPU's fault maps the block (one fault, both
+ * reads over the link, nothing migrated); by default it migrates. */
+static void test_fault_maps(void)
+{
+	static struct kvt_child c;
+	int loc = -1;
+	unsigned long long faults = 9, htod = 9, remote = 9;
+	const char *env[] = { "FAKECUDA_FAULT_MAPS=1", NULL };
+	run_child("fault_maps", env, &c);
+	CU_ASSERT_EQUAL(sscanf(c.out, "loc=%d faults=%llu htod=%llu remote=%llu",
+			       &loc, &faults, &htod, &remote), 4);
+	CU_ASSERT_NOT_EQUAL(loc, CU_MEM_LOCATION_TYPE_DEVICE);
+	CU_ASSERT_EQUAL(faults, 1);
+	CU_ASSERT_EQUAL(htod, 0);
+	CU_ASSERT_EQUAL(remote, 2 * BLK);
+	const char *env0[] = { NULL };
+	run_child("fault_maps", env0, &c);
+	CU_ASSERT_EQUAL(sscanf(c.out, "loc=%d faults=%llu htod=%llu remote=%llu",
+			       &loc, &faults, &htod, &remote), 4);
+	CU_ASSERT_EQUAL(loc, CU_MEM_LOCATION_TYPE_DEVICE);
+	CU_ASSERT_EQUAL(faults, 1);
+	CU_ASSERT_EQUAL(htod, BLK);
+	CU_ASSERT_EQUAL(remote, 0);
+}
+
 static CU_TestInfo tests_env[] = {
 	{ "FAKECUDA_FAIL", test_fail_injection },
 	{ "CUPTI busy", test_cupti_busy },
 	{ "FAKECUDA_PACE", test_pace },
 	{ "FAKECUDA_RECLAIM=0", test_reclaim_off },
+	{ "FAKECUDA_FAULT_MAPS=1", test_fault_maps },
 	CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
@@ -201,6 +247,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[2], "busy")) return child_busy();
 		if (!strcmp(argv[2], "pace")) return child_pace();
 		if (!strcmp(argv[2], "reclaim")) return child_reclaim();
+		if (!strcmp(argv[2], "fault_maps")) return child_fault_maps();
 		return 2;
 	}
 	return kvt_test_main(suites);

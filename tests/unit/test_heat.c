@@ -243,6 +243,45 @@ static void test_fault_in(void)
 	kvt_heat_init(1000);
 }
 
+/* KVTIER_ADMIT=auto: only a chunk the driver evicted (HBM full) and that
+ * came back within tau earns a strike; the count saturates at 3; a chunk
+ * the migrator demoted that comes back is a refault but no strike. */
+static void test_evicted_strikes(void)
+{
+	const uint64_t A = 0x6400000000ull, C = 2ull << 20;
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 4 * C, KVT_PLAN_TIER_FAR, 0), 0);
+	struct kvt_heat_chunk *c = kvt_heat_chunk_at(A + C), *d = kvt_heat_chunk_at(A + 2 * C);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL(c->flags, 0);
+	kvt_heat_fault_in(A + C);                    /* first time in: no strike */
+	CU_ASSERT_EQUAL(c->flags & KVT_HEAT_F_REFAULTS, 0);
+	for (unsigned i = 1; i <= 4; i++) {
+		kvt_heat_evicted(A + C + 4096);
+		CU_ASSERT_EQUAL(c->tier, KVT_PLAN_TIER_FAR);
+		CU_ASSERT_TRUE(c->flags & KVT_HEAT_F_EVICTED);
+		kvt_heat_fault_in(A + C);
+		CU_ASSERT_EQUAL(c->tier, KVT_PLAN_TIER_HBM);
+		CU_ASSERT_FALSE(c->flags & KVT_HEAT_F_EVICTED);
+		CU_ASSERT_EQUAL(c->flags & KVT_HEAT_F_REFAULTS, i < 3 ? i : 3);
+	}
+	kvt_heat_fault_in(A + 2 * C);
+	d->tier = KVT_PLAN_TIER_FAR;                 /* the migrator demoted it */
+	uint64_t r0 = kvt_heat_refaults();
+	kvt_heat_fault_in(A + 2 * C);
+	CU_ASSERT_EQUAL(kvt_heat_refaults(), r0 + 1);
+	CU_ASSERT_EQUAL(d->flags, 0);
+	kvt_heat_evicted(0x1000);                    /* not tracked: ignored */
+	CU_ASSERT_EQUAL(kvt_heat_untrack(A), 0);
+	/* a new range in the same arena slots starts with no flags */
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 4 * C, KVT_PLAN_TIER_FAR, 0), 0);
+	CU_ASSERT_EQUAL(kvt_heat_chunk_at(A + C)->flags, 0);
+	CU_ASSERT_EQUAL(kvt_heat_untrack(A), 0);
+	kvt_heat_reset();
+	kvt_heat_init(1000);
+}
+
 /* Link stand-ins: the evidence table (profiler/evidence.c) names the sample
  * source, whose driver calls live in the preload-only cuda_shim; this suite
  * never enables it, and any call would fail it. */
@@ -321,6 +360,7 @@ int main(void)
 		{ "launch sampling: no aliasing with periodic launches", test_launch_sampling_periodic },
 		{ "set_tier: a re-homed range is in HBM", test_set_tier },
 		{ "fault_in: tier, residence, refaults", test_fault_in },
+		{ "evicted: strikes for driver evictions only", test_evicted_strikes },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {

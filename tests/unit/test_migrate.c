@@ -121,11 +121,15 @@ static void test_rehomed_counts_against_budget(void)
 }
 
 /* KVTIER_ADMIT=fault: far memory is not mapped for the GPU, so first
- * touches fault and migrate (nothing is read over the link), and CUPTI's
- * records tell the migrator which chunks came in. */
-static void test_admit_fault(void)
+ * touches fault and migrate (nothing is read over the link), CUPTI's
+ * records tell the migrator which chunks came in, and it promotes nothing
+ * (what the GPU uses comes in by itself). vllm-like at 2x does not fit the
+ * device: the driver keeps evicting and re-faulting the same chunks.
+ * KVTIER_ADMIT=auto maps those for the GPU after their second come-back,
+ * so they are read over the link instead: far fewer faults. */
+static void test_admit_fault_and_auto(void)
 {
-	static struct result r;
+	static struct result r, a;
 	run(&r, "KVTIER_ADMIT=fault", NULL);
 	CU_ASSERT_EQUAL(r.c.exit_code, 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.out, "\ncorrupt=0\n"));
@@ -133,7 +137,54 @@ static void test_admit_fault(void)
 	CU_ASSERT_TRUE(out_u64(&r, "faults") > 0 && out_u64(&r, "faults") != ~0ull);
 	CU_ASSERT_EQUAL(out_u64(&r, "bytes_remote"), 0);
 	CU_ASSERT_TRUE(info(&r, "migrate.fault_ins") > 0);
+	CU_ASSERT_EQUAL(info(&r, "migrate.promoted"), 0);
+	CU_ASSERT_EQUAL(info(&r, "migrate.auto_mapped"), 0);
 	CU_ASSERT_PTR_NULL(strstr(r.c.err, "gives way"));
+
+	run(&a, "KVTIER_ADMIT=auto", NULL);
+	CU_ASSERT_EQUAL(a.c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(a.c.out, "\ncorrupt=0\n"));
+	CU_ASSERT_STRING_EQUAL(info_text(&a, "migrate.admit"), "auto");
+	CU_ASSERT_PTR_NULL(strstr(a.c.err, "gives way"));
+	CU_ASSERT_TRUE(info(&a, "migrate.fault_ins") > 0);
+	CU_ASSERT_TRUE(info(&a, "migrate.auto_mapped") > 0);
+	CU_ASSERT_EQUAL(info(&a, "migrate.advise_failed"), 0);
+	CU_ASSERT_TRUE(out_u64(&a, "bytes_remote") > 0 && out_u64(&a, "bytes_remote") != ~0ull);
+	CU_ASSERT_TRUE(out_u64(&a, "faults") * 4 < out_u64(&r, "faults"));
+}
+
+/* A driver whose GPU faults map far memory instead of migrating it (CUDA
+ * documents that for a host preferred location; FAKECUDA_FAULT_MAPS=1 in
+ * the stand-in) admits nothing by fault: auto says so once and gives way to
+ * remote, whose promotions then bring the hot chunks in. */
+static void test_admit_auto_faults_map(void)
+{
+	static struct result r;
+	run(&r, "KVTIER_ADMIT=auto", "FAKECUDA_FAULT_MAPS=1");
+	CU_ASSERT_EQUAL(r.c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.out, "\ncorrupt=0\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.err, "KVTIER_ADMIT=auto gives way to remote admission ("));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.err, "GPU faults on far memory migrated none of it"));
+	CU_ASSERT_STRING_EQUAL(info_text(&r, "migrate.admit"), "remote (auto gave way)");
+	CU_ASSERT_EQUAL(info(&r, "migrate.fault_ins"), 0);
+	CU_ASSERT_TRUE(info(&r, "migrate.far_faults") >= 64);
+	CU_ASSERT_TRUE(info(&r, "migrate.promoted") > 0);
+}
+
+/* A driver that drops host-NUMA homes (the H200, driver 580): remote
+ * admission gives far memory a plain host home, on which a GPU fault maps
+ * instead of migrating; admission by fault leaves it with no preferred
+ * location, so faults still migrate and auto keeps working. */
+static void test_admit_auto_dropped_home(void)
+{
+	static struct result r;
+	run(&r, "KVTIER_ADMIT=auto", "FAKECUDA_DROP_HOST_NUMA_HOME=1");
+	CU_ASSERT_EQUAL(r.c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.out, "\ncorrupt=0\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.err, "does not keep it"));
+	CU_ASSERT_PTR_NULL(strstr(r.c.err, "gives way"));
+	CU_ASSERT_STRING_EQUAL(info_text(&r, "migrate.admit"), "auto");
+	CU_ASSERT_TRUE(info(&r, "migrate.fault_ins") > 0);
 }
 
 /* Without CUPTI the admissions would be invisible to the budget: fault
@@ -149,7 +200,7 @@ static void test_admit_fault_needs_cupti(void)
 	CU_ASSERT_TRUE(out_u64(&r, "bytes_remote") > 0 && out_u64(&r, "bytes_remote") != ~0ull);
 	run(&r, "KVTIER_ADMIT=bogus", NULL);
 	CU_ASSERT_EQUAL(r.c.exit_code, 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.err, "KVTIER_ADMIT='bogus': not remote or fault; using remote"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.err, "KVTIER_ADMIT='bogus': not remote, fault or auto; using remote"));
 	CU_ASSERT_STRING_EQUAL(info_text(&r, "migrate.admit"), "remote");
 }
 
@@ -204,7 +255,9 @@ int main(void)
 		{ "vLLM-like at 2x: hot chunks promoted, data intact", test_migrates_hot_chunks },
 		{ "KVTIER_MIGRATE=0: no migration, slower", test_migrate_off },
 		{ "a re-homed provisional tensor counts against the budget", test_rehomed_counts_against_budget },
-		{ "KVTIER_ADMIT=fault: first touches migrate, CUPTI reports them", test_admit_fault },
+		{ "KVTIER_ADMIT=fault: first touches migrate, CUPTI reports them; auto maps the thrashing", test_admit_fault_and_auto },
+		{ "KVTIER_ADMIT=auto where faults map: gives way to remote", test_admit_auto_faults_map },
+		{ "KVTIER_ADMIT=auto where host-NUMA homes are dropped: no host home", test_admit_auto_dropped_home },
 		{ "KVTIER_ADMIT=fault without CUPTI gives way; a bad value warns", test_admit_fault_needs_cupti },
 		{ "CUPTI busy: said once, launch/copy still migrate", test_cupti_busy },
 		{ "KVTIER_SOURCES selects sources; a bad name warns", test_sources_option },

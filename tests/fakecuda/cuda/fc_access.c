@@ -32,10 +32,12 @@ static void fc_cost_remote(uint64_t bytes)
 /* A GPU fault on a host-resident block maps the host copy instead of
  * migrating it only when the preferred location is plain HOST; with a
  * HOST_NUMA preference the block migrates (as measured on an H200 with
- * driver 580.159.04; docs/simulated-device.md). */
+ * driver 580.159.04, which keeps no HOST_NUMA preference;
+ * docs/simulated-device.md). FAKECUDA_FAULT_MAPS=1: every such fault maps,
+ * as a driver that keeps a host home may. */
 static bool fc_fault_maps(const struct fc_block *b)
 {
-	return b->pref_type == CU_MEM_LOCATION_TYPE_HOST;
+	return b->pref_type == CU_MEM_LOCATION_TYPE_HOST || fc_knobs.fault_maps;
 }
 
 static void fc_fault_record(uintptr_t addr, int write)

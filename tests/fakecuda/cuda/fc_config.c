@@ -205,6 +205,7 @@ static void fc_config_once(void)
 	fc_knobs.drop_host_numa_home = fc_env_bool("FAKECUDA_DROP_HOST_NUMA_HOME", false);
 	fc_knobs.pace = fc_env_pace("FAKECUDA_PACE");
 	fc_knobs.reclaim = fc_env_bool("FAKECUDA_RECLAIM", true);
+	fc_knobs.fault_maps = fc_env_bool("FAKECUDA_FAULT_MAPS", false);
 	fc_pace_anchor();
 	fc_knobs.fault_batch_blocks =
 		(unsigned)fc_env_double("FAKECUDA_FAULT_BATCH", 16);

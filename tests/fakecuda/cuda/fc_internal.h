@@ -50,6 +50,7 @@ struct fc_knobs {
 	bool drop_host_numa_home;    /* FAKECUDA_DROP_HOST_NUMA_HOME */
 	double pace;                 /* FAKECUDA_PACE: real s per virtual s, 0 off */
 	bool reclaim;                /* FAKECUDA_RECLAIM: punch the copy a block left */
+	bool fault_maps;             /* FAKECUDA_FAULT_MAPS: every host fault maps */
 };
 extern struct fc_knobs fc_knobs;
 void fc_config_init(void);                 /* idempotent, thread-safe */
