@@ -264,10 +264,12 @@ elif ! command -v jq >/dev/null; then
 	SIM_STATE="n/a (jq not installed)"
 fi
 # Group bench-sim.json's flat rows into one object per workload and KV size.
-# Alternatives: native, blanket, uvm, static (kvtier-static), kvtier, oracle.
+# Alternatives: native, blanket, uvm, static (kvtier-static), kvtier, auto
+# (kvtier-auto: KVTIER_ADMIT=auto), oracle.
 sim_list() {
 	jq -c '
-	  def alt: if .alternative == "kvtier-static" then "static" else .alternative end;
+	  def alt: if .alternative == "kvtier-static" then "static"
+	           elif .alternative == "kvtier-auto" then "auto" else .alternative end;
 	  def ratio($a; $b): if ($a != null and $b != null and $b > 0) then ($a / $b * 1000 | round / 1000) else null end;
 	  [ .[] | select(.tokens_per_s != null) ]
 	  | group_by([.name, .kv_over_hbm])
@@ -280,7 +282,10 @@ sim_list() {
 	  | map(. + { kvtier_vs_oracle: ratio(.tokens_per_s.kvtier; .tokens_per_s.oracle),
 	              kvtier_vs_uvm: ratio(.tokens_per_s.kvtier; .tokens_per_s.uvm),
 	              kvtier_vs_blanket: ratio(.tokens_per_s.kvtier; .tokens_per_s.blanket),
-	              kvtier_vs_static: ratio(.tokens_per_s.kvtier; .tokens_per_s.static) })' "$SIM_JSON"
+	              kvtier_vs_static: ratio(.tokens_per_s.kvtier; .tokens_per_s.static),
+	              kvtier_auto_vs_oracle: ratio(.tokens_per_s.auto; .tokens_per_s.oracle),
+	              kvtier_auto_vs_uvm: ratio(.tokens_per_s.auto; .tokens_per_s.uvm),
+	              kvtier_auto_vs_static: ratio(.tokens_per_s.auto; .tokens_per_s.static) })' "$SIM_JSON"
 }
 SIM='[]'
 if [ "$SIM_STATE" = ok ]; then
@@ -291,14 +296,16 @@ printf '\nsimulated tiering (fakecuda cost model, from %s; simulated tokens/s)\n
 if [ "$SIM_STATE" != ok ]; then
 	echo "  $SIM_STATE"
 else
-	printf '%-14s %6s %9s %9s %9s %9s %9s %9s   %s\n' workload kv/hbm native blanket uvm static kvtier oracle \
-		'kvtier vs oracle/uvm/blanket/static'
+	printf '%-14s %6s %9s %9s %9s %9s %9s %9s %9s   %-36s %s\n' workload kv/hbm native blanket uvm static kvtier auto oracle \
+		'kvtier vs oracle/uvm/blanket/static' 'auto vs oracle/uvm/static'
 	echo "$SIM" | jq -r '.[] | [.name, (.kv_over_hbm | tostring + "x"),
-	    (.tokens_per_s | (.native, .blanket, .uvm, .static, .kvtier, .oracle) | if . == null then "-" else (. | round | tostring) end),
+	    (.tokens_per_s | (.native, .blanket, .uvm, .static, .kvtier, .auto, .oracle) | if . == null then "-" else (. | round | tostring) end),
 	    ([.kvtier_vs_oracle, .kvtier_vs_uvm, .kvtier_vs_blanket, .kvtier_vs_static]
+	      | map(if . == null then "-" else tostring end) | join(" / ")),
+	    ([.kvtier_auto_vs_oracle, .kvtier_auto_vs_uvm, .kvtier_auto_vs_static]
 	      | map(if . == null then "-" else tostring end) | join(" / "))] | @tsv' |
-	while IFS=$'\t' read -r n x a b c d e f r; do
-		printf '%-14s %6s %9s %9s %9s %9s %9s %9s   %s\n' "$n" "$x" "$a" "$b" "$c" "$d" "$e" "$f" "$r"
+	while IFS=$'\t' read -r n x a b c d e g f r q; do
+		printf '%-14s %6s %9s %9s %9s %9s %9s %9s %9s   %-36s %s\n' "$n" "$x" "$a" "$b" "$c" "$d" "$e" "$g" "$f" "$r" "$q"
 	done
 fi
 } | tee -a "$DIR/table.txt"

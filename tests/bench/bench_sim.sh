@@ -3,7 +3,8 @@
 # make bench-sim: the SIMULATED tiering table.  For each workload at KV =
 # 2x (and 4x in make bench) the KV budget it runs uvm (fault-driven managed
 # memory), blanket (every device allocation managed), oracle (managed + a
-# future-knowing prefetcher), kvtier-static and kvtier, and at 1x native
+# future-knowing prefetcher), kvtier-static, kvtier and kvtier-auto
+# (KVTIER_ADMIT=auto, docs/placement.md), and at 1x native
 # (the reference: it does not fit above; make bench adds uvm and oracle at
 # 1x), on the fakecuda simulated GPU, prints one table and writes
 # $BUILD/bench-sim.json.  Every figure is simulated.  Where its minute goes
@@ -17,7 +18,7 @@
 #        a workload, so all of them decode the same requests of the same
 #        (deterministic) schedule.  make bench-sim-full doubles both.
 #   BENCH_SIM_PACE ("vllm-like=10 sglang-like=10 llamacpp-like=10 zipf-decode=30")
-#        FAKECUDA_PACE of the kvtier rows: the migrator works in real time, so
+#        FAKECUDA_PACE of the kvtier and kvtier-auto rows: the migrator works in real time, so
 #        the simulated device must not run faster than its virtual clock; at
 #        these paces a decode step takes ~5-30 ms of real time, about what a
 #        real server's does.  The other rows have no real-time part and run
@@ -129,6 +130,9 @@ run_one() {
 	kvtier)
 		env LD_PRELOAD="$LIBKVTIER" FAKECUDA_PACE="$(pace "$wl")" $cmd --mode native \
 			>"$base.out" 2>"$base.err" ;;
+	kvtier-auto)
+		env LD_PRELOAD="$LIBKVTIER" FAKECUDA_PACE="$(pace "$wl")" KVTIER_ADMIT=auto \
+			$cmd --mode native >"$base.out" 2>"$base.err" ;;
 	kvtier-static)
 		env LD_PRELOAD="$LIBKVTIER" KVTIER_MIGRATE=0 $cmd --mode native >"$base.out" 2>"$base.err" ;;
 	blanket)
@@ -152,7 +156,7 @@ paced_list() {
 	local x wl
 	for x in $RATIOS; do
 		[ "$x" = 1 ] && continue
-		for wl in $WORKLOADS; do echo "$wl $x kvtier"; done
+		for wl in $WORKLOADS; do echo "$wl $x kvtier"; echo "$wl $x kvtier-auto"; done
 	done
 }
 paced_list | xargs -P "$PACED_JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"' &
@@ -179,7 +183,7 @@ first=1
 for wl in $WORKLOADS; do
 	for x in 1 2 4; do
 		case " $RATIOS " in *" $x "*) ;; *) continue ;; esac
-		for mode in native uvm blanket oracle kvtier kvtier-static; do
+		for mode in native uvm blanket oracle kvtier kvtier-auto kvtier-static; do
 			case $mode in kvtier*|blanket) [ "$x" = 1 ] && continue ;; esac
 			[ "$x" = 1 ] && ! one_x "$mode" && continue
 			f="$OUT/$wl-$x-$mode.out"
@@ -202,7 +206,7 @@ for wl in $WORKLOADS; do
 			[ $first = 1 ] || echo "," >>"$JSON.tmp"
 			first=0
 			pc=null
-			[ "$mode" = kvtier ] && pc=$(pace "$wl")
+			case $mode in kvtier|kvtier-auto) pc=$(pace "$wl") ;; esac
 			printf '  {"name": "%s", "kv_over_hbm": %s, "alternative": "%s", "tokens_per_s": %s, "bytes_htod": %s, "bytes_dtoh": %s, "bytes_remote": %s, "faults": %s, "steps": %s, "warmup": %s, "pace": %s, "simulated": true}' \
 				"$wl" "$x" "$mode" "$tps" "$h" "$d" "$r" "$fl" "$(steps "$wl")" "$(warmup "$wl")" "$pc" >>"$JSON.tmp"
 		done
@@ -210,22 +214,25 @@ for wl in $WORKLOADS; do
 done
 # kvtier's ratios (simulated tokens/s): vs oracle, vs fault-driven UVM, vs
 # static placement (kvtier with KVTIER_MIGRATE=0), vs blanket managed memory.
-# Targets: >= 0.9, >= 3, >= 1.5.
-printf '\n%-14s %6s %18s %16s %18s %18s\n' workload kv/hbm kvtier_vs_oracle kvtier_vs_uvm kvtier_vs_static kvtier_vs_blanket
+# Targets: >= 0.9, >= 3, >= 1.5. The kvtier-auto row's, against oracle and UVM, beside.
+printf '\n%-14s %6s %18s %16s %18s %18s %12s %10s\n' workload kv/hbm kvtier_vs_oracle kvtier_vs_uvm kvtier_vs_static kvtier_vs_blanket auto_vs_orcl auto_vs_uvm
 for wl in $WORKLOADS; do
 	for x in 2 4; do
 		case " $RATIOS " in *" $x "*) ;; *) continue ;; esac
 		k=$(val "$OUT/$wl-$x-kvtier.out" tokens_per_s); s=$(val "$OUT/$wl-$x-kvtier-static.out" tokens_per_s)
 		o=$(val "$OUT/$wl-$x-oracle.out" tokens_per_s); u=$(val "$OUT/$wl-$x-uvm.out" tokens_per_s)
 		b=$(val "$OUT/$wl-$x-blanket.out" tokens_per_s)
+		a=$(val "$OUT/$wl-$x-kvtier-auto.out" tokens_per_s)
 		[ -n "$k" ] && [ -n "$s" ] && [ -n "$o" ] && [ -n "$u" ] || continue
-		r=$(awk -v k="$k" -v o="$o" -v u="$u" -v s="$s" -v b="${b:-0}" 'BEGIN {
+		r=$(awk -v k="$k" -v o="$o" -v u="$u" -v s="$s" -v b="${b:-0}" -v a="${a:-0}" 'BEGIN {
 			kb = (b + 0 > 0) ? sprintf("%.3f", k / b) : "null"
-			printf "%.3f %.3f %.3f %s\n", k / o, k / u, k / s, kb }')
+			ao = (a + 0 > 0) ? sprintf("%.3f", a / o) : "null"
+			au = (a + 0 > 0) ? sprintf("%.3f", a / u) : "null"
+			printf "%.3f %.3f %.3f %s %s %s\n", k / o, k / u, k / s, kb, ao, au }')
 		set -- $r
-		printf '%-14s %5sx %18s %16s %18s %18s\n' "$wl" "$x" "$1" "$2" "$3" "$4"
-		printf ',\n  {"name": "%s", "kv_over_hbm": %s, "alternative": "kvtier-ratios", "kvtier_vs_oracle": %s, "kvtier_vs_uvm": %s, "kvtier_vs_static": %s, "kvtier_vs_blanket": %s, "simulated": true}' \
-			"$wl" "$x" "$1" "$2" "$3" "$4" >>"$JSON.tmp"
+		printf '%-14s %5sx %18s %16s %18s %18s %12s %10s\n' "$wl" "$x" "$1" "$2" "$3" "$4" "$5" "$6"
+		printf ',\n  {"name": "%s", "kv_over_hbm": %s, "alternative": "kvtier-ratios", "kvtier_vs_oracle": %s, "kvtier_vs_uvm": %s, "kvtier_vs_static": %s, "kvtier_vs_blanket": %s, "kvtier_auto_vs_oracle": %s, "kvtier_auto_vs_uvm": %s, "simulated": true}' \
+			"$wl" "$x" "$1" "$2" "$3" "$4" "$5" "$6" >>"$JSON.tmp"
 	done
 done
 printf '\n]\n' >>"$JSON.tmp"
