@@ -93,7 +93,7 @@ static const struct opt_desc table[] = {
 	  .str_bytes = sizeof kvt_opt.admit, .def = "remote", .unit = "mode",
 	  .help = "how far KV reaches HBM: remote (the GPU reads it over the link until the "
 		  "migrator promotes it), fault (its first GPU touch migrates it; needs cupti) "
-		  "or auto (fault, and remote for chunks that come back soon after demotion)" },
+		  "or auto (fault, and remote for chunks the driver keeps evicting and faulting back)" },
 	{ .name = "KVTIER_EPOCH_MS", .type = OPT_INT, .offset = OFF(epoch_ms),
 	  .def = "50", .unit = "ms", .min = 1, .max = 60000,
 	  .help = "migration epoch: the planner runs and prefetches are issued this often" },

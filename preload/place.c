@@ -45,10 +45,11 @@ static uint64_t nr_rehomed, nr_mismatch;
  * not mapped for the GPU (no accessed-by), so the GPU's first touch of a far
  * chunk faults and the driver migrates it to HBM, where the migrator counts
  * it (CUPTI's fault-driven migration records) and demotes the coldest chunks
- * to keep the budget; auto also maps remotely, chunk by chunk, what comes
- * back soon after its demotion (the migrator). Set at init; cleared (and the
- * accessed-by advice restored on every far range) when the CUPTI source
- * cannot run, since the migrator would not see the admissions. */
+ * to keep the budget; auto also maps remotely, chunk by chunk, what the
+ * driver keeps evicting and faulting back (the migrator). Set at init;
+ * cleared (and the accessed-by advice restored on every far range) when the
+ * CUPTI source cannot run, since the migrator would not see the admissions,
+ * or when GPU faults map far memory instead of migrating it. */
 static int admit_fault;
 
 static const char *const fallback_names[KVT_FB__COUNT] = {
@@ -295,7 +296,7 @@ static int numa_homes_kept = 1;
  * a driver without host-NUMA homes (pre-12.2 / pre-R550, or one that drops
  * them) gets a plain host home. The first placement reads the home back
  * (its first chunk: two range-attribute calls); later ones trust it. */
-static void home_far(CUdeviceptr d, uint64_t size, int node)
+static int home_far(CUdeviceptr d, uint64_t size, int node)
 {
 	static int checked;
 	CUdevice dev = 0;
@@ -324,8 +325,10 @@ static void home_far(CUdeviceptr d, uint64_t size, int node)
 			kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
 					CU_MEM_LOCATION_TYPE_HOST, 0);
 	}
-	if (!__atomic_load_n(&admit_fault, __ATOMIC_RELAXED))
-		kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_ACCESSED_BY, CU_MEM_LOCATION_TYPE_DEVICE, dev);
+	if (__atomic_load_n(&admit_fault, __ATOMIC_RELAXED))
+		return 0;
+	kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_ACCESSED_BY, CU_MEM_LOCATION_TYPE_DEVICE, dev);
+	return 1;
 }
 
 int kvt_place_admit_fault(void)
@@ -339,10 +342,12 @@ int kvt_place_admit_auto(void)
 }
 
 /* Back to remote admission: every far range tracked so far is mapped for the
- * GPU again (the migrator thread, once, when CUPTI turns out unusable). */
+ * GPU again (the migrator thread, once, when CUPTI turns out unusable or
+ * GPU faults map far memory); one placed but not yet tracked is mapped by
+ * kvt_place_commit, which reads the mode after tracking it. */
 void kvt_place_admit_remote(const char *why)
 {
-	if (!__atomic_exchange_n(&admit_fault, 0, __ATOMIC_RELAXED))
+	if (!__atomic_exchange_n(&admit_fault, 0, __ATOMIC_SEQ_CST))
 		return;
 	kvt_warn("KVTIER_ADMIT=%s gives way to remote admission (%s): far memory is "
 		 "mapped for the GPU and read over the link until promoted", kvt_opt.admit, why);
@@ -423,6 +428,16 @@ void kvt_place_commit(struct kvt_place *pl, uint64_t base, uint64_t size)
 	if (base && pl->placement != KVT_PLACE_NATIVE) {
 		if (is_managed(pl->placement))      /* the migrator's chunks */
 			kvt_migrator_track(base, size, pl->node);
+		/* placed for fault admission, which gave way to remote before the
+		 * range was tracked (kvt_place_admit_remote saw only tracked ones).
+		 * A read-modify-write, ordered with that exchange: either it sees
+		 * 0 here, or the exchange comes after and sees the range tracked. */
+		if (pl->unmapped && !__atomic_fetch_or(&admit_fault, 0, __ATOMIC_SEQ_CST)) {
+			CUdevice dev = 0;
+			kvt_cuda_current_device(&dev);
+			kvt_cuda_advise(base, size, CU_MEM_ADVISE_SET_ACCESSED_BY,
+					CU_MEM_LOCATION_TYPE_DEVICE, dev);
+		}
 		if (pl->node >= 0 && pl->placement != KVT_PLACE_MANAGED_HBM)
 			account_far(pl->node, (int64_t)size);
 		__atomic_fetch_add(&nr_placed[pl->placement], 1, __ATOMIC_RELAXED);
@@ -510,7 +525,7 @@ int kvt_place_managed(CUdeviceptr *p, uint64_t size, struct kvt_place *pl)
 void kvt_place_advise(uint64_t d, uint64_t size, struct kvt_place *pl)
 {
 	if (pl->placement == KVT_PLACE_MANAGED_FAR) {
-		home_far(d, size, pl->node);
+		pl->unmapped = !home_far(d, size, pl->node);
 	} else if (pl->placement == KVT_PLACE_MANAGED_HBM) {
 		CUdevice dev = 0;
 		kvt_cuda_current_device(&dev);

@@ -16,6 +16,7 @@
 struct kvt_place {
 	uint8_t placement;            /* enum kvt_placement: what is to be done / was done */
 	uint8_t provisional;          /* managed:hbm until the classifier's verdict */
+	uint8_t unmapped;             /* far, placed without accessed-by (fault admission) */
 	int32_t node;                 /* host NUMA node of a far placement, -1 none */
 	uint64_t policy_id;           /* the engine's id for this allocation */
 	uint64_t far_bytes;           /* charged to KVTIER_CXL_LIMIT */
@@ -40,12 +41,13 @@ void kvt_place_init(void);
 int kvt_place_far_node(void);
 /* KVTIER_ADMIT in effect: 0 remote, else far memory is not mapped for the
  * GPU at placement (fault; auto also maps, chunk by chunk, what the
- * migrator finds coming back right after its demotion). */
+ * driver keeps evicting and faulting back). */
 enum kvt_admit { KVT_ADMIT_REMOTE, KVT_ADMIT_FAULT, KVT_ADMIT_AUTO };
 int kvt_place_admit_fault(void);        /* fault or auto */
 int kvt_place_admit_auto(void);
-/* CUPTI cannot report the admissions (why): back to remote admission, the
- * far ranges tracked so far mapped for the GPU again. Idempotent. */
+/* Fault admission cannot work (why: CUPTI cannot report the admissions, or
+ * faults map): back to remote admission, the far ranges tracked so far
+ * mapped for the GPU again. Idempotent. */
 void kvt_place_admit_remote(const char *why);
 /* The HBM budget for redirected memory: KVTIER_HBM_BUDGET, or what was
  * derived when the KV allocations began (0 = not yet, or nothing left). */

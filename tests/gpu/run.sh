@@ -10,7 +10,9 @@
 #      decode runs a PTX kernel over the K/V rows, tests/workloads/wl_real.c)
 #      at the same KV size: native (it fits on the card), blanket managed,
 #      kvtier static (KVTIER_MIGRATE=0) and kvtier with the small budget:
-#      wall-clock tokens/s side by side, KV verification (corrupt=0)
+#      wall-clock tokens/s side by side, KV verification (corrupt=0); and
+#      vllm-like with KVTIER_ADMIT=auto: do GPU faults migrate far memory here
+#      (migrate.fault_ins), or did auto give way to remote (and why)?
 #   4. tests/gpu/torch_check.py (skips itself without torch)
 # At most ~8 minutes; logs under $OUT (else build/gpu/logs); a table last.
 # Exits 77 with one line when no GPU is present, 1 when a check failed.
@@ -111,6 +113,13 @@ trace_counts() {  # events by op in the traces of one step
 	"$KVTIER" dump $t 2>/dev/null | sed -n 's/.* op=\([a-z]*\) .*/\1/p' | sort | uniq -c |
 		awk '{ printf "%s%s=%s", (NR > 1 ? " " : ""), $2, $1 }'
 }
+admit_info() {  # the admission counters of one step's trace
+	local t; t=$(ls "$LOG/$1".*.trace* 2>/dev/null)
+	[ -n "$t" ] || { echo "no trace"; return; }
+	"$KVTIER" dump $t 2>/dev/null |
+		sed -n 's/^info migrate\.\(admit\|fault_ins\|refaults\|far_faults\|auto_mapped\|promoted\|demoted\)=/\1=/p' |
+		tr '\n' ' '
+}
 FAR_POLICY="device,size>=$BUF => managed:cxl; * => native"
 BLANKET_POLICY="device => managed:hbm; * => native"
 
@@ -167,6 +176,13 @@ for wl in vllm-like sglang-like llamacpp-like; do
 		"$KVTIER" run --trace "$LOG/$wl-kvtier.%p.trace" -- "$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS &&
 		wl_row traced
 done
+# admission by fault (opt-in, checked on the stand-in only so far)
+step "vllm-like-kvtier-auto" "0" -- env KVTIER_POLICY="$(kv_policy vllm-like)" KVTIER_HBM_BUDGET="$BUDGET" \
+	KVTIER_ADMIT=auto "$KVTIER" run --trace "$LOG/vllm-like-kvtier-auto.%p.trace" -- \
+	"$B/workloads/vllm-like" --kv-bytes "$KV" $WL_ARGS && wl_row traced
+rows+=("$(printf '%-26s %-8s %s' "  admission" - "$(admit_info vllm-like-kvtier-auto)")")
+grep -h 'gives way' "$LOG"/vllm-like-kvtier-auto.err 2>/dev/null | head -1 >"$LOG/auto-gave-way.txt"
+[ -s "$LOG/auto-gave-way.txt" ] && rows+=("$(printf '%-26s %-8s %s' "  gave way" - "$(cut -c1-200 "$LOG/auto-gave-way.txt")")")
 
 # ---- 4: PyTorch -------------------------------------------------------------------
 PY=${PYTHON:-python3}
