@@ -29,9 +29,15 @@
  * left 17 of 175 budgeted chunks idle on zipf-decode: 0.85x the tokens/s.) */
 #define HIGH_BP 9900
 #define LOW_BP 9700
-/* KVTIER_ADMIT=auto maps a chunk for the GPU after this many come-backs
- * from driver evictions (1 also mapped zipf-decode's hot chunks: 0.6x). */
-#define AUTO_STRIKES 2
+/* KVTIER_ADMIT=auto maps a chunk for the GPU after this many quick
+ * come-backs in a row from driver evictions (1 also mapped zipf-decode's
+ * hot chunks: 0.6x its tokens/s; 2 now and then mapped some). */
+#define AUTO_STRIKES 3
+/* Under fault admission a chunk in HBM ranks by how recently it was used:
+ * this heat when touched now, halving every tau ln 2 (below KVTIER_DEMOTE
+ * after ~4 tau idle). Heat as a decayed count ranked a chunk that had just
+ * come in below the incumbents, and the planner demoted it to come back. */
+#define RECENCY_HEAT 64.0f
 /* KVTIER_ADMIT=fault or auto gives way to remote when this many GPU faults
  * on far memory migrated none of it (the driver maps it instead). */
 #define ADMIT_CHECK_FAULTS 64
@@ -291,9 +297,9 @@ static int bind_device(void)
 	return 0;
 }
 
-/* KVTIER_ADMIT=auto: a chunk that came back by fault AUTO_STRIKES times
- * after the driver had evicted it (HBM full: more HBM time cannot help it)
- * and has no mapping from kvtier yet. */
+/* KVTIER_ADMIT=auto: a chunk that came back by fault quickly AUTO_STRIKES
+ * times in a row after the driver had evicted it (HBM full: more HBM time
+ * cannot help it) and has no mapping from kvtier yet. */
 static int auto_wants(uint8_t f)
 {
 	return !(f & KVT_HEAT_F_MAPPED) && (f & KVT_HEAT_F_REFAULTS) >= AUTO_STRIKES;
@@ -324,9 +330,12 @@ static void auto_map(struct kvt_heat_chunk *c, uint64_t addr, uint64_t end)
  * comes to HBM by fault when it is used, so the plan never promotes it (its
  * heat is left out of this epoch's table): such a promotion only makes room,
  * by demotion, for what the GPU may not touch (0.6-0.8x the tokens/s on
- * zipf-decode, simulated). auto: map the chunks auto_wants(). */
-static void admit_scan(uint32_t n, int automatic)
+ * zipf-decode, simulated). Chunks in HBM rank by recency (RECENCY_HEAT).
+ * auto: map the chunks auto_wants(). */
+static void admit_scan(uint32_t n, int automatic, uint32_t now_ms)
 {
+	float d = m.planner.p.demote, top = RECENCY_HEAT * (d > 1.0f ? d : 1.0f);
+	uint32_t tau = kvt_heat_tau_ms();
 	for (uint32_t i = 0; i < n;) {
 		uint32_t j = i + 1, slot = m.table[i].range;
 		while (j < n && m.table[j].range == slot)
@@ -345,8 +354,13 @@ static void admit_scan(uint32_t n, int automatic)
 					 r->base + r->size);
 				f = __atomic_load_n(&c[idx].flags, __ATOMIC_RELAXED);
 			}
-			if (m.table[k].tier == KVT_PLAN_TIER_FAR && !(f & KVT_HEAT_F_MAPPED))
+			if (m.table[k].tier == KVT_PLAN_TIER_FAR && !(f & KVT_HEAT_F_MAPPED)) {
 				m.table[k].heat = 0.0f;
+			} else if (m.table[k].tier == KVT_PLAN_TIER_HBM) {
+				uint32_t t = kvt_heat_last_ms(c + idx);
+				uint32_t age = (int32_t)(now_ms - t) > 0 ? now_ms - t : 0;
+				m.table[k].heat = t ? kvt_heat_decay(top, age, tau) : 0.0f;
+			}
 		}
 		if (pinned)
 			kvt_heat_unpin();
@@ -368,7 +382,7 @@ static void admit_check(uint32_t n)
 		kvt_place_admit_remote(why);
 		return;
 	}
-	admit_scan(n, kvt_place_admit_auto());
+	admit_scan(n, kvt_place_admit_auto(), kvt_heat_now_ms());
 }
 
 static void apply(const struct kvt_plan_move *mv, uint32_t now_ms)

@@ -105,6 +105,14 @@ void kvt_heat_mark(const struct kvt_heat_chunk *c)
 		__atomic_fetch_or(&dirty[i >> 6], bit, __ATOMIC_RELAXED);
 }
 
+uint32_t kvt_heat_last_ms(const struct kvt_heat_chunk *c)
+{
+	float h;
+	uint32_t t;
+	unpack(__atomic_load_n(&c->hv, __ATOMIC_RELAXED), &h, &t);
+	return h == 0.0f ? 0 : t;
+}
+
 float kvt_heat_read(const struct kvt_heat_chunk *c, uint32_t now_ms, uint32_t tau_ms)
 {
 	float h;
@@ -307,6 +315,8 @@ void kvt_heat_fault_in(uint64_t addr)
 	if (was && now - was < (tau ? tau : 1000)) {  /* back within tau of its last move */
 		__atomic_fetch_add(&nr_refaults, 1, __ATOMIC_RELAXED);
 		strike(c);
+	} else {                 /* it stayed out a while: the strikes were not thrashing */
+		__atomic_fetch_and(&c->flags, (uint8_t)~KVT_HEAT_F_REFAULTS, __ATOMIC_RELAXED);
 	}
 	__atomic_fetch_and(&c->flags, (uint8_t)~KVT_HEAT_F_EVICTED, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->moved_ms, now, __ATOMIC_RELAXED);

@@ -26,9 +26,10 @@ struct kvt_heat_chunk {
 	uint8_t pad[2];
 };
 
-/* Times the driver evicted it (HBM full) and it came back by fault less
- * than tau after it had come in (kvt_heat_fault_in; saturating 2-bit count):
- * thrashing that more HBM time cannot help. */
+/* Times in a row the driver evicted it (HBM full) and it came back by fault
+ * less than tau after it had come in (kvt_heat_fault_in; saturating 2-bit
+ * count; a slower come-back clears it): thrashing that more HBM time cannot
+ * help. */
 #define KVT_HEAT_F_REFAULTS 0x3
 /* The migrator advised the GPU's accessed-by on this chunk alone
  * (KVTIER_ADMIT=auto: read over the link while far, no more faults). */
@@ -44,6 +45,8 @@ float kvt_heat_decay(float h, uint32_t dt_ms, uint32_t tau_ms);
 void kvt_heat_touch(struct kvt_heat_chunk *c, float w, uint32_t now_ms, uint32_t tau_ms);
 /* The value decayed to now_ms (nothing is written). */
 float kvt_heat_read(const struct kvt_heat_chunk *c, uint32_t now_ms, uint32_t tau_ms);
+/* When it was last touched (its stamp); 0 if it has no heat. */
+uint32_t kvt_heat_last_ms(const struct kvt_heat_chunk *c);
 
 /* ---- ranges ---- */
 

@@ -244,8 +244,9 @@ static void test_fault_in(void)
 }
 
 /* KVTIER_ADMIT=auto: only a chunk the driver evicted (HBM full) and that
- * came back within tau earns a strike; the count saturates at 3; a chunk
- * the migrator demoted that comes back is a refault but no strike. */
+ * came back within tau earns a strike; the count saturates at 3 and a
+ * slower come-back clears it; a chunk the migrator demoted that comes back
+ * is a refault but no strike. */
 static void test_evicted_strikes(void)
 {
 	const uint64_t A = 0x6400000000ull, C = 2ull << 20;
@@ -266,6 +267,10 @@ static void test_evicted_strikes(void)
 		CU_ASSERT_FALSE(c->flags & KVT_HEAT_F_EVICTED);
 		CU_ASSERT_EQUAL(c->flags & KVT_HEAT_F_REFAULTS, i < 3 ? i : 3);
 	}
+	kvt_heat_evicted(A + C);
+	c->moved_ms = kvt_heat_now_ms() - 2000;      /* came in 2 tau ago */
+	kvt_heat_fault_in(A + C);
+	CU_ASSERT_EQUAL(c->flags & KVT_HEAT_F_REFAULTS, 0);
 	kvt_heat_fault_in(A + 2 * C);
 	d->tier = KVT_PLAN_TIER_FAR;                 /* the migrator demoted it */
 	uint64_t r0 = kvt_heat_refaults();
