@@ -330,7 +330,10 @@ static void auto_map(struct kvt_heat_chunk *c, uint64_t addr, uint64_t end)
  * comes to HBM by fault when it is used, so the plan never promotes it (its
  * heat is left out of this epoch's table): such a promotion only makes room,
  * by demotion, for what the GPU may not touch (0.6-0.8x the tokens/s on
- * zipf-decode, simulated). Chunks in HBM rank by recency (RECENCY_HEAT).
+ * zipf-decode, simulated). Chunks in HBM rank by recency (RECENCY_HEAT),
+ * except those auto mapped: with the far ones, they rank by heat as under
+ * remote admission (a mapped far chunk's count outranked every recency
+ * score, and the planner churned: vllm-like 4x 0.76x remote).
  * auto: map the chunks auto_wants(). */
 static void admit_scan(uint32_t n, int automatic, uint32_t now_ms)
 {
@@ -356,7 +359,7 @@ static void admit_scan(uint32_t n, int automatic, uint32_t now_ms)
 			}
 			if (m.table[k].tier == KVT_PLAN_TIER_FAR && !(f & KVT_HEAT_F_MAPPED)) {
 				m.table[k].heat = 0.0f;
-			} else if (m.table[k].tier == KVT_PLAN_TIER_HBM) {
+			} else if (!(f & KVT_HEAT_F_MAPPED)) {       /* in HBM, came by fault */
 				uint32_t t = kvt_heat_last_ms(c + idx);
 				uint32_t age = (int32_t)(now_ms - t) > 0 ? now_ms - t : 0;
 				m.table[k].heat = t ? kvt_heat_decay(top, age, tau) : 0.0f;
