@@ -360,9 +360,7 @@ static void admit_scan(uint32_t n, int automatic, uint32_t now_ms)
 			if (m.table[k].tier == KVT_PLAN_TIER_FAR && !(f & KVT_HEAT_F_MAPPED)) {
 				m.table[k].heat = 0.0f;
 			} else if (!(f & KVT_HEAT_F_MAPPED)) {       /* in HBM, came by fault */
-				uint32_t t = kvt_heat_last_ms(c + idx);
-				uint32_t age = (int32_t)(now_ms - t) > 0 ? now_ms - t : 0;
-				m.table[k].heat = t ? kvt_heat_decay(top, age, tau) : 0.0f;
+				m.table[k].heat = kvt_heat_recency(c + idx, top, now_ms, tau);
 			}
 		}
 		if (pinned)
@@ -375,7 +373,7 @@ static void admit_scan(uint32_t n, int automatic, uint32_t now_ms)
  * far memory for the GPU on a fault (CUDA documents that for a host
  * preferred location): then nothing would ever come in and, with
  * promotions left to faults, everything would be read over the link. */
-static void admit_check(uint32_t n)
+static void admit_check(uint32_t n, uint32_t now_ms)
 {
 	uint64_t ff = kvt_cupti_far_faults();
 	if (ff >= ADMIT_CHECK_FAULTS && !kvt_heat_fault_ins()) {
@@ -385,7 +383,7 @@ static void admit_check(uint32_t n)
 		kvt_place_admit_remote(why);
 		return;
 	}
-	admit_scan(n, kvt_place_admit_auto(), kvt_heat_now_ms());
+	admit_scan(n, kvt_place_admit_auto(), now_ms);
 }
 
 static void apply(const struct kvt_plan_move *mv, uint32_t now_ms)
@@ -436,7 +434,7 @@ static void epoch(void)
 	uint32_t now_ms = kvt_heat_now_ms();
 	uint32_t n = kvt_heat_collect(m.table, KVT_HEAT_MAX_CHUNKS, now_ms, m.r);
 	if (kvt_place_admit_fault())
-		admit_check(n);
+		admit_check(n, now_ms);
 	m.planner.p.budget_bytes = budget_now();
 	struct kvt_plan_out out = { .moves = m.moves, .cap = MAX_MOVES };
 	kvt_plan_epoch(&m.planner, m.table, n, now_ms, &out);

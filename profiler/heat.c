@@ -105,14 +105,6 @@ void kvt_heat_mark(const struct kvt_heat_chunk *c)
 		__atomic_fetch_or(&dirty[i >> 6], bit, __ATOMIC_RELAXED);
 }
 
-uint32_t kvt_heat_last_ms(const struct kvt_heat_chunk *c)
-{
-	float h;
-	uint32_t t;
-	unpack(__atomic_load_n(&c->hv, __ATOMIC_RELAXED), &h, &t);
-	return h == 0.0f ? 0 : t;
-}
-
 float kvt_heat_read(const struct kvt_heat_chunk *c, uint32_t now_ms, uint32_t tau_ms)
 {
 	float h;
@@ -120,6 +112,16 @@ float kvt_heat_read(const struct kvt_heat_chunk *c, uint32_t now_ms, uint32_t ta
 	unpack(__atomic_load_n(&c->hv, __ATOMIC_RELAXED), &h, &t);
 	uint32_t dt = (int32_t)(now_ms - t) > 0 ? now_ms - t : 0;
 	return kvt_heat_decay(h, dt, tau_ms);
+}
+
+float kvt_heat_recency(const struct kvt_heat_chunk *c, float top, uint32_t now_ms,
+		       uint32_t tau_ms)
+{
+	float h;
+	uint32_t t;
+	unpack(__atomic_load_n(&c->hv, __ATOMIC_RELAXED), &h, &t);
+	uint32_t dt = (int32_t)(now_ms - t) > 0 ? now_ms - t : 0;
+	return h == 0.0f ? 0.0f : kvt_heat_decay(top, dt, tau_ms);
 }
 
 uint32_t kvt_heat_now_ms(void)

@@ -45,8 +45,10 @@ float kvt_heat_decay(float h, uint32_t dt_ms, uint32_t tau_ms);
 void kvt_heat_touch(struct kvt_heat_chunk *c, float w, uint32_t now_ms, uint32_t tau_ms);
 /* The value decayed to now_ms (nothing is written). */
 float kvt_heat_read(const struct kvt_heat_chunk *c, uint32_t now_ms, uint32_t tau_ms);
-/* When it was last touched (its stamp); 0 if it has no heat. */
-uint32_t kvt_heat_last_ms(const struct kvt_heat_chunk *c);
+/* How recently it was touched: top decayed over the time since its last
+ * touch, whatever the count; 0 if it has no heat. */
+float kvt_heat_recency(const struct kvt_heat_chunk *c, float top, uint32_t now_ms,
+		       uint32_t tau_ms);
 
 /* ---- ranges ---- */
 
