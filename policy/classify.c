@@ -14,7 +14,10 @@
  *            until a total is known). Smaller allocations are ignored.
  *   burst    identical sizes of one kind back to back (allocations under
  *            the large size, or while armed under free/maybe_free_div, are
- *            ignored; a gap over burst_gap_ns ends it).
+ *            ignored; a gap over burst_gap_ns ends it, counted from the
+ *            last member's birth or from the end of a memset on it: a
+ *            synchronous zero-fill of a big member, slow where it faults
+ *            memory in, is the program still making its KV cache).
  *   armed burst: KV at birth when one allocation takes pool_share_pct of
  *            the free memory; else its first members are MAYBE and the burst
  *            is confirmed by burst_confirm members, or by a full zero-fill
@@ -144,6 +147,7 @@ static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 	b->size = size;
 	b->nr = 1;
 	b->last_t_ns = t_ns;
+	b->last_id = id;
 	b->armed = c->arm_left > 0;
 	if (b->armed)
 		c->arm_left--;
@@ -194,6 +198,7 @@ int kvt_policy_cls_alloc(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 	    t_ns - b->last_t_ns <= c->cfg.burst_gap_ns) {
 		b->nr++;
 		b->last_t_ns = t_ns;
+		b->last_id = id;
 		if (b->confirmed) {
 			kv = KVT_KV_YES;
 		} else if (!b->armed) {
@@ -242,7 +247,8 @@ void kvt_policy_cls_memset(struct kvt_policy_cls *c, uint64_t id,
 			   uint64_t t_ns, struct kvt_policy_cls_verdicts *out)
 {
 	struct kvt_policy_cls_burst *b = &c->burst;
-	(void)t_ns;
+	if (b->open && b->last_id == id && (int64_t)(t_ns - b->last_t_ns) > 0)
+		b->last_t_ns = t_ns;
 	if (value != 0 || offset != 0)
 		return;
 	int i = pending_index(b, id);

@@ -695,6 +695,38 @@ static void test_engine_zero_fill_and_refute(void)
 	CU_ASSERT_EQUAL(res.nr, 2u);
 }
 
+/* A confirmed burst whose members are zero-filled synchronously, each fill
+ * slower than the burst gap (fault admission pulling a far tensor through
+ * HBM, paced): the gap counts from the end of the memset on the last member,
+ * so every member stays KV. The same gaps with no memset end the burst. */
+static void test_engine_slow_fill_keeps_burst(void)
+{
+	struct kvt_policy_resolutions res;
+	const uint64_t gap = 5000000000ull;
+	for (int fill = 1; fill >= 0; fill--) {
+		CU_ASSERT_EQUAL_FATAL(parse(KVT_POLICY_DEFAULT_TEXT), 0);
+		kvt_policy_engine_init(&eng, &pol, NULL, 0, 0, 0);
+		warm_up(100 * G);
+		for (uint64_t id = 20; id < 26; id++) {
+			struct kvt_policy_decision d = alloc(KVT_KIND_DEVICE, 3 * G, id, &res);
+			if (id == 20 || fill)
+				CU_ASSERT_TRUE(d.flags & (KVT_DEC_KV | KVT_DEC_MAYBE));
+			if (id >= 22 && fill)
+				CU_ASSERT_TRUE(d.flags & KVT_DEC_KV);
+			/* 6 s apart with no fill: each a burst of its own, never
+			 * confirmed; the arming (3 bursts) is spent after 22 */
+			if (!fill)
+				CU_ASSERT_FALSE(d.flags & KVT_DEC_KV);
+			if (id > 22 && !fill)
+				CU_ASSERT_FALSE(d.flags & KVT_DEC_MAYBE);
+			now_ns += gap - gap / 5;                /* the fill: 4 s */
+			if (fill)
+				kvt_policy_on_memset(&eng, id, 0, 3 * G, 0, now_ns, &res);
+			now_ns += gap / 5 * 2;                  /* then 2 s to the next */
+		}
+	}
+}
+
 static void test_engine_pool_and_limit(void)
 {
 	struct kvt_policy_resolutions res;
@@ -904,6 +936,7 @@ static CU_TestInfo engine_tests[] = {
 	{ "a maybe-KV allocation two rules send to the same place", test_engine_maybe_same_action },
 	{ "provisional then confirmed", test_engine_provisional_confirmed },
 	{ "zero fill confirms, size change and free refute", test_engine_zero_fill_and_refute },
+	{ "slow zero-fills of members keep the burst open", test_engine_slow_fill_keeps_burst },
 	{ "pool at birth and the CXL limit", test_engine_pool_and_limit },
 	{ "rules without kv; ordinals", test_engine_no_kv_rules },
 	{ "determinism", test_determinism },
