@@ -18,7 +18,7 @@
  *
  * The epoch is the migrator's (cuda_shim/migrator.c epoch(): the same
  * kvt_heat_collect() and kvt_plan_epoch() calls with its parameters:
- * watermarks 95%/90%, residence 4 epochs, promote 4, demote 1, 8 GiB/s),
+ * watermarks 99%/97%, residence 4 epochs, promote 4, demote 1, 8 GiB/s),
  * then apply()'s per-chunk tier/moved_ms stores. Not counted:
  * kvt_prof_sources_poll() (CUPTI buffer drain; 0 with the launch/copy
  * sources) and the cuMemPrefetchAsync/stream-sync calls.
@@ -181,7 +181,7 @@ int main(void)
 
 	struct kvt_plan_params p = {
 		.budget_bytes = (uint64_t)BUDGET_CHUNKS * KVT_CHUNK_BYTES,
-		.high_bp = 9500, .low_bp = 9000, .promote = 4, .demote = 1,
+		.high_bp = KVT_MIGRATE_HIGH_BP, .low_bp = KVT_MIGRATE_LOW_BP, .promote = 4, .demote = 1,
 		.rate_bytes_per_s = 8ull << 30, .epoch_ms = EPOCH_MS,
 		.min_residence_ms = 4 * EPOCH_MS, .chunk_bytes = KVT_CHUNK_BYTES,
 	};

@@ -25,10 +25,6 @@
 #include "../profiler/trace.h"
 
 #define MAX_MOVES 1024
-/* Demote when HBM holds more than 99 % of the budget, down to 97 %. (95/90
- * left 17 of 175 budgeted chunks idle on zipf-decode: 0.85x the tokens/s.) */
-#define HIGH_BP 9900
-#define LOW_BP 9700
 /* KVTIER_ADMIT=auto maps a chunk for the GPU after this many quick
  * come-backs in a row from driver evictions (1 also mapped zipf-decode's
  * hot chunks: 0.6x its tokens/s; 2 now and then mapped some). */
@@ -138,7 +134,7 @@ void kvt_migrator_start(void)
 	}
 	m.table = t;
 	struct kvt_plan_params p = {
-		.high_bp = HIGH_BP, .low_bp = LOW_BP,
+		.high_bp = KVT_MIGRATE_HIGH_BP, .low_bp = KVT_MIGRATE_LOW_BP,
 		.promote = (float)kvt_opt.promote, .demote = (float)kvt_opt.demote,
 		.rate_bytes_per_s = kvt_opt.migrate_rate, .epoch_ms = (uint32_t)kvt_opt.epoch_ms,
 		.min_residence_ms = MIN_RESIDENCE_EPOCHS * (uint32_t)kvt_opt.epoch_ms,

@@ -28,6 +28,14 @@ void kvt_planner_init(struct kvt_planner *pl, const struct kvt_plan_params *p)
 		pl->p.low_bp = pl->p.high_bp;
 	if (pl->p.demote > pl->p.promote)
 		pl->p.demote = pl->p.promote;
+	pl->live_cap = KVT_PLAN_LIVE_MAX;
+}
+
+/* A candidate as pass 2 lists it: table position, direction, rank key. */
+#define CAND_POS_MAX (1u << 24)
+static inline uint32_t cand(uint32_t i, unsigned dir, int key)
+{
+	return i << 8 | dir << 7 | (uint32_t)key;
 }
 
 /* frexpf without the call: heat = m * 2^e with m in [0.5, 1) is, for a
@@ -186,6 +194,7 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 
 	/* pass 1: what is in HBM, what could be; the chunks that can matter
 	 * later (live()) listed in table order while they fit */
+	const uint32_t cap = pl->live_cap < KVT_PLAN_LIVE_MAX ? pl->live_cap : KVT_PLAN_LIVE_MAX;
 	uint32_t nl = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		if (c[i].tier == KVT_PLAN_TIER_HBM) {
@@ -194,21 +203,21 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 			fixed += !m;
 			if (!m)
 				continue;
-			if (nl < KVT_PLAN_LIVE_MAX)
+			if (nl < cap)
 				pl->live[nl] = i;
 			nl++;
 			if (c[i].heat >= pl->p.demote)             /* eligible */
 				hist[rank_key(&c[i])]++;
 		} else if (c[i].heat >= pl->p.promote) {   /* eligible; most far chunks are not */
-			if (nl < KVT_PLAN_LIVE_MAX)
+			if (nl < cap)
 				pl->live[nl] = i;
 			nl++;
 			if (movable(&ep, &c[i]))
 				hist[rank_key(&c[i])]++;
 		}
 	}
-	/* the later passes walk the list, or the whole table when it overflowed */
-	const int listed = nl <= KVT_PLAN_LIVE_MAX;
+	/* pass 2 walks the list, or the whole table when it overflowed */
+	const int listed = nl <= cap;
 	const uint32_t nw = listed ? nl : n;
 #define AT(j) (listed ? pl->live[j] : (j))
 	uint64_t budget = pl->p.budget_bytes / cb;
@@ -218,41 +227,66 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 	uint32_t capacity = target > fixed ? target - fixed : 0;
 	ep.choose = cut_of(hist, NR_KEYS, capacity, 1);
 
-	/* pass 2: candidates for each direction */
-	uint32_t nd = 0, np = 0;
+	/* pass 2: candidates for each direction, in table order, rewritten over
+	 * the list's head (entry nc <= j: already read) while they fit */
+	uint32_t nd = 0, np = 0, nc = 0;
+	int compact = 1;
 	for (uint32_t j = 0; j < nw; j++) {
 		uint32_t i = AT(j);
 		if (!live(&ep, &c[i]))
 			continue;
-		int ch = chosen(&ep, &c[i]);
+		int ch = chosen(&ep, &c[i]), key;
+		unsigned dir;
 		if (c[i].tier == KVT_PLAN_TIER_HBM && movable(&ep, &c[i]) && !ch) {
-			hist_d[demote_key(&ep, &c[i])]++;
+			key = demote_key(&ep, &c[i]);
+			hist_d[key]++;
 			nd++;
+			dir = KVT_PLAN_DEMOTE;
 		} else if (c[i].tier == KVT_PLAN_TIER_FAR && ch) {
-			hist_p[rank_key(&c[i])]++;
+			key = rank_key(&c[i]);
+			hist_p[key]++;
 			np++;
+			dir = KVT_PLAN_PROMOTE;
+		} else {
+			continue;
 		}
+		if (compact && nc < cap && i < CAND_POS_MAX)
+			pl->live[nc++] = cand(i, dir, key);
+		else
+			compact = 0;
 	}
 	uint64_t allow = pl->p.rate_bytes_per_s ? pl->allowance_bytes / cb : UINT32_MAX;
 	uint32_t want_d = nd < allow ? nd : (uint32_t)allow;
 	ep.dem = cut_of(hist_d, NR_KEYS, want_d, 0);           /* coldest first */
 
-	/* pass 3a: demotions */
-	ep.choose.taken = 0;
+	/* pass 3a: demotions (the cut passes exactly want_d chunks: none can
+	 * follow the last); from the candidate list, or re-deciding over the
+	 * table as pass 2 did */
 	uint32_t dd = 0;
-	/* the cut passes exactly want_d chunks: none can follow the last */
-	for (uint32_t j = 0; j < nw && dd < want_d; j++) {
-		uint32_t i = AT(j);
-		if (!live(&ep, &c[i]))
-			continue;
-		int ch = chosen(&ep, &c[i]);
-		if (c[i].tier != KVT_PLAN_TIER_HBM || !movable(&ep, &c[i]) || ch)
-			continue;
-		if (!pass(&ep.dem, demote_key(&ep, &c[i]), 0))
-			continue;
-		if (emit(out, i, &c[i], KVT_PLAN_DEMOTE))
-			break;
-		dd++;
+	if (compact) {
+		for (uint32_t k = 0; k < nc && dd < want_d; k++) {
+			uint32_t r = pl->live[k], i = r >> 8;
+			if ((r >> 7 & 1) != KVT_PLAN_DEMOTE || !pass(&ep.dem, (int)(r & 0x7F), 0))
+				continue;
+			if (emit(out, i, &c[i], KVT_PLAN_DEMOTE))
+				break;
+			dd++;
+		}
+	} else {
+		ep.choose.taken = 0;
+		for (uint32_t j = 0; j < nw && dd < want_d; j++) {
+			uint32_t i = AT(j);
+			if (!live(&ep, &c[i]))
+				continue;
+			int ch = chosen(&ep, &c[i]);
+			if (c[i].tier != KVT_PLAN_TIER_HBM || !movable(&ep, &c[i]) || ch)
+				continue;
+			if (!pass(&ep.dem, demote_key(&ep, &c[i]), 0))
+				continue;
+			if (emit(out, i, &c[i], KVT_PLAN_DEMOTE))
+				break;
+			dd++;
+		}
 	}
 	allow -= dd;
 	uint32_t after = used - dd;
@@ -264,19 +298,31 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 		want_p = room;
 	ep.pro = cut_of(hist_p, NR_KEYS, want_p, 1);            /* hottest first */
 
-	/* pass 3b: promotions */
-	ep.choose.taken = 0;
+	/* pass 3b: promotions, the same way */
 	uint32_t pp = 0;
-	for (uint32_t j = 0; j < nw && pp < want_p; j++) {
-		uint32_t i = AT(j);
-		if (!live(&ep, &c[i]))
-			continue;
-		int ch = chosen(&ep, &c[i]);
-		if (c[i].tier != KVT_PLAN_TIER_FAR || !ch || !pass(&ep.pro, rank_key(&c[i]), 1))
-			continue;
-		if (emit(out, i, &c[i], KVT_PLAN_PROMOTE))
-			break;
-		pp++;
+	if (compact) {
+		for (uint32_t k = 0; k < nc && pp < want_p; k++) {
+			uint32_t r = pl->live[k], i = r >> 8;
+			if ((r >> 7 & 1) != KVT_PLAN_PROMOTE || !pass(&ep.pro, (int)(r & 0x7F), 1))
+				continue;
+			if (emit(out, i, &c[i], KVT_PLAN_PROMOTE))
+				break;
+			pp++;
+		}
+	} else {
+		ep.choose.taken = 0;
+		for (uint32_t j = 0; j < nw && pp < want_p; j++) {
+			uint32_t i = AT(j);
+			if (!live(&ep, &c[i]))
+				continue;
+			int ch = chosen(&ep, &c[i]);
+			if (c[i].tier != KVT_PLAN_TIER_FAR || !ch ||
+			    !pass(&ep.pro, rank_key(&c[i]), 1))
+				continue;
+			if (emit(out, i, &c[i], KVT_PLAN_PROMOTE))
+				break;
+			pp++;
+		}
 	}
 #undef AT
 	if (pl->p.rate_bytes_per_s) {

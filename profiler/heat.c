@@ -618,7 +618,7 @@ static uint64_t collect_word(struct collect *k, uint16_t s, uint32_t first, uint
 	return keep_bits;
 }
 
-#define PREFETCH_WORDS 4      /* ~10 chunks ahead at a 4 % working set */
+#define PREFETCH_WORDS 8      /* ~20 chunks ahead at a 4 % working set (4: ~8 % slower collect) */
 
 /* Process one word's bits and update its working-set bits (atomics: a
  * neighbouring range's track() may share the word). */

@@ -314,6 +314,58 @@ static void test_subset_same_plan(void)
 	CU_ASSERT_TRUE(gaps > 100);         /* and the subsets had holes */
 }
 
+/* The planner's scratch list is performance only: with it too small for
+ * the chunks that can matter (the later passes walk the whole table), or
+ * for the candidates (passes 3a/3b re-decide over the table), the plan is
+ * the one made with the full list, epoch after epoch. */
+static void test_scratch_overflow_same_plan(void)
+{
+	enum { N = 6000, CAP = 1024, NP = 4 };
+	static struct kvt_plan_chunk t[NP][N];
+	static struct kvt_plan_move mv[NP][CAP];
+	static struct kvt_planner pl[NP];
+	const uint32_t caps[NP] = { KVT_PLAN_LIVE_MAX, 1, 64, 700 };
+	uint32_t seed = 5, compared = 0;
+	struct kvt_plan_params p = params(500);
+	p.high_bp = 9500;
+	p.rate_bytes_per_s = 4ull << 30;
+	for (int k = 0; k < NP; k++) {
+		kvt_planner_init(&pl[k], &p);
+		pl[k].live_cap = caps[k];
+	}
+	CU_ASSERT_EQUAL(pl[0].live_cap, KVT_PLAN_LIVE_MAX);
+	for (uint32_t i = 0; i < N; i++) {
+		seed = seed * 1103515245u + 12345u;
+		float h = (seed >> 28) < 5 ? (float)((seed >> 8) % 64) : (float)((seed >> 8) % 4);
+		t[0][i] = ch(h, (seed >> 4) % 7 == 0, (uint16_t)(i / 700));
+	}
+	for (uint32_t e = 0; e < 16; e++) {
+		uint32_t now = 1000 + e * 50;
+		struct kvt_plan_out o[NP];
+		for (uint32_t i = 0; i < N; i++) {
+			seed = seed * 1103515245u + 12345u;
+			t[0][i].heat = t[0][i].heat * 0.9f + ((seed >> 27) == 0 ? 8.0f : 0.0f);
+		}
+		for (int k = 0; k < NP; k++) {
+			if (k)
+				memcpy(t[k], t[0], sizeof t[0]);
+			o[k] = (struct kvt_plan_out){ .moves = mv[k], .cap = CAP };
+			kvt_plan_epoch(&pl[k], t[k], N, now, &o[k]);
+		}
+		for (int k = 1; k < NP; k++) {
+			CU_ASSERT_EQUAL(o[k].nr, o[0].nr);
+			CU_ASSERT_EQUAL(o[k].nr_promote, o[0].nr_promote);
+			CU_ASSERT_EQUAL(o[k].nr_demote, o[0].nr_demote);
+			CU_ASSERT_EQUAL(o[k].hbm_after, o[0].hbm_after);
+			if (o[k].nr == o[0].nr)
+				CU_ASSERT_EQUAL(memcmp(mv[k], mv[0], sizeof mv[0][0] * o[0].nr), 0);
+		}
+		compared += o[0].nr_promote + o[0].nr_demote;
+		apply(t[0], &o[0], now);
+	}
+	CU_ASSERT_TRUE(compared > 200);
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -324,6 +376,7 @@ int main(void)
 		{ "a chunk turning hot is promoted within 3 epochs", test_hot_chunk_promoted_soon },
 		{ "determinism", test_determinism },
 		{ "a subset table (cold far chunks left out) plans the same", test_subset_same_plan },
+		{ "a scratch list too small plans the same", test_scratch_overflow_same_plan },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
