@@ -372,6 +372,8 @@ static void check_sane(const char *o, const char *mode)
 	CU_ASSERT(kv_num(o, "bytes_hbm") > 0);
 	CU_ASSERT_EQUAL(kv_num(o, "device_bytes"), 512.0 * 1024 * 1024);
 	CU_ASSERT_EQUAL(kv_num(o, "kv_allocations_identical"), 1);
+	CU_ASSERT(kv_num(o, "window_kv_chunks") > 0);
+	CU_ASSERT(kv_num(o, "window_new_kv_chunks") <= kv_num(o, "window_kv_chunks"));
 }
 
 static void test_wl_vllm(void)
@@ -386,6 +388,17 @@ static void test_wl_vllm(void)
 	/* at 1x the KV is the budget: it fits and nothing migrates */
 	CU_ASSERT_EQUAL(kv_num(o, "faults"), 0);
 	CU_ASSERT_EQUAL(kv_num(o, "bytes_htod"), 0);
+	/* with no warm-up every chunk the window uses is new to it; a long
+	 * warm-up over the same popular sessions leaves fewer new ones */
+	const char *cold[] = { "--steps", "4", "--warmup", "0", NULL };
+	CU_ASSERT_EQUAL_FATAL(run_wl("workloads/vllm-like", cold), 0);
+	double all = kv_num(wl_out.out, "window_kv_chunks");
+	CU_ASSERT(all > 0);
+	CU_ASSERT_EQUAL(kv_num(wl_out.out, "window_new_kv_chunks"), all);
+	const char *warm[] = { "--steps", "4", "--warmup", "64", "--zipf", "2.5", NULL };
+	CU_ASSERT_EQUAL_FATAL(run_wl("workloads/vllm-like", warm), 0);
+	CU_ASSERT(kv_num(wl_out.out, "window_new_kv_chunks") <
+		  kv_num(wl_out.out, "window_kv_chunks"));
 }
 
 static void test_wl_sglang(void)

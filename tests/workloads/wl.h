@@ -136,6 +136,8 @@ struct wl {
 	uint64_t nr_arrivals, nr_completions;
 
 	uint64_t tokens;
+	uint64_t window_kv_chunks;      /* 2 MiB KV chunks the timed steps read or write */
+	uint64_t window_new_kv_chunks;  /* ... of which the warm-up never did */
 	struct fakecuda_counters c0, c1;  /* decode phase: before, after */
 	void *priv;                /* the workload's own state */
 };

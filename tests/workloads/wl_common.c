@@ -490,6 +490,8 @@ static void wl_report(struct wl *w, uint64_t checked, uint64_t bad, double wall_
 	       b->prefetch_blocks - a->prefetch_blocks, b->launches - a->launches);
 	printf("device_used_bytes=%" PRIu64 "\nmanaged_resident_bytes=%" PRIu64 "\n",
 	       b->device_used_bytes, b->managed_resident_bytes);
+	printf("window_kv_chunks=%" PRIu64 "\nwindow_new_kv_chunks=%" PRIu64 "\n",
+	       w->window_kv_chunks, w->window_new_kv_chunks);
 	if (w->ops->report)
 		w->ops->report(w);
 	printf("verified=%" PRIu64 "\ncorrupt=%" PRIu64 "\nresult=%s\n", checked, bad,

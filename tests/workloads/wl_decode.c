@@ -281,6 +281,48 @@ static void wl_oracle_plan(struct wl *w, struct wl_oracle *or, int t, struct fak
 	free(pro);
 }
 
+/* ---- what the window needs that the warm-up never touched ----
+ * 2 MiB chunks of the KV allocations, from the schedule alone. A chunk first
+ * used in the timed window is a miss for any policy that cannot see the
+ * future (a fault, a prefetch after the fact, or a read over the link),
+ * unless it happened to be left in HBM; the oracle places it beforehand. */
+static void wl_window_chunks(struct wl *w, struct fakecuda_range *buf)
+{
+	const struct wl_alloc *kv[WL_MAX_ALLOCS];
+	uint64_t first[WL_MAX_ALLOCS], nr = 0;
+	int nkv = 0;
+	for (int i = 0; i < w->nr_allocs; i++)
+		if (!strcmp(w->allocs[i].kind, "kv")) {
+			kv[nkv] = &w->allocs[i];
+			first[nkv++] = nr;
+			nr += (w->allocs[i].bytes + WL_CHUNK - 1) / WL_CHUNK;
+		}
+	uint8_t *seen = calloc(nr ? nr : 1, 1);
+	if (!seen)
+		wl_die("out of host memory");
+	int steps = w->o.warmup + w->o.steps;
+	for (int t = 0; t < steps; t++)
+		for (int l = 0; l < w->o.layers; l++) {
+			unsigned n = wl_step_ranges(w, t, l, buf);
+			for (unsigned i = 0; i < n; i++)
+				for (int a = 0; a < nkv; a++) {
+					uintptr_t b = (uintptr_t)kv[a]->ptr;
+					if (!buf[i].len || buf[i].ptr < b || buf[i].ptr >= b + kv[a]->bytes)
+						continue;
+					uint64_t c0 = (buf[i].ptr - b) / WL_CHUNK;
+					uint64_t c1 = (buf[i].ptr + buf[i].len - 1 - b) / WL_CHUNK;
+					for (uint64_t c = c0; c <= c1; c++)
+						seen[first[a] + c] |= t < w->o.warmup ? 1 : 2;
+					break;
+				}
+		}
+	for (uint64_t c = 0; c < nr; c++) {
+		w->window_kv_chunks += (seen[c] & 2) != 0;
+		w->window_new_kv_chunks += seen[c] == 2;
+	}
+	free(seen);
+}
+
 /* ---- the decode loop ---- */
 
 int wl_decode(struct wl *w)
@@ -290,6 +332,7 @@ int wl_decode(struct wl *w)
 	struct fakecuda_range *buf = malloc(sizeof *buf * maxr * (size_t)(L + 1));
 	if (!buf)
 		wl_die("out of host memory");
+	wl_window_chunks(w, buf);
 	struct wl_oracle or;
 	bool oracle = w->o.mode == WL_MODE_ORACLE && w->fake.block_location;
 	if (oracle) {
