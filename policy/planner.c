@@ -31,13 +31,6 @@ void kvt_planner_init(struct kvt_planner *pl, const struct kvt_plan_params *p)
 	pl->live_cap = KVT_PLAN_LIVE_MAX;
 }
 
-/* A candidate as pass 2 lists it: table position, direction, rank key. */
-#define CAND_POS_MAX (1u << 24)
-static inline uint32_t cand(uint32_t i, unsigned dir, int key)
-{
-	return i << 8 | dir << 7 | (uint32_t)key;
-}
-
 /* frexpf without the call: heat = m * 2^e with m in [0.5, 1) is, for a
  * normal positive float of biased exponent x and mantissa bits f,
  * e = x - 126 and m = 0x3F000000|f as a float, so m >= 0.70710678f
@@ -145,6 +138,38 @@ static inline int demote_key(const struct epoch *ep, const struct kvt_plan_chunk
 	return eligible(ep, c) ? rank_key(c) : 0;
 }
 
+/* A live chunk's part in this epoch (call in table order, as chosen()):
+ * KVT_PLAN_DEMOTE (resident, movable, not chosen), KVT_PLAN_PROMOTE (far
+ * and chosen), with its rank key in *key; or -1. */
+static inline int candidate(struct epoch *ep, const struct kvt_plan_chunk *c, int *key)
+{
+	int ch = chosen(ep, c);
+	if (c->tier == KVT_PLAN_TIER_HBM && movable(ep, c) && !ch) {
+		*key = demote_key(ep, c);
+		return KVT_PLAN_DEMOTE;
+	}
+	if (c->tier == KVT_PLAN_TIER_FAR && ch) {
+		*key = rank_key(c);
+		return KVT_PLAN_PROMOTE;
+	}
+	return -1;
+}
+
+/* A candidate as pass 2 lists it: table position, direction, rank key. */
+#define CAND_POS_MAX (1u << 24)
+static inline uint32_t cand(uint32_t i, unsigned dir, int key)
+{
+	return i << 8 | dir << 7 | (uint32_t)key;
+}
+
+/* Where passes 3a and 3b find the candidates: pass 2's list (compact), or
+ * the chunks pass 2 walked, re-deciding each as it did. */
+struct walk {
+	const uint32_t *live;
+	int listed, compact;
+	uint32_t nw, nc;
+};
+
 /* ---- emit merged moves ---- */
 
 static int emit(struct kvt_plan_out *out, uint32_t i, const struct kvt_plan_chunk *c, uint8_t dir)
@@ -161,6 +186,39 @@ static int emit(struct kvt_plan_out *out, uint32_t i, const struct kvt_plan_chun
 	out->moves[out->nr++] = (struct kvt_plan_move){ .first = i, .nr = 1, .range = range,
 							.dir = dir };
 	return 0;
+}
+
+/* Pass 3a or 3b: emit up to `want` candidates of direction dir that pass
+ * the cut (coldest first for demotions, hottest first for promotions; the
+ * cut passes exactly `want`, so none can follow the last). */
+static inline uint32_t take(struct epoch *ep, const struct kvt_plan_chunk *c, const struct walk *w,
+			    unsigned dir, struct cut *cut, uint32_t want, struct kvt_plan_out *out)
+{
+	const int desc = dir == KVT_PLAN_PROMOTE;
+	uint32_t got = 0;
+	if (w->compact) {
+		for (uint32_t k = 0; k < w->nc && got < want; k++) {
+			uint32_t r = w->live[k], i = r >> 8;
+			if ((r >> 7 & 1) != dir || !pass(cut, (int)(r & 0x7F), desc))
+				continue;
+			if (emit(out, i, &c[i], (uint8_t)dir))
+				break;
+			got++;
+		}
+		return got;
+	}
+	ep->choose.taken = 0;
+	for (uint32_t j = 0; j < w->nw && got < want; j++) {
+		uint32_t i = w->listed ? w->live[j] : j;
+		int key;
+		if (!live(ep, &c[i]) || candidate(ep, &c[i], &key) != (int)dir ||
+		    !pass(cut, key, desc))
+			continue;
+		if (emit(out, i, &c[i], (uint8_t)dir))
+			break;
+		got++;
+	}
+	return got;
 }
 
 static void refill(struct kvt_planner *pl, uint32_t now_ms)
@@ -229,65 +287,33 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 
 	/* pass 2: candidates for each direction, in table order, rewritten over
 	 * the list's head (entry nc <= j: already read) while they fit */
-	uint32_t nd = 0, np = 0, nc = 0;
+	uint32_t nd = 0, np = 0, nc = 0;   /* locals: stores to live[] could alias a struct's */
 	int compact = 1;
 	for (uint32_t j = 0; j < nw; j++) {
 		uint32_t i = AT(j);
-		if (!live(&ep, &c[i]))
+		int key, dir;
+		if (!live(&ep, &c[i]) || (dir = candidate(&ep, &c[i], &key)) < 0)
 			continue;
-		int ch = chosen(&ep, &c[i]), key;
-		unsigned dir;
-		if (c[i].tier == KVT_PLAN_TIER_HBM && movable(&ep, &c[i]) && !ch) {
-			key = demote_key(&ep, &c[i]);
+		if (dir == KVT_PLAN_DEMOTE) {
 			hist_d[key]++;
 			nd++;
-			dir = KVT_PLAN_DEMOTE;
-		} else if (c[i].tier == KVT_PLAN_TIER_FAR && ch) {
-			key = rank_key(&c[i]);
+		} else {
 			hist_p[key]++;
 			np++;
-			dir = KVT_PLAN_PROMOTE;
-		} else {
-			continue;
 		}
 		if (compact && nc < cap && i < CAND_POS_MAX)
-			pl->live[nc++] = cand(i, dir, key);
+			pl->live[nc++] = cand(i, (unsigned)dir, key);
 		else
 			compact = 0;
 	}
+#undef AT
+	const struct walk w = { .live = pl->live, .listed = listed, .compact = compact,
+				.nw = nw, .nc = nc };
 	uint64_t allow = pl->p.rate_bytes_per_s ? pl->allowance_bytes / cb : UINT32_MAX;
 	uint32_t want_d = nd < allow ? nd : (uint32_t)allow;
 	ep.dem = cut_of(hist_d, NR_KEYS, want_d, 0);           /* coldest first */
+	uint32_t dd = take(&ep, c, &w, KVT_PLAN_DEMOTE, &ep.dem, want_d, out);    /* pass 3a */
 
-	/* pass 3a: demotions (the cut passes exactly want_d chunks: none can
-	 * follow the last); from the candidate list, or re-deciding over the
-	 * table as pass 2 did */
-	uint32_t dd = 0;
-	if (compact) {
-		for (uint32_t k = 0; k < nc && dd < want_d; k++) {
-			uint32_t r = pl->live[k], i = r >> 8;
-			if ((r >> 7 & 1) != KVT_PLAN_DEMOTE || !pass(&ep.dem, (int)(r & 0x7F), 0))
-				continue;
-			if (emit(out, i, &c[i], KVT_PLAN_DEMOTE))
-				break;
-			dd++;
-		}
-	} else {
-		ep.choose.taken = 0;
-		for (uint32_t j = 0; j < nw && dd < want_d; j++) {
-			uint32_t i = AT(j);
-			if (!live(&ep, &c[i]))
-				continue;
-			int ch = chosen(&ep, &c[i]);
-			if (c[i].tier != KVT_PLAN_TIER_HBM || !movable(&ep, &c[i]) || ch)
-				continue;
-			if (!pass(&ep.dem, demote_key(&ep, &c[i]), 0))
-				continue;
-			if (emit(out, i, &c[i], KVT_PLAN_DEMOTE))
-				break;
-			dd++;
-		}
-	}
 	allow -= dd;
 	uint32_t after = used - dd;
 	uint32_t room = target > after ? target - after : 0;
@@ -297,34 +323,7 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 	if (want_p > room)
 		want_p = room;
 	ep.pro = cut_of(hist_p, NR_KEYS, want_p, 1);            /* hottest first */
-
-	/* pass 3b: promotions, the same way */
-	uint32_t pp = 0;
-	if (compact) {
-		for (uint32_t k = 0; k < nc && pp < want_p; k++) {
-			uint32_t r = pl->live[k], i = r >> 8;
-			if ((r >> 7 & 1) != KVT_PLAN_PROMOTE || !pass(&ep.pro, (int)(r & 0x7F), 1))
-				continue;
-			if (emit(out, i, &c[i], KVT_PLAN_PROMOTE))
-				break;
-			pp++;
-		}
-	} else {
-		ep.choose.taken = 0;
-		for (uint32_t j = 0; j < nw && pp < want_p; j++) {
-			uint32_t i = AT(j);
-			if (!live(&ep, &c[i]))
-				continue;
-			int ch = chosen(&ep, &c[i]);
-			if (c[i].tier != KVT_PLAN_TIER_FAR || !ch ||
-			    !pass(&ep.pro, rank_key(&c[i]), 1))
-				continue;
-			if (emit(out, i, &c[i], KVT_PLAN_PROMOTE))
-				break;
-			pp++;
-		}
-	}
-#undef AT
+	uint32_t pp = take(&ep, c, &w, KVT_PLAN_PROMOTE, &ep.pro, want_p, out);   /* pass 3b */
 	if (pl->p.rate_bytes_per_s) {
 		uint64_t spent = (uint64_t)(dd + pp) * cb;
 		pl->allowance_bytes = spent > pl->allowance_bytes ? 0 : pl->allowance_bytes - spent;
