@@ -49,6 +49,7 @@ struct wl_opts {
 	int steps;                 /* timed decode steps */
 	int warmup;                /* untimed decode steps before them */
 	int oracle_window;         /* steps of future the oracle plans for */
+	int cache_bound;           /* chunks of HBM for the LRU/OPT replay (0: none) */
 	double weights_frac;       /* weights as a fraction of the device */
 	double act_frac;           /* profiling activations, fraction of device */
 	double host_ratio;         /* sglang: host pool / device KV */
@@ -138,6 +139,8 @@ struct wl {
 	uint64_t tokens;
 	uint64_t window_kv_chunks;      /* 2 MiB KV chunks the timed steps read or write */
 	uint64_t window_new_kv_chunks;  /* ... of which the warm-up never did */
+	uint64_t window_misses_lru;     /* --cache-bound: window misses of an LRU cache */
+	uint64_t window_misses_opt;     /* ... and of Belady's (evict the furthest next use) */
 	struct fakecuda_counters c0, c1;  /* decode phase: before, after */
 	void *priv;                /* the workload's own state */
 };

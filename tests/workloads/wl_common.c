@@ -281,6 +281,9 @@ static void wl_usage(const struct wl_ops *ops, FILE *f)
 "  --steps N             timed decode steps                               [%d]\n"
 "  --warmup N            untimed decode steps before them                  [%d]\n"
 "  --oracle-window N     steps of the future the oracle plans for (0: all) [%d]\n"
+"  --cache-bound C       replay the schedule's KV chunk uses through an LRU and\n"
+"                        an OPT (Belady) cache of C 2 MiB chunks, demand-filled:\n"
+"                        window misses of each (0: none)                   [%d]\n"
 "  --weights-frac F      weights as a fraction of the device             [%.2f]\n"
 "  --act-frac F          profiling activations / compute buffer fraction [%.2f]\n"
 "  --host-ratio F        sglang-like: pinned host pool / device KV       [%.1f]\n"
@@ -294,7 +297,7 @@ static void wl_usage(const struct wl_ops *ops, FILE *f)
 		ops->name, ops->summary, d.kv_over_hbm, d.device_bytes >> 20, d.layers,
 		d.row_bytes, d.ctx_min, d.ctx_max, d.decode_min, d.decode_max, d.active_frac,
 		d.zipf, d.prefix_tokens, d.prefix_share, d.drift_every, d.steps, d.warmup,
-		d.oracle_window, d.weights_frac, d.act_frac, d.host_ratio, d.seed);
+		d.oracle_window, d.cache_bound, d.weights_frac, d.act_frac, d.host_ratio, d.seed);
 }
 
 static long wl_int(const char *opt, const char *s, long min, long max)
@@ -334,6 +337,7 @@ static void wl_parse(struct wl_opts *o, const struct wl_ops *ops, int argc, char
 		{ "prefix-share", 1, 0, 7 }, { "drift-every", 1, 0, 8 }, { "steps", 1, 0, 's' },
 		{ "oracle-window", 1, 0, 9 }, { "warmup", 1, 0, 13 }, { "weights-frac", 1, 0, 10 },
 		{ "act-frac", 1, 0, 11 }, { "host-ratio", 1, 0, 12 }, { "seed", 1, 0, 'S' },
+		{ "cache-bound", 1, 0, 15 },
 		{ "quiet", 0, 0, 'q' }, { "inject-corruption", 0, 0, 14 }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	int c;
@@ -379,6 +383,7 @@ static void wl_parse(struct wl_opts *o, const struct wl_ops *ops, int argc, char
 		case 10: o->weights_frac = wl_double(name, optarg, 0.0, 0.9); break;
 		case 11: o->act_frac = wl_double(name, optarg, 0.0, 0.5); break;
 		case 13: o->warmup = (int)wl_int(name, optarg, 0, 1 << 24); break;
+		case 15: o->cache_bound = (int)wl_int(name, optarg, 0, 1 << 24); break;
 		case 12: o->host_ratio = wl_double(name, optarg, 0.0, 16.0); break;
 		case 'S': o->seed = (uint64_t)strtoull(optarg, NULL, 0); break;
 		case 'q': o->quiet = 1; break;
@@ -492,6 +497,9 @@ static void wl_report(struct wl *w, uint64_t checked, uint64_t bad, double wall_
 	       b->device_used_bytes, b->managed_resident_bytes);
 	printf("window_kv_chunks=%" PRIu64 "\nwindow_new_kv_chunks=%" PRIu64 "\n",
 	       w->window_kv_chunks, w->window_new_kv_chunks);
+	if (w->o.cache_bound)
+		printf("cache_bound_chunks=%d\nwindow_misses_lru=%" PRIu64 "\nwindow_misses_opt=%" PRIu64
+		       "\n", w->o.cache_bound, w->window_misses_lru, w->window_misses_opt);
 	if (w->ops->report)
 		w->ops->report(w);
 	printf("verified=%" PRIu64 "\ncorrupt=%" PRIu64 "\nresult=%s\n", checked, bad,

@@ -285,42 +285,149 @@ static void wl_oracle_plan(struct wl *w, struct wl_oracle *or, int t, struct fak
  * 2 MiB chunks of the KV allocations, from the schedule alone. A chunk first
  * used in the timed window is a miss for any policy that cannot see the
  * future (a fault, a prefetch after the fact, or a read over the link),
- * unless it happened to be left in HBM; the oracle places it beforehand. */
-static void wl_window_chunks(struct wl *w, struct fakecuda_range *buf)
-{
+ * unless it happened to be left in HBM; the oracle places it beforehand.
+ * --cache-bound C also replays every step's (and layer's) chunk uses, in
+ * order, through a demand-filled cache of C chunks that starts empty at the
+ * first warm-up step: LRU (what fault-driven UVM approximates) and OPT
+ * (Belady: evict the chunk used furthest ahead, the best any replacement
+ * can do without prefetching), counting the misses in the timed window. */
+
+struct wl_kv_chunks {
 	const struct wl_alloc *kv[WL_MAX_ALLOCS];
-	uint64_t first[WL_MAX_ALLOCS], nr = 0;
-	int nkv = 0;
-	for (int i = 0; i < w->nr_allocs; i++)
-		if (!strcmp(w->allocs[i].kind, "kv")) {
-			kv[nkv] = &w->allocs[i];
-			first[nkv++] = nr;
-			nr += (w->allocs[i].bytes + WL_CHUNK - 1) / WL_CHUNK;
-		}
-	uint8_t *seen = calloc(nr ? nr : 1, 1);
-	if (!seen)
-		wl_die("out of host memory");
+	uint64_t first[WL_MAX_ALLOCS], nr;
+	int nkv;
+};
+
+struct wl_use {
+	uint32_t chunk;
+	int32_t step;
+};
+
+/* Every use of a KV chunk by the schedule, in order, to fn. */
+static void wl_kv_uses(struct wl *w, const struct wl_kv_chunks *k, struct fakecuda_range *buf,
+		       void (*fn)(void *, uint32_t, int), void *arg)
+{
 	int steps = w->o.warmup + w->o.steps;
 	for (int t = 0; t < steps; t++)
 		for (int l = 0; l < w->o.layers; l++) {
 			unsigned n = wl_step_ranges(w, t, l, buf);
 			for (unsigned i = 0; i < n; i++)
-				for (int a = 0; a < nkv; a++) {
-					uintptr_t b = (uintptr_t)kv[a]->ptr;
-					if (!buf[i].len || buf[i].ptr < b || buf[i].ptr >= b + kv[a]->bytes)
+				for (int a = 0; a < k->nkv; a++) {
+					uintptr_t b = (uintptr_t)k->kv[a]->ptr;
+					if (!buf[i].len || buf[i].ptr < b || buf[i].ptr >= b + k->kv[a]->bytes)
 						continue;
 					uint64_t c0 = (buf[i].ptr - b) / WL_CHUNK;
 					uint64_t c1 = (buf[i].ptr + buf[i].len - 1 - b) / WL_CHUNK;
 					for (uint64_t c = c0; c <= c1; c++)
-						seen[first[a] + c] |= t < w->o.warmup ? 1 : 2;
+						fn(arg, (uint32_t)(k->first[a] + c), t);
 					break;
 				}
 		}
-	for (uint64_t c = 0; c < nr; c++) {
-		w->window_kv_chunks += (seen[c] & 2) != 0;
-		w->window_new_kv_chunks += seen[c] == 2;
+}
+
+struct wl_seen {
+	uint8_t *seen;
+	int warmup;
+};
+
+static void wl_mark_seen(void *arg, uint32_t c, int t)
+{
+	struct wl_seen *s = arg;
+	s->seen[c] |= t < s->warmup ? 1 : 2;
+}
+
+struct wl_uses {
+	struct wl_use *u;
+	size_t n, cap;
+};
+
+static void wl_add_use(void *arg, uint32_t c, int t)
+{
+	struct wl_uses *v = arg;
+	if (v->n == v->cap) {
+		v->cap = v->cap ? 2 * v->cap : 1 << 16;
+		v->u = realloc(v->u, v->cap * sizeof *v->u);
+		if (!v->u)
+			wl_die("out of host memory for --cache-bound");
 	}
-	free(seen);
+	v->u[v->n++] = (struct wl_use){ c, t };
+}
+
+/* Window misses of a demand-filled cache of cap chunks: LRU (opt 0) or
+ * OPT. key[c]: last use (LRU) or next use (OPT) of a resident chunk; the
+ * victim has the least (LRU) or the greatest (OPT). */
+static uint64_t wl_cache_misses(const struct wl_uses *v, uint64_t nr, uint64_t cap, int opt,
+				int warmup)
+{
+	uint64_t *key = calloc(nr ? nr : 1, sizeof *key), *next = NULL, *later = NULL;
+	uint8_t *in = calloc(nr ? nr : 1, 1);
+	if (!key || !in)
+		wl_die("out of host memory for --cache-bound");
+	if (opt) {             /* next[k]: the next use of v->u[k]'s chunk */
+		next = malloc((v->n ? v->n : 1) * sizeof *next);
+		later = malloc((nr ? nr : 1) * sizeof *later);
+		if (!next || !later)
+			wl_die("out of host memory for --cache-bound");
+		for (uint64_t c = 0; c < nr; c++)
+			later[c] = UINT64_MAX;
+		for (size_t k = v->n; k-- > 0;) {
+			next[k] = later[v->u[k].chunk];
+			later[v->u[k].chunk] = k;
+		}
+	}
+	uint64_t miss = 0, held = 0;
+	for (size_t k = 0; k < v->n; k++) {
+		uint32_t c = v->u[k].chunk;
+		if (!in[c]) {
+			miss += v->u[k].step >= warmup;
+			if (held == cap) {
+				uint64_t victim = UINT64_MAX;
+				for (uint64_t x = 0; x < nr; x++)
+					if (in[x] && (victim == UINT64_MAX ||
+						      (opt ? key[x] > key[victim] : key[x] < key[victim])))
+						victim = x;
+				in[victim] = 0;
+				held--;
+			}
+			in[c] = 1;
+			held++;
+		}
+		key[c] = opt ? next[k] : k;
+	}
+	free(key);
+	free(in);
+	free(next);
+	free(later);
+	return miss;
+}
+
+static void wl_window_chunks(struct wl *w, struct fakecuda_range *buf)
+{
+	struct wl_kv_chunks k = { .nr = 0 };
+	for (int i = 0; i < w->nr_allocs; i++)
+		if (!strcmp(w->allocs[i].kind, "kv")) {
+			k.kv[k.nkv] = &w->allocs[i];
+			k.first[k.nkv++] = k.nr;
+			k.nr += (w->allocs[i].bytes + WL_CHUNK - 1) / WL_CHUNK;
+		}
+	struct wl_seen s = { calloc(k.nr ? k.nr : 1, 1), w->o.warmup };
+	if (!s.seen)
+		wl_die("out of host memory");
+	wl_kv_uses(w, &k, buf, wl_mark_seen, &s);
+	for (uint64_t c = 0; c < k.nr; c++) {
+		w->window_kv_chunks += (s.seen[c] & 2) != 0;
+		w->window_new_kv_chunks += s.seen[c] == 2;
+	}
+	free(s.seen);
+	if (w->o.cache_bound > 0) {
+		struct wl_uses v = { 0 };
+		wl_kv_uses(w, &k, buf, wl_add_use, &v);
+		w->window_misses_lru = wl_cache_misses(&v, k.nr, (uint64_t)w->o.cache_bound, 0,
+						       w->o.warmup);
+		w->window_misses_opt = wl_cache_misses(&v, k.nr, (uint64_t)w->o.cache_bound, 1,
+						       w->o.warmup);
+		free(v.u);
+	}
 }
 
 /* ---- the decode loop ---- */
