@@ -15,9 +15,9 @@
  *   burst    identical sizes of one kind back to back (allocations under
  *            the large size, or while armed under free/maybe_free_div, are
  *            ignored; a gap over burst_gap_ns ends it, counted from the
- *            last member's birth or from the end of a memset on it: a
- *            synchronous zero-fill of a big member, slow where it faults
- *            memory in, is the program still making its KV cache).
+ *            last member's birth or from the end of a memset of all of
+ *            it: a synchronous zero-fill of a big member, slow where it
+ *            faults memory in, is the program still making its KV cache).
  *   armed burst: KV at birth when one allocation takes pool_share_pct of
  *            the free memory; else its first members are MAYBE and the burst
  *            is confirmed by burst_confirm members, or by a full zero-fill
@@ -247,8 +247,9 @@ void kvt_policy_cls_memset(struct kvt_policy_cls *c, uint64_t id,
 			   uint64_t t_ns, struct kvt_policy_cls_verdicts *out)
 {
 	struct kvt_policy_cls_burst *b = &c->burst;
-	if (b->open && b->last_id == id && (int64_t)(t_ns - b->last_t_ns) > 0)
-		b->last_t_ns = t_ns;
+	if (b->open && b->last_id == id && offset == 0 && bytes >= b->size &&
+	    (int64_t)(t_ns - b->last_t_ns) > 0)
+		b->last_t_ns = t_ns;        /* a fill of the whole member: the gap restarts */
 	if (value != 0 || offset != 0)
 		return;
 	int i = pending_index(b, id);

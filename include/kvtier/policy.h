@@ -236,7 +236,7 @@ struct kvt_policy_cls_burst {
 	uint8_t kind;
 	uint64_t size;
 	uint64_t nr;                 /* members so far */
-	uint64_t last_t_ns;          /* the last member's birth, or the end of a memset on it */
+	uint64_t last_t_ns;          /* the last member's birth, or the end of a memset of all of it */
 	uint64_t last_id;            /* the last member */
 	unsigned nr_pending;         /* unconfirmed members (ids below) */
 	struct kvt_policy_cls_member pending[KVT_POLICY_MAX_PENDING];

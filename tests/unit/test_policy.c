@@ -697,31 +697,37 @@ static void test_engine_zero_fill_and_refute(void)
 
 /* A confirmed burst whose members are zero-filled synchronously, each fill
  * slower than the burst gap (fault admission pulling a far tensor through
- * HBM, paced): the gap counts from the end of the memset on the last member,
- * so every member stays KV. The same gaps with no memset end the burst. */
+ * HBM, paced): the gap counts from the end of a memset of the whole last
+ * member, so every member stays KV. The same gaps with a partial memset of
+ * the member, or a memset of another allocation, end the burst.
+ * mode 2: whole fills; 1: partial fills; 0: another allocation's memset. */
 static void test_engine_slow_fill_keeps_burst(void)
 {
 	struct kvt_policy_resolutions res;
 	const uint64_t gap = 5000000000ull;
-	for (int fill = 1; fill >= 0; fill--) {
+	for (int mode = 2; mode >= 0; mode--) {
 		CU_ASSERT_EQUAL_FATAL(parse(KVT_POLICY_DEFAULT_TEXT), 0);
 		kvt_policy_engine_init(&eng, &pol, NULL, 0, 0, 0);
 		warm_up(100 * G);
 		for (uint64_t id = 20; id < 26; id++) {
 			struct kvt_policy_decision d = alloc(KVT_KIND_DEVICE, 3 * G, id, &res);
-			if (id == 20 || fill)
+			if (id == 20 || mode == 2)
 				CU_ASSERT_TRUE(d.flags & (KVT_DEC_KV | KVT_DEC_MAYBE));
-			if (id >= 22 && fill)
+			if (id >= 22 && mode == 2)
 				CU_ASSERT_TRUE(d.flags & KVT_DEC_KV);
-			/* 6 s apart with no fill: each a burst of its own, never
+			/* 6 s apart otherwise: each a burst of its own, never
 			 * confirmed; the arming (3 bursts) is spent after 22 */
-			if (!fill)
+			if (mode < 2)
 				CU_ASSERT_FALSE(d.flags & KVT_DEC_KV);
-			if (id > 22 && !fill)
+			if (id > 22 && mode < 2)
 				CU_ASSERT_FALSE(d.flags & KVT_DEC_MAYBE);
 			now_ns += gap - gap / 5;                /* the fill: 4 s */
-			if (fill)
+			if (mode == 2)
 				kvt_policy_on_memset(&eng, id, 0, 3 * G, 0, now_ns, &res);
+			else if (mode == 1)
+				kvt_policy_on_memset(&eng, id, 1 * G, 2 * G, 0, now_ns, &res);
+			else
+				kvt_policy_on_memset(&eng, 1000, 0, 100 * M, 0, now_ns, &res);
 			now_ns += gap / 5 * 2;                  /* then 2 s to the next */
 		}
 	}
