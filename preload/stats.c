@@ -4,10 +4,13 @@
  * O_EXCL|O_NOFOLLOW, 0600; never follows or overwrites what is there.
  * Hook entry points: atomics and a clock read; publishing is a seqlocked
  * copy into the mapping under a try-lock. No malloc, no stdio, no waiting. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -164,12 +167,11 @@ static void publish_locked(void)
 
 /* ---- the segment ---- */
 
-/* An existing file at our path is replaced only when it is provably a dead
- * segment of this pid in this pid namespace (a process killed before its
- * destructor ran, whose pid we now have): a regular 0600 file of ours,
- * with the magic, our pid and our pid namespace. Anything else (a symlink,
- * another owner, other content) is left alone and we publish nothing. */
-static int is_our_stale(const char *path)
+/* Whether path is a segment kvtier made for `pid` in this pid namespace: a
+ * regular 0600 file of ours of the segment's size, with the magic, that pid
+ * and our pid namespace. Anything else (a symlink, another owner, other
+ * content) is never removed. */
+static int is_segment_of(const char *path, int32_t pid)
 {
 	struct kvt_stats_seg old;
 	struct stat sb, ns;
@@ -179,10 +181,52 @@ static int is_our_stale(const char *path)
 	int ok = !fstat(fd, &sb) && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
 		 (sb.st_mode & 07777) == 0600 && sb.st_size == SEG_BYTES &&
 		 pread(fd, &old, sizeof old, 0) == (ssize_t)sizeof old &&
-		 old.magic == KVT_STATS_MAGIC && old.pid == st.pid &&
+		 old.magic == KVT_STATS_MAGIC && old.pid == pid &&
 		 !stat("/proc/self/ns/pid", &ns) && old.pidns_ino == (uint64_t)ns.st_ino;
 	close(fd);
 	return ok;
+}
+
+/* An existing file at our path is replaced only when it is provably a dead
+ * segment of this pid (a process killed before its destructor ran, whose
+ * pid we now have). */
+static int is_our_stale(const char *path)
+{
+	return is_segment_of(path, st.pid);
+}
+
+/* A process killed by a signal (a server stopped with SIGTERM or SIGKILL by
+ * its supervisor) leaves its segment behind, and restarts would pile them
+ * up in /dev/shm. The first segment a process image creates removes those
+ * whose pid no longer exists here and which pass is_segment_of(); at most
+ * SWEEP_SCAN directory entries are looked at. A fork child does not sweep
+ * (it makes no segment); an exec'd image does once. */
+#define SWEEP_SCAN 4096
+static void sweep_stale(void)
+{
+	DIR *d = opendir(KVT_STATS_DIR);
+	if (!d)
+		return;
+	const size_t plen = strlen(KVT_STATS_PREFIX);
+	unsigned seen = 0, removed = 0;
+	struct dirent *e;
+	while (seen++ < SWEEP_SCAN && (e = readdir(d))) {
+		if (strncmp(e->d_name, KVT_STATS_PREFIX, plen))
+			continue;
+		char *end;
+		long pid = strtol(e->d_name + plen, &end, 10);
+		if (end == e->d_name + plen || *end || pid <= 0 || pid > INT32_MAX ||
+		    pid == st.pid || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char path[sizeof KVT_STATS_DIR + 1 + sizeof e->d_name];
+		snprintf(path, sizeof path, "%s/%s", KVT_STATS_DIR, e->d_name);
+		if (is_segment_of(path, (int32_t)pid) && !unlink(path))
+			removed++;
+	}
+	closedir(d);
+	if (removed)
+		kvt_info("stats: removed %u segment(s) of exited processes from %s", removed,
+			 KVT_STATS_DIR);
 }
 
 static int open_segment(void)
@@ -252,6 +296,7 @@ void kvt_stats_init(void)
 	st.chunks_far = 0;
 	if (create_segment())
 		return;
+	sweep_stale();
 	st.busy = 1;
 	publish_locked();
 	unlock();

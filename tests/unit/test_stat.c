@@ -316,6 +316,67 @@ static void test_mode_0644_refused(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "no kvtier process"));
 }
 
+/* A segment file as kvtier writes it, for pid, with the given mode and
+ * magic (and this pid namespace). */
+static void plant_segment(int pid, mode_t mode, uint64_t magic)
+{
+	const char *p = seg_path(pid);
+	unlink(p);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	CU_ASSERT_FATAL(fd >= 0);
+	struct kvt_stats_seg s;
+	struct stat ns;
+	memset(&s, 0, sizeof s);
+	s.magic = magic;
+	s.version = KVT_STATS_VERSION;
+	s.size = sizeof s;
+	s.pid = pid;
+	s.pidns_ino = stat("/proc/self/ns/pid", &ns) ? 0 : (uint64_t)ns.st_ino;
+	char page[4096] = { 0 };
+	memcpy(page, &s, sizeof s);
+	CU_ASSERT(write(fd, page, sizeof page) == (ssize_t)sizeof page);
+	fchmod(fd, mode);
+	close(fd);
+}
+
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	return pid;
+}
+
+/* A process killed by a signal leaves its segment; the next process under
+ * kvtier removes the segments of pids that no longer exist, and only
+ * those that are provably kvtier's (the checks of the own-pid case). */
+static void test_stale_segments_swept(void)
+{
+	char lib[512], fakedir[512], ldpath[600], preload[600];
+	CU_ASSERT_FATAL(kvt_preload_env(lib, fakedir, ldpath, preload) == 0);
+	pid_t gone = dead_pid(), gone_magic = dead_pid(), gone_0644 = dead_pid();
+	int alive = (int)getpid();          /* this test process: alive, no segment of its own */
+	plant_segment(gone, 0600, KVT_STATS_MAGIC);
+	plant_segment(gone_magic, 0600, KVT_STATS_MAGIC + 1);
+	plant_segment(gone_0644, 0644, KVT_STATS_MAGIC);
+	plant_segment(alive, 0600, KVT_STATS_MAGIC);
+	const char *argv[] = { kvt_path("workloads/vllm-like"), "--help", NULL };
+	const char *env[] = { preload, ldpath, "KVTIER_LOG=info", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, env) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	struct stat sb;
+	CU_ASSERT(stat(seg_path(gone), &sb) != 0 && errno == ENOENT);       /* swept */
+	CU_ASSERT(stat(seg_path(gone_magic), &sb) == 0);                    /* not a segment */
+	CU_ASSERT(stat(seg_path(gone_0644), &sb) == 0);                     /* not as made */
+	CU_ASSERT(stat(seg_path(alive), &sb) == 0);                         /* its pid lives */
+	/* (others may have been left by killed processes of earlier suites) */
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "segment(s) of exited processes from /dev/shm"));
+	unlink(seg_path(gone_magic));
+	unlink(seg_path(gone_0644));
+	unlink(seg_path(alive));
+}
+
 /* The process sees its own segment; KVTIER_STATS=0 makes none. */
 static void test_stats_off(void)
 {
@@ -374,6 +435,7 @@ int main(void)
 		  test_symlink_never_followed },
 		{ "a 0644 segment is refused; 0600 read; newer version refused", test_mode_0644_refused },
 		{ "segment 0600 while running; KVTIER_STATS=0 creates none", test_stats_off },
+		{ "segments of exited processes are swept, nothing else", test_stale_segments_swept },
 		{ "stat usage errors 2, --help 0, --watch bounded by --count", test_usage },
 		CU_TEST_INFO_NULL,
 	};
