@@ -270,25 +270,35 @@ static void test_symlink_never_followed(void)
 	free(t);
 }
 
+/* A segment file as kvtier writes it, for pid, with the given mode, magic
+ * and version (and this pid namespace). */
+static void plant_segment(int pid, mode_t mode, uint64_t magic, uint32_t version)
+{
+	const char *p = seg_path(pid);
+	unlink(p);
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	CU_ASSERT_FATAL(fd >= 0);
+	struct kvt_stats_seg s;
+	struct stat ns;
+	memset(&s, 0, sizeof s);
+	s.magic = magic;
+	s.version = version;
+	s.size = sizeof s;
+	s.pid = pid;
+	s.pidns_ino = stat("/proc/self/ns/pid", &ns) ? 0 : (uint64_t)ns.st_ino;
+	char page[4096] = { 0 };
+	memcpy(page, &s, sizeof s);
+	CU_ASSERT(write(fd, page, sizeof page) == (ssize_t)sizeof page);
+	fchmod(fd, mode);
+	close(fd);
+}
+
 /* A segment someone made readable by others is refused, whatever it holds. */
 static void test_mode_0644_refused(void)
 {
 	int pid = (int)getpid();        /* this test process has no segment of its own */
 	const char *p = seg_path(pid);
-	unlink(p);
-	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
-	CU_ASSERT_FATAL(fd >= 0);
-	struct kvt_stats_seg s;
-	memset(&s, 0, sizeof s);
-	s.magic = KVT_STATS_MAGIC;
-	s.version = KVT_STATS_VERSION;
-	s.size = sizeof s;
-	s.pid = pid;
-	char page[4096] = { 0 };
-	memcpy(page, &s, sizeof s);
-	CU_ASSERT(write(fd, page, sizeof page) == (ssize_t)sizeof page);
-	fchmod(fd, 0644);
-	close(fd);
+	plant_segment(pid, 0644, KVT_STATS_MAGIC, KVT_STATS_VERSION);
 	char pidarg[16];
 	snprintf(pidarg, sizeof pidarg, "%d", pid);
 	const char *argv[] = { kvt_path("kvtier"), "stat", pidarg, NULL };
@@ -302,10 +312,7 @@ static void test_mode_0644_refused(void)
 	CU_ASSERT_EQUAL(rc.exit_code, 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "kvtier stat: pid "));
 	/* a newer version is refused with its version named */
-	s.version = KVT_STATS_VERSION + 1;
-	fd = open(p, O_WRONLY);
-	CU_ASSERT(pwrite(fd, &s, sizeof s, 0) == (ssize_t)sizeof s);
-	close(fd);
+	plant_segment(pid, 0600, KVT_STATS_MAGIC, KVT_STATS_VERSION + 1);
 	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
 	CU_ASSERT_EQUAL(rc.exit_code, 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "segment version 2"));
@@ -314,29 +321,6 @@ static void test_mode_0644_refused(void)
 	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
 	CU_ASSERT_EQUAL(rc.exit_code, 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "no kvtier process"));
-}
-
-/* A segment file as kvtier writes it, for pid, with the given mode and
- * magic (and this pid namespace). */
-static void plant_segment(int pid, mode_t mode, uint64_t magic)
-{
-	const char *p = seg_path(pid);
-	unlink(p);
-	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
-	CU_ASSERT_FATAL(fd >= 0);
-	struct kvt_stats_seg s;
-	struct stat ns;
-	memset(&s, 0, sizeof s);
-	s.magic = magic;
-	s.version = KVT_STATS_VERSION;
-	s.size = sizeof s;
-	s.pid = pid;
-	s.pidns_ino = stat("/proc/self/ns/pid", &ns) ? 0 : (uint64_t)ns.st_ino;
-	char page[4096] = { 0 };
-	memcpy(page, &s, sizeof s);
-	CU_ASSERT(write(fd, page, sizeof page) == (ssize_t)sizeof page);
-	fchmod(fd, mode);
-	close(fd);
 }
 
 static pid_t dead_pid(void)
@@ -357,10 +341,10 @@ static void test_stale_segments_swept(void)
 	CU_ASSERT_FATAL(kvt_preload_env(lib, fakedir, ldpath, preload) == 0);
 	pid_t gone = dead_pid(), gone_magic = dead_pid(), gone_0644 = dead_pid();
 	int alive = (int)getpid();          /* this test process: alive, no segment of its own */
-	plant_segment(gone, 0600, KVT_STATS_MAGIC);
-	plant_segment(gone_magic, 0600, KVT_STATS_MAGIC + 1);
-	plant_segment(gone_0644, 0644, KVT_STATS_MAGIC);
-	plant_segment(alive, 0600, KVT_STATS_MAGIC);
+	plant_segment(gone, 0600, KVT_STATS_MAGIC, KVT_STATS_VERSION);
+	plant_segment(gone_magic, 0600, KVT_STATS_MAGIC + 1, KVT_STATS_VERSION);
+	plant_segment(gone_0644, 0644, KVT_STATS_MAGIC, KVT_STATS_VERSION);
+	plant_segment(alive, 0600, KVT_STATS_MAGIC, KVT_STATS_VERSION);
 	const char *argv[] = { kvt_path("workloads/vllm-like"), "--help", NULL };
 	const char *env[] = { preload, ldpath, "KVTIER_LOG=info", NULL };
 	CU_ASSERT_FATAL(kvt_run(&rc, argv, env) == 0);
