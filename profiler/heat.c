@@ -105,12 +105,19 @@ void kvt_heat_mark(const struct kvt_heat_chunk *c)
 		__atomic_fetch_or(&dirty[i >> 6], bit, __ATOMIC_RELAXED);
 }
 
+/* The heat as stored and its age at now_ms (0 for a stamp later than now:
+ * another thread's clock read raced ours). */
+static inline uint32_t load_aged(const struct kvt_heat_chunk *c, uint32_t now_ms, float *h)
+{
+	uint32_t t;
+	unpack(__atomic_load_n(&c->hv, __ATOMIC_RELAXED), h, &t);
+	return (int32_t)(now_ms - t) > 0 ? now_ms - t : 0;
+}
+
 float kvt_heat_read(const struct kvt_heat_chunk *c, uint32_t now_ms, uint32_t tau_ms)
 {
 	float h;
-	uint32_t t;
-	unpack(__atomic_load_n(&c->hv, __ATOMIC_RELAXED), &h, &t);
-	uint32_t dt = (int32_t)(now_ms - t) > 0 ? now_ms - t : 0;
+	uint32_t dt = load_aged(c, now_ms, &h);
 	return kvt_heat_decay(h, dt, tau_ms);
 }
 
@@ -118,9 +125,7 @@ float kvt_heat_recency(const struct kvt_heat_chunk *c, float top, uint32_t now_m
 		       uint32_t tau_ms)
 {
 	float h;
-	uint32_t t;
-	unpack(__atomic_load_n(&c->hv, __ATOMIC_RELAXED), &h, &t);
-	uint32_t dt = (int32_t)(now_ms - t) > 0 ? now_ms - t : 0;
+	uint32_t dt = load_aged(c, now_ms, &h);
 	return h == 0.0f ? 0.0f : kvt_heat_decay(top, dt, tau_ms);
 }
 
@@ -542,9 +547,7 @@ static float read_memo(const struct kvt_heat_chunk *c, uint32_t now_ms, uint32_t
 		       float floor, struct decay_memo *m)
 {
 	float h;
-	uint32_t t;
-	unpack(__atomic_load_n(&c->hv, __ATOMIC_RELAXED), &h, &t);
-	uint32_t dt = (int32_t)(now_ms - t) > 0 ? now_ms - t : 0;
+	uint32_t dt = load_aged(c, now_ms, &h);
 	if (!tau_ms || !dt || h == 0.0f || h < floor)
 		return h;
 	if (dt > 64u * tau_ms)
