@@ -162,4 +162,31 @@ static inline CUdeviceptr managed(size_t bytes)
 	return p;
 }
 
+/* Eviction order on a 32-block device, p managed with >= 34 blocks: fault in
+ * blocks 0..31, hit block 0, prefetch block 1 (already resident), then fault
+ * in blocks 32 and 33. Returns which of blocks 0..2 are still on the device
+ * (bit i for block i): 4 when arrival order decides (FIFO, the driver's: 0
+ * and 1 go), 3 when hits refresh (LRU: 2 and 3 go), anything else is a bug;
+ * ~0u when a call fails or the counters are not 34 faults and 2 evictions. */
+static inline unsigned evict_probe(CUdeviceptr p)
+{
+	D.reset();
+	for (int i = 0; i < 32; i++)
+		if (D.access((void *)(p + (CUdeviceptr)i * BLK), 64, 0))
+			return ~0u;
+	if (D.access((void *)p, 64, 0) || D.Prefetch(p + BLK, BLK, DEV, 0, NULL) ||
+	    D.access((void *)(p + 32 * BLK), 64, 0) ||
+	    D.access((void *)(p + 33 * BLK), 64, 0))
+		return ~0u;
+	struct fakecuda_counters c = ctr();
+	if (c.faults != 34 || c.evictions != 2 || c.bytes_htod != 34 * BLK ||
+	    c.bytes_dtoh != 2 * BLK)
+		return ~0u;
+	unsigned on = 0;
+	for (int i = 0; i < 3; i++)
+		on |= (unsigned)(loc_of(p + (CUdeviceptr)i * BLK, NULL) ==
+				 CU_MEM_LOCATION_TYPE_DEVICE) << i;
+	return on;
+}
+
 #endif

@@ -2,7 +2,7 @@
 /* CUnit suite for the SIMULATED CUDA driver's environment knobs, each read
  * once per process: this binary re-runs itself as a child (--child MODE)
  * with the variables set (FAKECUDA_FAIL, FAKECUDA_CUPTI_BUSY, FAKECUDA_PACE,
- * FAKECUDA_RECLAIM, FAKECUDA_FAULT_MAPS). Runs with FAKECUDA_DEVICE_BYTES=64M. */
+ * FAKECUDA_RECLAIM, FAKECUDA_FAULT_MAPS, FAKECUDA_EVICT). Runs with FAKECUDA_DEVICE_BYTES=64M. */
 #include "unit/fakecuda_drv.h"
 
 #include <cupti_activity.h>
@@ -120,6 +120,15 @@ static int child_fault_maps(void)
 	return 0;
 }
 
+static int child_evict(void)
+{
+	CUdeviceptr p = 0;
+	if (D.MemAllocManaged(&p, 40 * BLK, CU_MEM_ATTACH_GLOBAL))
+		return 1;
+	printf("on=%u\n", evict_probe(p));
+	return 0;
+}
+
 static void run_child(const char *mode, const char *const env[], struct kvt_child *c)
 {
 	const char *argv[] = { self_path, "--child", mode, NULL };
@@ -220,12 +229,35 @@ static void test_fault_maps(void)
 	CU_ASSERT_EQUAL(remote, 0);
 }
 
+/* FAKECUDA_EVICT=lru: hits and prefetches refresh a block; fifo and the
+ * default keep the order of arrival; anything else warns once, fifo. */
+static void test_evict_order(void)
+{
+	static const struct { const char *env, *warn; unsigned on; } cases[] = {
+		{ "FAKECUDA_EVICT=lru", NULL, 3 },
+		{ "FAKECUDA_EVICT=fifo", NULL, 4 },
+		{ "FAKECUDA_EVICT=", NULL, 4 },
+		{ "FAKECUDA_EVICT=LRU", "bad FAKECUDA_EVICT=\"LRU\", using fifo", 4 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		static struct kvt_child c;
+		const char *env[] = { cases[i].env, NULL };
+		unsigned on = 99;
+		run_child("evict", env, &c);
+		CU_ASSERT_EQUAL(sscanf(c.out, "on=%u", &on), 1);
+		CU_ASSERT_EQUAL(on, cases[i].on);
+		const char *want = cases[i].warn ? cases[i].warn : "bad FAKECUDA_EVICT";
+		CU_ASSERT((strstr(c.err, want) != NULL) == (cases[i].warn != NULL));
+	}
+}
+
 static CU_TestInfo tests_env[] = {
 	{ "FAKECUDA_FAIL", test_fail_injection },
 	{ "CUPTI busy", test_cupti_busy },
 	{ "FAKECUDA_PACE", test_pace },
 	{ "FAKECUDA_RECLAIM=0", test_reclaim_off },
 	{ "FAKECUDA_FAULT_MAPS=1", test_fault_maps },
+	{ "FAKECUDA_EVICT", test_evict_order },
 	CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
@@ -248,6 +280,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[2], "pace")) return child_pace();
 		if (!strcmp(argv[2], "reclaim")) return child_reclaim();
 		if (!strcmp(argv[2], "fault_maps")) return child_fault_maps();
+		if (!strcmp(argv[2], "evict")) return child_evict();
 		return 2;
 	}
 	return kvt_test_main(suites);

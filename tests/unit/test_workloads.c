@@ -399,20 +399,23 @@ static void test_wl_vllm(void)
 	CU_ASSERT_EQUAL_FATAL(run_wl("workloads/vllm-like", warm), 0);
 	CU_ASSERT(kv_num(wl_out.out, "window_new_kv_chunks") <
 		  kv_num(wl_out.out, "window_kv_chunks"));
-	/* --cache-bound: Belady never misses more than LRU; a cache that holds
-	 * every chunk misses exactly the chunks new to the window */
+	/* --cache-bound: Belady never misses more than LRU or FIFO; a cache that
+	 * holds every chunk misses exactly the chunks new to the window */
 	const char *small[] = { "--steps", "16", "--warmup", "32", "--zipf", "2.5",
 				"--kv-over-hbm", "2", "--mode", "uvm", "--cache-bound", "24", NULL };
 	CU_ASSERT_EQUAL_FATAL(run_wl("workloads/vllm-like", small), 0);
 	o = wl_out.out;
 	CU_ASSERT_EQUAL(kv_num(o, "cache_bound_chunks"), 24);
 	CU_ASSERT(kv_num(o, "window_misses_opt") <= kv_num(o, "window_misses_lru"));
+	CU_ASSERT(kv_num(o, "window_misses_opt") <= kv_num(o, "window_misses_fifo"));
 	CU_ASSERT(kv_num(o, "window_misses_lru") > kv_num(o, "window_new_kv_chunks"));
+	CU_ASSERT(kv_num(o, "window_misses_fifo") > kv_num(o, "window_new_kv_chunks"));
 	const char *every[] = { "--steps", "16", "--warmup", "2", "--zipf", "2.5",
 				"--kv-over-hbm", "2", "--mode", "uvm", "--cache-bound", "100000", NULL };
 	CU_ASSERT_EQUAL_FATAL(run_wl("workloads/vllm-like", every), 0);
 	o = wl_out.out;
 	CU_ASSERT_EQUAL(kv_num(o, "window_misses_lru"), kv_num(o, "window_new_kv_chunks"));
+	CU_ASSERT_EQUAL(kv_num(o, "window_misses_fifo"), kv_num(o, "window_new_kv_chunks"));
 	CU_ASSERT_EQUAL(kv_num(o, "window_misses_opt"), kv_num(o, "window_new_kv_chunks"));
 	CU_ASSERT(kv_num(o, "window_new_kv_chunks") > 0);
 }

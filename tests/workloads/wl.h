@@ -140,6 +140,7 @@ struct wl {
 	uint64_t window_kv_chunks;      /* 2 MiB KV chunks the timed steps read or write */
 	uint64_t window_new_kv_chunks;  /* ... of which the warm-up never did */
 	uint64_t window_misses_lru;     /* --cache-bound: window misses of an LRU cache */
+	uint64_t window_misses_fifo;    /* ... of a FIFO cache (the driver's order) */
 	uint64_t window_misses_opt;     /* ... and of Belady's (evict the furthest next use) */
 	struct fakecuda_counters c0, c1;  /* decode phase: before, after */
 	void *priv;                /* the workload's own state */

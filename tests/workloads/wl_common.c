@@ -281,8 +281,9 @@ static void wl_usage(const struct wl_ops *ops, FILE *f)
 "  --steps N             timed decode steps                               [%d]\n"
 "  --warmup N            untimed decode steps before them                  [%d]\n"
 "  --oracle-window N     steps of the future the oracle plans for (0: all) [%d]\n"
-"  --cache-bound C       replay the schedule's KV chunk uses through an LRU and\n"
-"                        an OPT (Belady) cache of C 2 MiB chunks, demand-filled:\n"
+"  --cache-bound C       replay the schedule's KV chunk uses through an LRU, a\n"
+"                        FIFO and an OPT (Belady) cache of C 2 MiB chunks,\n"
+"                        demand-filled:\n"
 "                        window misses of each (0: none)                   [%d]\n"
 "  --weights-frac F      weights as a fraction of the device             [%.2f]\n"
 "  --act-frac F          profiling activations / compute buffer fraction [%.2f]\n"
@@ -498,8 +499,9 @@ static void wl_report(struct wl *w, uint64_t checked, uint64_t bad, double wall_
 	printf("window_kv_chunks=%" PRIu64 "\nwindow_new_kv_chunks=%" PRIu64 "\n",
 	       w->window_kv_chunks, w->window_new_kv_chunks);
 	if (w->o.cache_bound)
-		printf("cache_bound_chunks=%d\nwindow_misses_lru=%" PRIu64 "\nwindow_misses_opt=%" PRIu64
-		       "\n", w->o.cache_bound, w->window_misses_lru, w->window_misses_opt);
+		printf("cache_bound_chunks=%d\nwindow_misses_lru=%" PRIu64 "\nwindow_misses_fifo=%" PRIu64
+		       "\nwindow_misses_opt=%" PRIu64 "\n", w->o.cache_bound, w->window_misses_lru,
+		       w->window_misses_fifo, w->window_misses_opt);
 	if (w->ops->report)
 		w->ops->report(w);
 	printf("verified=%" PRIu64 "\ncorrupt=%" PRIu64 "\nresult=%s\n", checked, bad,

@@ -288,7 +288,8 @@ static void wl_oracle_plan(struct wl *w, struct wl_oracle *or, int t, struct fak
  * unless it happened to be left in HBM; the oracle places it beforehand.
  * --cache-bound C also replays every step's (and layer's) chunk uses, in
  * order, through a demand-filled cache of C chunks that starts empty at the
- * first warm-up step: LRU (what fault-driven UVM approximates) and OPT
+ * first warm-up step: LRU, FIFO (the driver's eviction order, which
+ * fault-driven UVM follows on the simulated device by default) and OPT
  * (Belady: evict the chunk used furthest ahead, the best any replacement
  * can do without prefetching), counting the misses in the timed window. */
 
@@ -353,12 +354,15 @@ static void wl_add_use(void *arg, uint32_t c, int t)
 	v->u[v->n++] = (struct wl_use){ c, t };
 }
 
-/* Window misses of a demand-filled cache of cap chunks: LRU (opt 0) or
- * OPT. key[c]: last use (LRU) or next use (OPT) of a resident chunk; the
- * victim has the least (LRU) or the greatest (OPT). */
-static uint64_t wl_cache_misses(const struct wl_uses *v, uint64_t nr, uint64_t cap, int opt,
-				int warmup)
+/* Window misses of a demand-filled cache of cap chunks. key[c] of a resident
+ * chunk: its last use (LRU), its arrival (FIFO, the UVM driver's order) or
+ * its next use (OPT); the victim has the least key, or the greatest (OPT). */
+enum wl_cache { WL_LRU, WL_FIFO, WL_OPT };
+
+static uint64_t wl_cache_misses(const struct wl_uses *v, uint64_t nr, uint64_t cap,
+				enum wl_cache kind, int warmup)
 {
+	bool opt = kind == WL_OPT;
 	uint64_t *key = calloc(nr ? nr : 1, sizeof *key), *next = NULL, *later = NULL;
 	uint8_t *in = calloc(nr ? nr : 1, 1);
 	if (!key || !in)
@@ -378,7 +382,8 @@ static uint64_t wl_cache_misses(const struct wl_uses *v, uint64_t nr, uint64_t c
 	uint64_t miss = 0, held = 0;
 	for (size_t k = 0; k < v->n; k++) {
 		uint32_t c = v->u[k].chunk;
-		if (!in[c]) {
+		bool hit = in[c];
+		if (!hit) {
 			miss += v->u[k].step >= warmup;
 			if (held == cap) {
 				uint64_t victim = UINT64_MAX;
@@ -392,7 +397,10 @@ static uint64_t wl_cache_misses(const struct wl_uses *v, uint64_t nr, uint64_t c
 			in[c] = 1;
 			held++;
 		}
-		key[c] = opt ? next[k] : k;
+		if (opt)
+			key[c] = next[k];
+		else if (kind == WL_LRU || !hit)
+			key[c] = k;
 	}
 	free(key);
 	free(in);
@@ -422,10 +430,10 @@ static void wl_window_chunks(struct wl *w, struct fakecuda_range *buf)
 	if (w->o.cache_bound > 0) {
 		struct wl_uses v = { 0 };
 		wl_kv_uses(w, &k, buf, wl_add_use, &v);
-		w->window_misses_lru = wl_cache_misses(&v, k.nr, (uint64_t)w->o.cache_bound, 0,
-						       w->o.warmup);
-		w->window_misses_opt = wl_cache_misses(&v, k.nr, (uint64_t)w->o.cache_bound, 1,
-						       w->o.warmup);
+		uint64_t cap = (uint64_t)w->o.cache_bound;
+		w->window_misses_lru = wl_cache_misses(&v, k.nr, cap, WL_LRU, w->o.warmup);
+		w->window_misses_fifo = wl_cache_misses(&v, k.nr, cap, WL_FIFO, w->o.warmup);
+		w->window_misses_opt = wl_cache_misses(&v, k.nr, cap, WL_OPT, w->o.warmup);
 		free(v.u);
 	}
 }

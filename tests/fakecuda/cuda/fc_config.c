@@ -101,6 +101,18 @@ static bool fc_env_bool(const char *var, bool def)
 	return def;
 }
 
+/* FAKECUDA_EVICT: fifo (the driver's order of arrival) or lru */
+static bool fc_env_evict_lru(const char *var)
+{
+	const char *s = getenv(var);
+	if (!s || !*s || !strcmp(s, "fifo"))
+		return false;
+	if (!strcmp(s, "lru"))
+		return true;
+	fc_warn(var, s, "fifo");
+	return false;
+}
+
 static uint64_t fc_env_bytes(const char *var, uint64_t def)
 {
 	const char *s = getenv(var);
@@ -206,6 +218,7 @@ static void fc_config_once(void)
 	fc_knobs.pace = fc_env_pace("FAKECUDA_PACE");
 	fc_knobs.reclaim = fc_env_bool("FAKECUDA_RECLAIM", true);
 	fc_knobs.fault_maps = fc_env_bool("FAKECUDA_FAULT_MAPS", false);
+	fc_knobs.evict_lru = fc_env_evict_lru("FAKECUDA_EVICT");
 	fc_pace_anchor();
 	fc_knobs.fault_batch_blocks =
 		(unsigned)fc_env_double("FAKECUDA_FAULT_BATCH", 16);

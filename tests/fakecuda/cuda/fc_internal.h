@@ -51,6 +51,7 @@ struct fc_knobs {
 	double pace;                 /* FAKECUDA_PACE: real s per virtual s, 0 off */
 	bool reclaim;                /* FAKECUDA_RECLAIM: punch the copy a block left */
 	bool fault_maps;             /* FAKECUDA_FAULT_MAPS: every host fault maps */
+	bool evict_lru;              /* FAKECUDA_EVICT=lru: hits refresh the order */
 };
 extern struct fc_knobs fc_knobs;
 void fc_config_init(void);                 /* idempotent, thread-safe */
@@ -124,8 +125,7 @@ struct fc_block {
 	int8_t last_pf_type;
 	int32_t pref_id, last_pf_id;
 	int32_t host_node;       /* node the host copy is bound to, -1: none */
-	uint64_t lru;
-	struct fc_block *prev, *next;   /* LRU list of device-resident blocks */
+	struct fc_block *prev, *next;   /* eviction order of device-resident blocks */
 };
 struct fc_mrange {
 	uintptr_t base;

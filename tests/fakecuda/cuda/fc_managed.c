@@ -22,8 +22,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static struct fc_block *fc_lru_head, *fc_lru_tail;   /* device-resident */
-static uint64_t fc_lru_clock;
+/* Device-resident blocks in eviction order, the head goes first. */
+static struct fc_block *fc_lru_head, *fc_lru_tail;
 
 /* ---- NUMA helpers (raw syscalls; only this file binds memory) ---- */
 
@@ -77,7 +77,14 @@ int fc_current_node(void)
 	return (int)node;
 }
 
-/* ---- LRU of device-resident blocks ---- */
+/* ---- eviction order of device-resident blocks ----
+ * The UVM driver evicts 2 MiB root chunks from the head of a "used" list, and
+ * moves a chunk to its tail only when its VA block becomes resident on the GPU
+ * (block_mark_memory_used in uvm_va_block.c; pick_root_chunk_to_evict in
+ * uvm_pmm_gpu.c carries a TODO to move chunks "whenever they get mapped"). It
+ * never sees the GPU's hits on resident memory, so its order is the order of
+ * arrival: FIFO. That is the default here; FAKECUDA_EVICT=lru makes every GPU
+ * access and prefetch refresh a block, the kinder model used until session 6. */
 
 static void fc_lru_unlink(struct fc_block *b)
 {
@@ -96,8 +103,7 @@ static void fc_lru_append(struct fc_block *b)
 
 void fc_block_touch(struct fc_block *b)
 {
-	b->lru = ++fc_lru_clock;
-	if (b->loc == FC_LOC_DEV && b != fc_lru_tail) {
+	if (fc_knobs.evict_lru && b->loc == FC_LOC_DEV && b != fc_lru_tail) {
 		fc_lru_unlink(b);
 		fc_lru_append(b);
 	}
@@ -122,7 +128,7 @@ bool fc_evict_one(void)
 	return true;
 }
 
-/* Make room for bytes more in HBM by evicting managed blocks, LRU first. */
+/* Make room for bytes more in HBM by evicting managed blocks, in order. */
 static bool fc_make_room(uint64_t bytes)
 {
 	while (fc_stats.device_alloc_bytes + fc_stats.c.managed_resident_bytes +
@@ -221,7 +227,6 @@ CUresult fc_block_to_dev(struct fc_block *b, enum fc_cause cause, bool keep_host
 	b->dev_mapped = 0;
 	fc_stats.c.managed_resident_bytes += FC_BLOCK;
 	fc_lru_append(b);
-	fc_block_touch(b);
 	return CUDA_SUCCESS;
 }
 
