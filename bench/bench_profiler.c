@@ -184,6 +184,7 @@ int main(void)
 		.high_bp = KVT_MIGRATE_HIGH_BP, .low_bp = KVT_MIGRATE_LOW_BP, .promote = 4, .demote = 1,
 		.rate_bytes_per_s = 8ull << 30, .epoch_ms = EPOCH_MS,
 		.min_residence_ms = 4 * EPOCH_MS, .chunk_bytes = KVT_CHUNK_BYTES,
+		.room_bytes = KVT_PLAN_ROOM_ANY,
 	};
 	struct kvt_planner pl, pl_full;
 	kvt_planner_init(&pl, &p);

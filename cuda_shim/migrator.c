@@ -138,7 +138,7 @@ void kvt_migrator_start(void)
 		.promote = (float)kvt_opt.promote, .demote = (float)kvt_opt.demote,
 		.rate_bytes_per_s = kvt_opt.migrate_rate, .epoch_ms = (uint32_t)kvt_opt.epoch_ms,
 		.min_residence_ms = MIN_RESIDENCE_EPOCHS * (uint32_t)kvt_opt.epoch_ms,
-		.chunk_bytes = KVT_CHUNK_BYTES,
+		.chunk_bytes = KVT_CHUNK_BYTES, .room_bytes = KVT_PLAN_ROOM_ANY,
 	};
 	if (kvt_opt.demote > kvt_opt.promote)
 		kvt_warn("KVTIER_DEMOTE=%d is above KVTIER_PROMOTE=%d; using %d for both",
@@ -432,6 +432,8 @@ static void epoch(void)
 	if (kvt_place_admit_fault())
 		admit_check(n, now_ms);
 	m.planner.p.budget_bytes = budget_now();
+	size_t fr = 0, tot = 0;
+	m.planner.p.room_bytes = kvt_cuda_mem_info(&fr, &tot) == CUDA_SUCCESS ? fr : KVT_PLAN_ROOM_ANY;
 	struct kvt_plan_out out = { .moves = m.moves, .cap = MAX_MOVES };
 	kvt_plan_epoch(&m.planner, m.table, n, now_ms, &out);
 	kvt_debug("epoch: %u chunks, %u in HBM of %u budgeted; promote %u, demote %u in %u moves",

@@ -45,7 +45,12 @@ struct kvt_plan_params {
 	uint32_t epoch_ms;          /* nominal epoch: the rate cap's burst is 2 epochs */
 	uint32_t min_residence_ms;  /* a moved chunk stays put at least this long */
 	uint64_t chunk_bytes;       /* 2 MiB */
+	uint64_t room_bytes;        /* HBM free on the device now: the budget is cut to
+				     * what the chunks hold plus this, so that kvtier
+				     * chooses what leaves HBM, not the driver's eviction
+				     * (KVT_PLAN_ROOM_ANY: not known, no cut) */
 };
+#define KVT_PLAN_ROOM_ANY UINT64_MAX
 
 /* Scratch of one epoch (performance only): the positions of the chunks that
  * can matter after the first pass (resident and movable, or far and at

@@ -15,7 +15,7 @@ static struct kvt_plan_params params(uint64_t budget_chunks)
 	return (struct kvt_plan_params){
 		.budget_bytes = budget_chunks * MB2, .high_bp = 10000, .low_bp = 8000,
 		.promote = 4, .demote = 1, .rate_bytes_per_s = 0, .epoch_ms = 50,
-		.min_residence_ms = 200, .chunk_bytes = MB2,
+		.min_residence_ms = 200, .chunk_bytes = MB2, .room_bytes = KVT_PLAN_ROOM_ANY,
 	};
 }
 
@@ -226,6 +226,45 @@ static void test_hot_chunk_promoted_soon(void)
 	CU_ASSERT_TRUE(promoted_at >= 2 && promoted_at <= 3);
 }
 
+/* A device with less free HBM than the budget allows: the budget is cut to
+ * what the chunks hold plus the room, and the coldest resident chunks make
+ * way for the hottest far ones, so the driver has nothing to evict. */
+static void test_room_cut(void)
+{
+	struct kvt_plan_move mv[16];
+	struct kvt_planner pl;
+	struct kvt_plan_params p = params(10);
+	struct kvt_plan_chunk c[7] = {
+		ch(40, 1, 0), ch(30, 1, 1), ch(1.5f, 1, 2), ch(2, 1, 3),  /* in HBM */
+		ch(20, 0, 4), ch(16, 0, 5), ch(12, 0, 6),                 /* far, hot */
+	};
+	static const struct {
+		uint64_t room;
+		uint32_t budget, after;
+		int move[7];          /* -1 demoted, 1 promoted */
+	} cases[] = {
+		{ KVT_PLAN_ROOM_ANY, 10, 7, { 0, 0, 0, 0, 1, 1, 1 } },
+		{ 100 * MB2, 10, 7, { 0, 0, 0, 0, 1, 1, 1 } },
+		{ 3 * MB2, 7, 7, { 0, 0, 0, 0, 1, 1, 1 } },
+		{ MB2 + MB2 / 2, 5, 5, { 0, 0, -1, -1, 1, 1, 1 } },   /* whole chunks only */
+		{ 0, 4, 4, { 0, 0, -1, -1, 1, 1, 0 } },               /* a swap */
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		p.room_bytes = cases[k].room;
+		kvt_planner_init(&pl, &p);
+		struct kvt_plan_out o = { .moves = mv, .cap = 16 };
+		kvt_plan_epoch(&pl, c, 7, 1000, &o);
+		CU_ASSERT_EQUAL(o.hbm_before, 4);
+		CU_ASSERT_EQUAL(o.budget_chunks, cases[k].budget);
+		CU_ASSERT_EQUAL(o.hbm_after, cases[k].after);
+		int got[7] = { 0 };
+		for (uint32_t i = 0; i < o.nr; i++)
+			for (uint32_t j = 0; j < mv[i].nr && mv[i].first + j < 7; j++)
+				got[mv[i].first + j] = mv[i].dir == KVT_PLAN_DEMOTE ? -1 : 1;
+		CU_ASSERT_EQUAL(memcmp(got, cases[k].move, sizeof got), 0);
+	}
+}
+
 static void test_determinism(void)
 {
 	static struct kvt_plan_chunk a[2000], b[2000];
@@ -374,6 +413,7 @@ int main(void)
 		{ "rate cap", test_rate_cap },
 		{ "adjacent chunks merged within a range", test_merge },
 		{ "a chunk turning hot is promoted within 3 epochs", test_hot_chunk_promoted_soon },
+		{ "a device short of room: budget cut, coldest out first", test_room_cut },
 		{ "determinism", test_determinism },
 		{ "a subset table (cold far chunks left out) plans the same", test_subset_same_plan },
 		{ "a scratch list too small plans the same", test_scratch_overflow_same_plan },
