@@ -103,12 +103,16 @@ asan:
 
 # The README's first command: kvtier's main job on its built-in default, a
 # vLLM-like KV workload at KV = 2x the simulated device, under `kvtier run`.
+# The device is paced to real time (FAKECUDA_PACE: decode steps of ~20 ms, as
+# on a server) for 100 warm-up + 50 timed steps, as `make bench` runs the
+# kvtier rows: the migration thread works in real-time epochs, and an
+# unpaced run ends in two of them, before it has promoted anything (~4 s).
 demo:
 	@.ci/install-deps
 	@$(MAKE) --no-print-directory all >/dev/null
 	@rm -f $(BUILD)/demo.*.trace*
-	LD_LIBRARY_PATH=$(BUILD)/fakecuda $(KVTIER) run --trace $(BUILD)/demo.%p.trace -- \
-		$(BUILD)/workloads/vllm-like --mode native --kv-over-hbm 2
+	LD_LIBRARY_PATH=$(BUILD)/fakecuda FAKECUDA_PACE=10 $(KVTIER) run --trace $(BUILD)/demo.%p.trace -- \
+		$(BUILD)/workloads/vllm-like --mode native --kv-over-hbm 2 --warmup 100 --steps 50
 	@$(KVTIER) report --format html -o $(BUILD)/demo.html $(BUILD)/demo.*.trace
 	@echo "HTML report: $(BUILD)/demo.html"
 
