@@ -279,8 +279,10 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 	const uint32_t nw = listed ? nl : n;
 #define AT(j) (listed ? pl->live[j] : (j))
 	uint64_t budget = pl->p.budget_bytes / cb;
-	if (pl->p.room_bytes != KVT_PLAN_ROOM_ANY && budget > used + pl->p.room_bytes / cb)
-		budget = used + pl->p.room_bytes / cb;    /* the device is short: make room */
+	if (pl->p.room_bytes != KVT_PLAN_ROOM_ANY) {            /* the device is short: make room */
+		uint64_t ceiling = used + pl->p.room_bytes / cb;
+		budget = budget < ceiling ? budget : ceiling;
+	}
 	uint32_t high = (uint32_t)(budget * pl->p.high_bp / 10000);
 	uint32_t low = (uint32_t)(budget * pl->p.low_bp / 10000);
 	uint32_t target = used > high ? low : high;          /* watermarks */

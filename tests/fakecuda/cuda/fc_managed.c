@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 /* Device-resident blocks in eviction order, the head goes first. */
-static struct fc_block *fc_lru_head, *fc_lru_tail;
+static struct fc_block *fc_evq_head, *fc_evq_tail;
 
 /* ---- NUMA helpers (raw syscalls; only this file binds memory) ---- */
 
@@ -86,26 +86,26 @@ int fc_current_node(void)
  * arrival: FIFO. That is the default here; FAKECUDA_EVICT=lru makes every GPU
  * access and prefetch refresh a block, the kinder model used until session 6. */
 
-static void fc_lru_unlink(struct fc_block *b)
+static void fc_evq_unlink(struct fc_block *b)
 {
-	if (b->prev) b->prev->next = b->next; else fc_lru_head = b->next;
-	if (b->next) b->next->prev = b->prev; else fc_lru_tail = b->prev;
+	if (b->prev) b->prev->next = b->next; else fc_evq_head = b->next;
+	if (b->next) b->next->prev = b->prev; else fc_evq_tail = b->prev;
 	b->prev = b->next = NULL;
 }
 
-static void fc_lru_append(struct fc_block *b)
+static void fc_evq_append(struct fc_block *b)
 {
-	b->prev = fc_lru_tail;
+	b->prev = fc_evq_tail;
 	b->next = NULL;
-	if (fc_lru_tail) fc_lru_tail->next = b; else fc_lru_head = b;
-	fc_lru_tail = b;
+	if (fc_evq_tail) fc_evq_tail->next = b; else fc_evq_head = b;
+	fc_evq_tail = b;
 }
 
 void fc_block_touch(struct fc_block *b)
 {
-	if (fc_knobs.evict_lru && b->loc == FC_LOC_DEV && b != fc_lru_tail) {
-		fc_lru_unlink(b);
-		fc_lru_append(b);
+	if (fc_knobs.evict_lru && b->loc == FC_LOC_DEV && b != fc_evq_tail) {
+		fc_evq_unlink(b);
+		fc_evq_append(b);
 	}
 }
 
@@ -119,7 +119,7 @@ int fc_host_target(const struct fc_block *b)
 
 bool fc_evict_one(void)
 {
-	struct fc_block *victim = fc_lru_head;
+	struct fc_block *victim = fc_evq_head;
 	if (!victim)
 		return false;
 	if (fc_block_to_host(victim, FC_CAUSE_EVICT, fc_host_target(victim)))
@@ -226,7 +226,7 @@ CUresult fc_block_to_dev(struct fc_block *b, enum fc_cause cause, bool keep_host
 	b->dup = keep_host;
 	b->dev_mapped = 0;
 	fc_stats.c.managed_resident_bytes += FC_BLOCK;
-	fc_lru_append(b);
+	fc_evq_append(b);
 	return CUDA_SUCCESS;
 }
 
@@ -275,7 +275,7 @@ CUresult fc_block_to_host(struct fc_block *b, enum fc_cause cause, int node)
 	b->dup = 0;
 	b->dev_mapped = 0;
 	fc_stats.c.managed_resident_bytes -= FC_BLOCK;
-	fc_lru_unlink(b);
+	fc_evq_unlink(b);
 	return CUDA_SUCCESS;
 }
 
@@ -391,7 +391,7 @@ CUresult fc_managed_free(struct fc_alloc *a)
 		if (b->loc != FC_LOC_DEV)
 			continue;
 		fc_stats.c.managed_resident_bytes -= FC_BLOCK;
-		fc_lru_unlink(b);
+		fc_evq_unlink(b);
 	}
 	fc_reg_remove(a);
 	fc_range_destroy(r);
