@@ -165,7 +165,7 @@ int main(void)
 	const uint64_t range_bytes = (uint64_t)RANGE_CHUNKS * KVT_CHUNK_BYTES;
 	for (uint32_t s = 0; s < NR_RANGES; s++) {
 		uint64_t base = (1ull << 44) + s * (range_bytes + KVT_CHUNK_BYTES);
-		if (kvt_heat_track(base, range_bytes, KVT_PLAN_TIER_FAR, 1)) {
+		if (kvt_heat_track(base, range_bytes, KVT_PLAN_TIER_FAR, 1, 0)) {
 			fprintf(stderr, "bench_profiler: kvt_heat_track failed\n");
 			return 1;
 		}
@@ -205,7 +205,7 @@ int main(void)
 		/* the migrator's epoch */
 		struct kvt_plan_out o = { .moves = moves, .cap = MAX_MOVES };
 		double a = cpu_ms();
-		uint32_t n = kvt_heat_collect(sub, KVT_HEAT_MAX_CHUNKS, now, rng_c);
+		uint32_t n = kvt_heat_collect(sub, KVT_HEAT_MAX_CHUNKS, now, rng_c, -1);
 		double b = cpu_ms();
 		kvt_plan_epoch(&pl, sub, n, now, &o);
 		double c = cpu_ms();

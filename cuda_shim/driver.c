@@ -153,16 +153,21 @@ int kvt_cuda_accessed_by(CUdeviceptr p, size_t bytes, CUdevice dev)
 
 /* ---- the migrator's calls ---- */
 
-CUresult kvt_cuda_bind_primary(CUdevice dev)
+CUresult kvt_cuda_bind_primary(CUdevice dev, CUcontext *ctx)
 {
-	CUcontext ctx = NULL;
-	CUresult r = CALL(primary_retain, &ctx, dev);
+	*ctx = NULL;
+	CUresult r = CALL(primary_retain, ctx, dev);
 	if (r != CUDA_SUCCESS)
 		return r;
-	r = CALL(ctx_set_current, ctx);
+	r = CALL(ctx_set_current, *ctx);
 	if (r != CUDA_SUCCESS)
 		CALL(primary_release, dev);
 	return r;
+}
+
+CUresult kvt_cuda_set_current(CUcontext ctx)
+{
+	return CALL(ctx_set_current, ctx);
 }
 
 CUresult kvt_cuda_release_primary(CUdevice dev)

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* The migration thread (contract in migrator.h). One thread, one
- * lowest-priority stream on the device's primary context; per epoch:
- * poll the evidence sources, collect the chunks that matter (those in HBM
- * and far ones hot enough to promote: kvt_heat_collect, no pass over idle
- * memory), run the planner, prefetch. Never called on an application thread except track/untrack
+/* The migration thread (contract in migrator.h). One thread; for each
+ * device that redirected memory was placed for, its primary context, a
+ * lowest-priority stream and a planner of its own. Per epoch: poll the
+ * evidence sources, then device by device collect the chunks that matter
+ * (those in HBM and far ones hot enough to promote: kvt_heat_collect, no
+ * pass over idle memory), run the planner, prefetch. Never called on an application thread except track/untrack
  * (a short mutex in the heat table). Every failure: one warning, counted. */
 #include <errno.h>
 #include <pthread.h>
@@ -38,6 +39,10 @@
  * on far memory migrated none of it (the driver maps it instead). */
 #define ADMIT_CHECK_FAULTS 64
 #define MIN_RESIDENCE_EPOCHS 4
+/* Devices one process may have redirected memory on that the thread keeps
+ * apart (a node's GPUs; a process of vLLM or SGLang uses one, llama.cpp
+ * splits a model over several). Ranges placed for more stay where placed. */
+#define MAX_DEVICES 8
 #define STOP_WAIT_MS 2000
 /* An epoch also ends early after this many launches with evidence: on a
  * fast (or simulated) device many decode steps fit in one KVTIER_EPOCH_MS. */
@@ -49,15 +54,22 @@ static struct {
 	pthread_cond_t cond;
 	int running, stop, wanted, restart, kicked;
 	int thread_failed;           /* pthread_create refused: no migration */
-	int bound;                   /* context + stream made (on the thread) */
-	CUstream stream;
-	CUdevice dev;
-	struct kvt_planner planner;
+	int started;                 /* sources started, exit handler in (on the thread) */
+	struct mdev {                /* a device, in the order first met */
+		CUdevice dev;
+		int bound;           /* context + stream made (on the thread) */
+		CUcontext ctx;
+		CUstream stream;
+		struct kvt_planner *planner;   /* mmap'd at first use (512 KiB) */
+		uint64_t budget;     /* derived when placement had none */
+	} d[MAX_DEVICES];
+	unsigned nr_dev;
+	struct kvt_plan_params params;
 	struct kvt_plan_chunk *table;          /* KVT_HEAT_MAX_CHUNKS, mmap'd: only the
 						* working set's pages are touched */
 	struct kvt_heat_range r[KVT_HEAT_MAX_RANGES];
 	struct kvt_plan_move moves[MAX_MOVES];
-	uint64_t budget;
+	uint64_t last_budget;        /* for the trace: the last device's */
 } m = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static struct {
@@ -143,8 +155,10 @@ void kvt_migrator_start(void)
 	if (kvt_opt.demote > kvt_opt.promote)
 		kvt_warn("KVTIER_DEMOTE=%d is above KVTIER_PROMOTE=%d; using %d for both",
 			 kvt_opt.demote, kvt_opt.promote, kvt_opt.promote);
-	kvt_planner_init(&m.planner, &p);
-	kvt_heat_set_keep(m.planner.p.promote);
+	if (p.demote > p.promote)
+		p.demote = p.promote;
+	m.params = p;
+	kvt_heat_set_keep(p.promote);
 	kvt_prof_sources_enable(mask);
 	kvt_prof_set_kick(kick, KICK_LAUNCHES);
 	m.wanted = 1;
@@ -180,7 +194,9 @@ void kvt_migrator_after_fork(void)
 	pthread_mutex_init(&m.lock, NULL);
 	m.restart = m.running || m.restart;
 	m.running = 0;
-	m.bound = 0;             /* the parent's context and stream mean nothing here */
+	m.started = 0;
+	for (unsigned i = 0; i < m.nr_dev; i++)
+		m.d[i].bound = 0;    /* the parent's contexts and streams mean nothing here */
 	pthread_cond_init(&m.cond, NULL);     /* a parent thread may have been waiting on it */
 	memset(&ctr, 0, sizeof ctr);          /* the child's trace counts the child's work */
 	if (m.wanted)
@@ -191,7 +207,10 @@ void kvt_migrator_track(uint64_t base, uint64_t size, int32_t node)
 {
 	if (!m.wanted)
 		return;
-	int r = kvt_heat_track(base, size, KVT_PLAN_TIER_FAR, node >= 0 ? node : kvt_place_far_node());
+	CUdevice dev = 0;            /* the allocating thread's: the one it was placed for */
+	kvt_cuda_current_device(&dev);
+	int r = kvt_heat_track(base, size, KVT_PLAN_TIER_FAR, node >= 0 ? node : kvt_place_far_node(),
+			       dev);
 	if (r) {
 		CTR_ADD(track_failed, 1);
 		kvt_warn_once("cannot track %#llx (+%llu bytes) for migration (%s); it stays where placed",
@@ -230,24 +249,24 @@ void kvt_migrator_rehomed(uint64_t base)
  * than the reserve, such as the simulated one), the free memory at KV start
  * (else free memory now) less 1/64 of the device: the reserve's share of a
  * large device (1 GiB of 64 GiB), said once. */
-static uint64_t budget_now(void)
+static uint64_t budget_now(struct mdev *d)
 {
 	uint64_t b = kvt_place_hbm_budget();
 	if (b)
 		return b;
-	if (!m.budget) {
+	if (!d->budget) {
 		size_t fr = 0, tot = 0;
-		uint64_t at_kv = kvt_place_kv_start_free();
+		uint64_t at_kv = d == &m.d[0] ? kvt_place_kv_start_free() : 0;
 		if (kvt_cuda_mem_info(&fr, &tot) == CUDA_SUCCESS) {
 			uint64_t f = at_kv && at_kv <= tot ? at_kv : fr;
-			m.budget = f > tot / 64 ? f - tot / 64 : 0;
+			d->budget = f > tot / 64 ? f - tot / 64 : 0;
 		}
-		kvt_info("migration: HBM budget %llu bytes (derived budget was 0: free HBM %llu %s "
-			 "less 1/64 of %zu; set KVTIER_HBM_BUDGET or KVTIER_RESERVE to choose)",
-			 (unsigned long long)m.budget,
+		kvt_info("migration: device %d HBM budget %llu bytes (derived budget was 0: free "
+			 "HBM %llu %s less 1/64 of %zu; set KVTIER_HBM_BUDGET or KVTIER_RESERVE to "
+			 "choose)", (int)d->dev, (unsigned long long)d->budget,
 			 (unsigned long long)(at_kv ? at_kv : fr), at_kv ? "at KV start" : "now", tot);
 	}
-	return m.budget;
+	return d->budget;
 }
 
 /* At exit the thread must stop before libcupti's and the CUDA runtime's
@@ -263,17 +282,10 @@ static void stop_at_exit(void)
 	kvt_tls.depth--;
 }
 
-static int bind_device(void)
+/* Once, on the first device bound: the sources start (CUPTI needs a
+ * context) and the thread's exit handler goes in. */
+static void start_sources(void)
 {
-	CUresult r = kvt_cuda_bind_primary(m.dev);
-	if (r == CUDA_SUCCESS)
-		r = kvt_cuda_stream_lowest(&m.stream);
-	if (r != CUDA_SUCCESS) {
-		CTR_ADD(bind_failed, 1);
-		kvt_warn_once("migration thread: no context or stream on device %d (CUresult %d); "
-			      "retrying each epoch", m.dev, (int)r);
-		return -1;
-	}
 	kvt_prof_sources_start();
 	if (kvt_place_admit_fault()) {
 		/* admissions by fault are only seen through CUPTI's records */
@@ -289,7 +301,57 @@ static int bind_device(void)
 	static int registered;       /* inherited across fork: one handler serves both */
 	if (!registered && !atexit(stop_at_exit))
 		registered = 1;
-	m.bound = 1;
+	m.started = 1;
+}
+
+/* The slot of device dev, taken at first meeting (its planner mapped);
+ * NULL past MAX_DEVICES or without memory for the planner. */
+static struct mdev *dev_slot(CUdevice dev)
+{
+	for (unsigned i = 0; i < m.nr_dev; i++)
+		if (m.d[i].dev == dev)
+			return &m.d[i];
+	if (m.nr_dev == MAX_DEVICES) {
+		kvt_warn_once("redirected memory on more than %d devices: the migration thread "
+			      "serves the first %d met; device %d's ranges stay where placed",
+			      MAX_DEVICES, MAX_DEVICES, (int)dev);
+		return NULL;
+	}
+	void *pl = kvt_sys_mmap(NULL, sizeof(struct kvt_planner), PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (pl == MAP_FAILED) {
+		kvt_warn_once("cannot map a planner for device %d; its ranges stay where placed",
+			      (int)dev);
+		return NULL;
+	}
+	struct mdev *d = &m.d[m.nr_dev];
+	*d = (struct mdev){ .dev = dev, .planner = pl };
+	kvt_planner_init(d->planner, &m.params);
+	__atomic_store_n(&m.nr_dev, m.nr_dev + 1, __ATOMIC_RELEASE);
+	return d;
+}
+
+/* Make d's context current on this thread (retained and given a stream
+ * the first time). 0, or -1: not this epoch (said once, counted). */
+static int bind_device(struct mdev *d)
+{
+	if (d->bound)
+		return kvt_cuda_set_current(d->ctx) == CUDA_SUCCESS ? 0 : -1;
+	CUresult r = kvt_cuda_bind_primary(d->dev, &d->ctx);
+	if (r == CUDA_SUCCESS) {
+		r = kvt_cuda_stream_lowest(&d->stream);
+		if (r != CUDA_SUCCESS)
+			kvt_cuda_release_primary(d->dev);
+	}
+	if (r != CUDA_SUCCESS) {
+		CTR_ADD(bind_failed, 1);
+		kvt_warn_once("migration thread: no context or stream on device %d (CUresult %d); "
+			      "retrying each epoch", (int)d->dev, (int)r);
+		return -1;
+	}
+	d->bound = 1;
+	if (!m.started)
+		start_sources();
 	return 0;
 }
 
@@ -306,11 +368,11 @@ static int auto_wants(uint8_t f)
  * reads it over the link instead of faulting it back in, and the planner
  * promotes it on its heat as under KVTIER_ADMIT=remote. For the life of the
  * allocation: each change would cost a fault and a 2 MiB migration. */
-static void auto_map(struct kvt_heat_chunk *c, uint64_t addr, uint64_t end)
+static void auto_map(struct kvt_heat_chunk *c, uint64_t addr, uint64_t end, CUdevice dev)
 {
 	uint64_t len = end - addr < KVT_CHUNK_BYTES ? end - addr : KVT_CHUNK_BYTES;
 	CUresult res = kvt_cuda_advise(addr, len, CU_MEM_ADVISE_SET_ACCESSED_BY,
-				       CU_MEM_LOCATION_TYPE_DEVICE, m.dev);
+				       CU_MEM_LOCATION_TYPE_DEVICE, dev);
 	if (res != CUDA_SUCCESS) {
 		CTR_ADD(advise_failed, 1);
 		kvt_warn_once("accessed-by advice on %#llx failed with CUresult %d (counted; "
@@ -333,7 +395,7 @@ static void auto_map(struct kvt_heat_chunk *c, uint64_t addr, uint64_t end)
  * auto: map the chunks auto_wants(). */
 static void admit_scan(uint32_t n, int automatic, uint32_t now_ms)
 {
-	float d = m.planner.p.demote, top = RECENCY_HEAT * (d > 1.0f ? d : 1.0f);
+	float d = m.params.demote, top = RECENCY_HEAT * (d > 1.0f ? d : 1.0f);
 	uint32_t tau = kvt_heat_tau_ms();
 	for (uint32_t i = 0; i < n;) {
 		uint32_t j = i + 1, slot = m.table[i].range;
@@ -350,7 +412,7 @@ static void admit_scan(uint32_t n, int automatic, uint32_t now_ms)
 					break;                       /* freed meanwhile */
 				pinned = 1;
 				auto_map(c + idx, r->base + ((uint64_t)idx << KVT_CHUNK_SHIFT),
-					 r->base + r->size);
+					 r->base + r->size, r->dev);
 				f = __atomic_load_n(&c[idx].flags, __ATOMIC_RELAXED);
 			}
 			if (m.table[k].tier == KVT_PLAN_TIER_FAR && !(f & KVT_HEAT_F_MAPPED)) {
@@ -382,7 +444,7 @@ static void admit_check(uint32_t n, uint32_t now_ms)
 	admit_scan(n, kvt_place_admit_auto(), now_ms);
 }
 
-static void apply(const struct kvt_plan_move *mv, uint32_t now_ms)
+static void apply(const struct mdev *d, const struct kvt_plan_move *mv, uint32_t now_ms)
 {
 	const struct kvt_heat_range *r = &m.r[mv->range];
 	uint32_t idx = m.table[mv->first].tag;     /* its chunks are consecutive in memory */
@@ -395,12 +457,12 @@ static void apply(const struct kvt_plan_move *mv, uint32_t now_ms)
 	int far = r->node;
 	CUmemLocationType type = promote ? CU_MEM_LOCATION_TYPE_DEVICE
 				 : far >= 0 ? CU_MEM_LOCATION_TYPE_HOST_NUMA : CU_MEM_LOCATION_TYPE_HOST;
-	int id = promote ? m.dev : far >= 0 ? far : 0;
-	CUresult res = kvt_cuda_prefetch(r->base + off, bytes, type, id, m.stream);
+	int id = promote ? d->dev : far >= 0 ? far : 0;
+	CUresult res = kvt_cuda_prefetch(r->base + off, bytes, type, id, d->stream);
 	kvt_heat_unpin();                    /* its free may go ahead now */
 	CTR_ADD(prefetch_issued, 1);
 	kvt_rec_event(KVT_OP_PREFETCH, KVT_KIND_DEVICE, KVT_API_none, r->base + off, bytes,
-		      (uint64_t)(uintptr_t)m.stream,
+		      (uint64_t)(uintptr_t)d->stream,
 		      ((uint64_t)(uint32_t)type << 32) | (uint32_t)id, res);
 	if (res != CUDA_SUCCESS) {
 		CTR_ADD(prefetch_failed, 1);
@@ -423,25 +485,54 @@ static void apply(const struct kvt_plan_move *mv, uint32_t now_ms)
 	}
 }
 
+/* One device's part of an epoch, its context current: its ranges only,
+ * its budget cut to its own free memory, its own stream. */
+static void epoch_device(struct mdev *d, uint32_t now_ms)
+{
+	uint32_t n = kvt_heat_collect(m.table, KVT_HEAT_MAX_CHUNKS, now_ms, m.r, d->dev);
+	if (kvt_place_admit_fault())
+		admit_check(n, now_ms);
+	struct kvt_planner *pl = d->planner;
+	pl->p.budget_bytes = budget_now(d);
+	m.last_budget = pl->p.budget_bytes;
+	size_t fr = 0, tot = 0;
+	pl->p.room_bytes = kvt_cuda_mem_info(&fr, &tot) == CUDA_SUCCESS ? fr : KVT_PLAN_ROOM_ANY;
+	struct kvt_plan_out out = { .moves = m.moves, .cap = MAX_MOVES };
+	kvt_plan_epoch(pl, m.table, n, now_ms, &out);
+	kvt_debug("epoch, device %d: %u chunks, %u in HBM of %u budgeted; promote %u, demote %u "
+		  "in %u moves", (int)d->dev, n, out.hbm_before, out.budget_chunks, out.nr_promote,
+		  out.nr_demote, out.nr);
+	for (uint32_t i = 0; i < out.nr; i++)
+		apply(d, &m.moves[i], now_ms);
+	if (out.nr)
+		kvt_cuda_stream_sync(d->stream);  /* this thread only: the next plan sees the result */
+}
+
 static void epoch(void)
 {
 	uint64_t t0 = kvt_now_ns();
-	kvt_prof_sources_poll();
-	uint32_t now_ms = kvt_heat_now_ms();
-	uint32_t n = kvt_heat_collect(m.table, KVT_HEAT_MAX_CHUNKS, now_ms, m.r);
-	if (kvt_place_admit_fault())
-		admit_check(n, now_ms);
-	m.planner.p.budget_bytes = budget_now();
-	size_t fr = 0, tot = 0;
-	m.planner.p.room_bytes = kvt_cuda_mem_info(&fr, &tot) == CUDA_SUCCESS ? fr : KVT_PLAN_ROOM_ANY;
-	struct kvt_plan_out out = { .moves = m.moves, .cap = MAX_MOVES };
-	kvt_plan_epoch(&m.planner, m.table, n, now_ms, &out);
-	kvt_debug("epoch: %u chunks, %u in HBM of %u budgeted; promote %u, demote %u in %u moves",
-		  n, out.hbm_before, out.budget_chunks, out.nr_promote, out.nr_demote, out.nr);
-	for (uint32_t i = 0; i < out.nr; i++)
-		apply(&m.moves[i], now_ms);
-	if (out.nr)
-		kvt_cuda_stream_sync(m.stream);   /* this thread only: the next plan sees the result */
+	int32_t devs[MAX_DEVICES];
+	unsigned nd = kvt_heat_devices(devs, MAX_DEVICES);
+	if (nd > MAX_DEVICES) {
+		kvt_warn_once("redirected memory on %u devices: the migration thread serves %d; "
+			      "the others' ranges stay where placed", nd, MAX_DEVICES);
+		nd = MAX_DEVICES;
+	}
+	uint32_t now_ms = 0;
+	int polled = 0;
+	for (unsigned i = 0; i < nd; i++) {
+		struct mdev *d = dev_slot(devs[i]);
+		if (!d || bind_device(d))
+			continue;
+		if (!polled) {               /* once a context is current */
+			kvt_prof_sources_poll();
+			now_ms = kvt_heat_now_ms();
+			polled = 1;
+		}
+		epoch_device(d, now_ms);
+	}
+	if (!polled)
+		return;
 	uint64_t dt = kvt_now_ns() - t0;
 	CTR_ADD(epochs, 1);
 	CTR_ADD(epoch_ns, dt);
@@ -475,16 +566,20 @@ static void *thread_main(void *arg)
 	while (!wait_epoch()) {
 		if (kvt_heat_empty())      /* nothing tracked: nothing to plan */
 			continue;
-		if (!m.bound && bind_device())
-			continue;
 		epoch();
 	}
-	if (m.bound) {
+	if (m.started)
 		kvt_prof_sources_stop();
-		kvt_cuda_stream_destroy(m.stream);
-		kvt_cuda_release_primary(m.dev);
-		m.bound = 0;
+	for (unsigned i = 0; i < m.nr_dev; i++) {
+		struct mdev *d = &m.d[i];
+		if (!d->bound)
+			continue;
+		kvt_cuda_set_current(d->ctx);
+		kvt_cuda_stream_destroy(d->stream);
+		kvt_cuda_release_primary(d->dev);
+		d->bound = 0;
 	}
+	m.started = 0;
 	return NULL;
 }
 
@@ -527,7 +622,13 @@ void kvt_migrator_trace_counters(void)
 	info_u64("migrate.track_failed", CTR_LD(track_failed));
 	info_u64("migrate.chunks.hbm", CTR_LD(chunks_hbm));
 	info_u64("migrate.chunks.far", CTR_LD(chunks_far));
-	info_u64("migrate.hbm_budget", m.planner.p.budget_bytes);
+	info_u64("migrate.hbm_budget", m.last_budget);
+	unsigned nd = __atomic_load_n(&m.nr_dev, __ATOMIC_ACQUIRE);
+	size_t o = 0;
+	val[0] = 0;
+	for (unsigned i = 0; i < nd && o < sizeof val - 12; i++)
+		o += (size_t)snprintf(val + o, sizeof val - o, "%s%d", i ? "," : "", (int)m.d[i].dev);
+	kvt_trace_info("migrate.devices", val);
 	if (kvt_place_admit_fault())
 		kvt_trace_info("migrate.admit", kvt_place_admit_auto() ? "auto" : "fault");
 	else if (!strcmp(kvt_opt.admit, "fault") || !strcmp(kvt_opt.admit, "auto")) {

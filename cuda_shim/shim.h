@@ -33,10 +33,12 @@ CUresult kvt_cuda_range_attr(void *data, size_t data_bytes, CUmem_range_attribut
  * The sample source (profiler/src_sample.c) probes only such memory. */
 int kvt_cuda_accessed_by(CUdeviceptr p, size_t bytes, CUdevice dev);
 
-/* The migrator (cuda_shim/migrator.c): its thread binds the device's
- * primary context, makes a lowest-priority non-blocking stream and
- * prefetches with the CUmemLocation ABI (cuMemPrefetchAsync_v2). */
-CUresult kvt_cuda_bind_primary(CUdevice dev);
+/* The migrator (cuda_shim/migrator.c): its thread binds each device's
+ * primary context (retained, made current, *ctx kept to switch back to it),
+ * makes a lowest-priority non-blocking stream per device and prefetches
+ * with the CUmemLocation ABI (cuMemPrefetchAsync_v2). */
+CUresult kvt_cuda_bind_primary(CUdevice dev, CUcontext *ctx);
+CUresult kvt_cuda_set_current(CUcontext ctx);
 CUresult kvt_cuda_release_primary(CUdevice dev);
 CUresult kvt_cuda_stream_lowest(CUstream *s);
 CUresult kvt_cuda_stream_destroy(CUstream s);

@@ -351,13 +351,11 @@ void kvt_place_admit_remote(const char *why)
 		return;
 	kvt_warn("KVTIER_ADMIT=%s gives way to remote admission (%s): far memory is "
 		 "mapped for the GPU and read over the link until promoted", kvt_opt.admit, why);
-	CUdevice dev = 0;
-	kvt_cuda_current_device(&dev);
 	struct kvt_heat_range r;
-	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++)
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++)       /* each for its own device */
 		if (!kvt_heat_range_get(s, &r))
 			kvt_cuda_advise(r.base, r.size, CU_MEM_ADVISE_SET_ACCESSED_BY,
-					CU_MEM_LOCATION_TYPE_DEVICE, dev);
+					CU_MEM_LOCATION_TYPE_DEVICE, r.dev);
 }
 
 static void rehome(uint64_t base, uint64_t size)

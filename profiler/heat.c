@@ -206,7 +206,7 @@ static void bits_assign(uint64_t *bm, uint32_t a, uint32_t n, int v)
 	}
 }
 
-int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node)
+int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node, int32_t dev)
 {
 	uint32_t nr = (uint32_t)((size + KVT_CHUNK_BYTES - 1) >> KVT_CHUNK_SHIFT);
 	int r = -ENOSPC, free_slot = -1, reuse = -1;
@@ -259,6 +259,7 @@ int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node)
 	slots[s].size = size;
 	slots[s].cursor = 0;
 	slots[s].node = node;
+	slots[s].dev = dev;
 	slots[s].gen++;
 	__atomic_store_n(&slots[s].live, 1, __ATOMIC_RELEASE);
 	publish();
@@ -636,7 +637,7 @@ static void settle(struct collect *k, uint16_t s, uint32_t first, uint32_t w, ui
 }
 
 uint32_t kvt_heat_collect(struct kvt_plan_chunk *t, uint32_t cap, uint32_t now_ms,
-			  struct kvt_heat_range *ranges)
+			  struct kvt_heat_range *ranges, int32_t dev)
 {
 	float keep;
 	__atomic_load(&keep_heat, &keep, __ATOMIC_RELAXED);
@@ -644,7 +645,8 @@ uint32_t kvt_heat_collect(struct kvt_plan_chunk *t, uint32_t cap, uint32_t now_m
 	k = (struct collect){ .t = t, .cap = cap, .now_ms = now_ms, .tau_ms = tau, .keep = keep };
 	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
 		ranges[s].live = 0;
-		if (kvt_heat_range_get(s, &ranges[s]) || !ranges[s].nr_chunks)
+		if (kvt_heat_range_get(s, &ranges[s]) || !ranges[s].nr_chunks ||
+		    (dev >= 0 && ranges[s].dev != dev))
 			continue;
 		uint32_t a = ranges[s].first, end = a + ranges[s].nr_chunks;
 		k.have_prev = 0;
@@ -672,4 +674,28 @@ uint32_t kvt_heat_collect(struct kvt_plan_chunk *t, uint32_t cap, uint32_t now_m
 		}
 	}
 	return k.n;
+}
+
+unsigned kvt_heat_devices(int32_t *out, unsigned cap)
+{
+	int32_t all[KVT_HEAT_MAX_RANGES];      /* distinct, ascending */
+	unsigned n = 0;
+	pthread_mutex_lock(&wlock);
+	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
+		if (!slots[s].live)
+			continue;
+		int32_t d = slots[s].dev;
+		unsigned i = 0;
+		while (i < n && all[i] < d)
+			i++;
+		if (i < n && all[i] == d)
+			continue;
+		memmove(all + i + 1, all + i, (n - i) * sizeof all[0]);
+		all[i] = d;
+		n++;
+	}
+	pthread_mutex_unlock(&wlock);
+	if (cap)
+		memcpy(out, all, (n < cap ? n : cap) * sizeof all[0]);
+	return n;
 }

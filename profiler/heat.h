@@ -60,15 +60,17 @@ struct kvt_heat_range {
 	uint32_t cursor;        /* round-robin sampling position */
 	uint32_t gen;           /* bumped on every track/untrack of the slot */
 	int32_t node;           /* far NUMA node demotions go to (-1: host) */
+	int32_t dev;            /* the CUdevice it was placed for: promotions go there */
 	int live;
 };
 
 /* Map the arena (MAP_NORESERVE; idempotent). tau_ms: decay constant. 0 or -errno. */
 int kvt_heat_init(uint32_t tau_ms);
 uint32_t kvt_heat_tau_ms(void);
-/* Track [base, base+size) (demotions go to node) with every chunk in `tier`; 0, -ENOSPC (too many
+/* Track [base, base+size), placed for device dev (promotions go there,
+ * demotions to node), with every chunk in `tier`; 0, -ENOSPC (too many
  * ranges or chunks), -EEXIST. */
-int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node);
+int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node, int32_t dev);
 /* Stop tracking the range starting at base; 0 or -ENOENT. Waits while the
  * migrator has the range pinned (one prefetch call), so that the caller may
  * free the memory as soon as this returns. */
@@ -144,12 +146,18 @@ void kvt_heat_set_keep(float keep);
  * Fills t[0..n) in range-slot then address order (KVT_PLAN_F_GAP where an
  * entry does not follow the previous one in memory; `tag`: the chunk's
  * index inside its range), and ranges[KVT_HEAT_MAX_RANGES] with copies of
- * the range slots (live = 0 where none). Returns n (<= cap; with cap >=
+ * the range slots (live = 0 where none). dev >= 0: only the ranges placed
+ * for that device (the others' marks wait for their own device's call);
+ * dev < 0: every range. Returns n (<= cap; with cap >=
  * KVT_HEAT_MAX_CHUNKS nothing is ever left out). One caller at a time.
  * A touch racing a demotion may go unmarked (it saw the chunk in HBM); the
  * chunk rejoins at its next touch. */
 uint32_t kvt_heat_collect(struct kvt_plan_chunk *t, uint32_t cap, uint32_t now_ms,
-			  struct kvt_heat_range *ranges);
+			  struct kvt_heat_range *ranges, int32_t dev);
+
+/* The devices the tracked ranges were placed for, each once, ascending:
+ * up to cap of them in out[]; returns how many there are (may be > cap). */
+unsigned kvt_heat_devices(int32_t *out, unsigned cap);
 
 /* Chunks now in HBM and on the far tier, over every tracked range (a walk
  * of all chunks: for counters, not for every epoch). */

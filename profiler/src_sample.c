@@ -49,6 +49,7 @@ struct slot {
 	uint64_t base, size;
 	struct kvt_heat_chunk *chunks;   /* the arena's: never unmapped */
 	uint32_t gen, nr_chunks;
+	int32_t dev;                     /* the device it was placed for */
 	uint32_t checked;                /* epoch of the last accessed-by query */
 	uint8_t state;                   /* enum slot_state */
 };
@@ -56,6 +57,7 @@ struct slot {
 /* One chunk whose accessed-by mapping is removed until the next poll. */
 struct probe {
 	uint64_t addr, bytes;            /* read by on_fault: atomics */
+	int32_t dev;                     /* the device whose mapping it removes */
 	uint32_t region;                 /* index when armed; NO_REGION: only a restore is owed */
 	uint32_t gen;
 	uint16_t slot;
@@ -65,7 +67,6 @@ struct probe {
 
 static struct {
 	int on, stopped;
-	CUdevice dev;
 	uint32_t epoch, cursor, passes;
 	uint32_t nr_probes;
 	struct probe probes[NR_PROBES];
@@ -162,20 +163,20 @@ static void advise_failed(CUresult r)
 
 /* Remove the device's mapping of one chunk: accessed-by off (the policy),
  * then read-mostly on and off (which is what unmaps). */
-static CUresult probe_unmap(uint64_t addr, uint64_t bytes)
+static CUresult probe_unmap(uint64_t addr, uint64_t bytes, CUdevice dev)
 {
 	static const CUmem_advise seq[] = { CU_MEM_ADVISE_UNSET_ACCESSED_BY,
 		CU_MEM_ADVISE_SET_READ_MOSTLY, CU_MEM_ADVISE_UNSET_READ_MOSTLY };
 	CUresult r = CUDA_SUCCESS;
 	for (unsigned k = 0; k < sizeof seq / sizeof seq[0] && r == CUDA_SUCCESS; k++)
-		r = kvt_cuda_advise(addr, bytes, seq[k], CU_MEM_LOCATION_TYPE_DEVICE, sm.dev);
+		r = kvt_cuda_advise(addr, bytes, seq[k], CU_MEM_LOCATION_TYPE_DEVICE, dev);
 	return r;
 }
 
-static CUresult probe_restore(uint64_t addr, uint64_t bytes)
+static CUresult probe_restore(uint64_t addr, uint64_t bytes, CUdevice dev)
 {
 	return kvt_cuda_advise(addr, bytes, CU_MEM_ADVISE_SET_ACCESSED_BY,
-			       CU_MEM_LOCATION_TYPE_DEVICE, sm.dev);
+			       CU_MEM_LOCATION_TYPE_DEVICE, dev);
 }
 
 static int range_same(uint16_t slot, uint32_t gen)
@@ -198,6 +199,7 @@ static void harvest(void)
 			.addr = sm.probes[i].addr, .bytes = sm.probes[i].bytes,
 			.region = sm.probes[i].region, .gen = sm.probes[i].gen,
 			.slot = sm.probes[i].slot, .weight = sm.probes[i].weight,
+			.dev = sm.probes[i].dev,
 		};
 		int live = range_same(p.slot, p.gen);
 		if (p.region != NO_REGION) {
@@ -208,7 +210,7 @@ static void harvest(void)
 		}
 		if (!live)
 			continue;                  /* freed: its advice went with it */
-		CUresult r = probe_restore(p.addr, p.bytes);
+		CUresult r = probe_restore(p.addr, p.bytes, p.dev);
 		if (r != CUDA_SUCCESS) {
 			advise_failed(r);
 			p.region = NO_REGION;
@@ -224,7 +226,7 @@ static void harvest(void)
 static int slot_probeable(const struct slot *sl)
 {
 	int32_t rm = 1;
-	return kvt_cuda_accessed_by(sl->base, sl->size, sm.dev) == 1 &&
+	return kvt_cuda_accessed_by(sl->base, sl->size, sl->dev) == 1 &&
 	       kvt_cuda_range_attr(&rm, sizeof rm, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY,
 				   sl->base, sl->size) == CUDA_SUCCESS && !rm;
 }
@@ -256,7 +258,7 @@ static void follow_ranges(void)
 		if (!live || !r.nr_chunks)
 			continue;
 		*sl = (struct slot){ .base = r.base, .size = r.size, .chunks = kvt_heat_chunks(&r),
-				     .gen = r.gen, .nr_chunks = r.nr_chunks };
+				     .gen = r.gen, .nr_chunks = r.nr_chunks, .dev = r.dev };
 		slot_probe_check(sl, s);
 	}
 }
@@ -291,15 +293,16 @@ static void arm_region(uint32_t i)
 	p->region = i;
 	p->gen = sl->gen;
 	p->slot = rg->range;
+	p->dev = sl->dev;
 	p->hit = 0;
 	p->weight = (uint8_t)(rg->nr < KVT_SAMPLE_MAX_WEIGHT ? rg->nr : KVT_SAMPLE_MAX_WEIGHT);
 	hash_put(sm.nr_probes);            /* before the advice: no fault is missed */
-	CUresult r = probe_unmap(p->addr, p->bytes);
+	CUresult r = probe_unmap(p->addr, p->bytes, p->dev);
 	if (r != CUDA_SUCCESS) {
 		advise_failed(r);
 		kvt_regions_account(&sm.set, i, KVT_REGION_UNKNOWN);
 		p->region = NO_REGION;         /* no sample; a restore may still be owed */
-		if (probe_restore(p->addr, p->bytes) == CUDA_SUCCESS) {
+		if (probe_restore(p->addr, p->bytes, p->dev) == CUDA_SUCCESS) {
 			__atomic_store_n(&p->bytes, 0, __ATOMIC_RELAXED);   /* matches nothing */
 			return;
 		}
@@ -357,15 +360,8 @@ static int sample_start(void)
 			      "records, and the cupti source is %s; the other sources carry on", cupti);
 		return -ENODEV;
 	}
-	CUdevice dev = 0;
-	if (kvt_cuda_current_device(&dev) != CUDA_SUCCESS) {
-		kvt_prof_set_state(KVT_SRC_SAMPLE, "off (no current device)");
-		kvt_warn_once("sample source off: the migration thread has no current device");
-		return -ENODEV;
-	}
 	memset(&sm, 0, offsetof(__typeof__(sm), set));
 	kvt_regions_init(&sm.set, KVT_SAMPLE_MAX_REGIONS, KVT_SAMPLE_PROBES, KVT_SAMPLE_SEED);
-	sm.dev = dev;
 	__atomic_store_n(&sm.on, 1, __ATOMIC_RELEASE);
 	publish_state();
 	return 0;

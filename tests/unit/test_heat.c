@@ -51,9 +51,9 @@ static void test_ranges(void)
 {
 	const uint64_t A = 0x40000000ull, B = 0x80000000ull, M = 1ull << 20;
 	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
-	CU_ASSERT_EQUAL(kvt_heat_track(A, 10 * M, 0, 1), 0);
-	CU_ASSERT_EQUAL(kvt_heat_track(B, 3 * M, 0, 1), 0);
-	CU_ASSERT_EQUAL(kvt_heat_track(A, 4 * M, 0, 1), -EEXIST);
+	CU_ASSERT_EQUAL(kvt_heat_track(A, 10 * M, 0, 1, 0), 0);
+	CU_ASSERT_EQUAL(kvt_heat_track(B, 3 * M, 0, 1, 0), 0);
+	CU_ASSERT_EQUAL(kvt_heat_track(A, 4 * M, 0, 1, 0), -EEXIST);
 	int sa = kvt_heat_find(A), sb = kvt_heat_find(B + 2 * M);
 	CU_ASSERT_TRUE(sa >= 0 && sb >= 0 && sa != sb);
 	CU_ASSERT_EQUAL(kvt_heat_find(A + 10 * M - 1), sa);
@@ -83,7 +83,7 @@ static void test_ranges(void)
 	CU_ASSERT_EQUAL(kvt_heat_untrack(A), -ENOENT);
 	CU_ASSERT_EQUAL(kvt_heat_find(A), -1);
 	CU_ASSERT_EQUAL(kvt_heat_add(A, M, 1, 64), 0);
-	CU_ASSERT_EQUAL(kvt_heat_track(0xC0000000ull, 4 * M, 0, 2), 0);
+	CU_ASSERT_EQUAL(kvt_heat_track(0xC0000000ull, 4 * M, 0, 2, 0), 0);
 	int sc = kvt_heat_find(0xC0000000ull);
 	CU_ASSERT_EQUAL(sc, sa);
 	CU_ASSERT_EQUAL(kvt_heat_range_get(sc, &r), 0);
@@ -100,7 +100,7 @@ static void test_table_bounded(void)
 	kvt_heat_reset();
 	int ok = 0, full = 0;
 	for (int i = 0; i < KVT_HEAT_MAX_RANGES + 10; i++) {
-		int r = kvt_heat_track(0x100000000ull + (uint64_t)i * (64ull << 20), 2ull << 20, 0, 0);
+		int r = kvt_heat_track(0x100000000ull + (uint64_t)i * (64ull << 20), 2ull << 20, 0, 0, 0);
 		ok += r == 0;
 		full += r == -ENOSPC;
 	}
@@ -108,11 +108,11 @@ static void test_table_bounded(void)
 	CU_ASSERT_EQUAL(full, 10);
 	/* every slot retired with 1 chunk: a 10-chunk range still finds one */
 	kvt_heat_reset();
-	CU_ASSERT_EQUAL(kvt_heat_track(0x6000000000ull, 20ull << 20, 0, 0), 0);
+	CU_ASSERT_EQUAL(kvt_heat_track(0x6000000000ull, 20ull << 20, 0, 0, 0), 0);
 	/* more chunks than the arena holds: refused, nothing mapped */
 	kvt_heat_reset();
 	CU_ASSERT_EQUAL(kvt_heat_track(0x7000000000ull, (uint64_t)(KVT_HEAT_MAX_CHUNKS + 1) << 21,
-				       0, 0), -ENOSPC);
+				       0, 0, 0), -ENOSPC);
 }
 
 static struct kvt_plan_chunk t[KVT_HEAT_MAX_CHUNKS];
@@ -120,7 +120,7 @@ static struct kvt_plan_chunk t[KVT_HEAT_MAX_CHUNKS];
 static uint32_t collect(float keep, struct kvt_heat_range *rg)
 {
 	kvt_heat_set_keep(keep);
-	return kvt_heat_collect(t, KVT_HEAT_MAX_CHUNKS, kvt_heat_now_ms(), rg);
+	return kvt_heat_collect(t, KVT_HEAT_MAX_CHUNKS, kvt_heat_now_ms(), rg, -1);
 }
 
 /* The migrator's working set (kvt_heat_collect), promote threshold 4:
@@ -137,8 +137,8 @@ static void test_collect_working_set(void)
 	static struct kvt_heat_range rg[KVT_HEAT_MAX_RANGES];
 	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(0), 0);         /* tau 0: no decay, exact */
 	kvt_heat_reset();
-	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 400 * M, KVT_PLAN_TIER_FAR, 1), 0);
-	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(B, 6 * M, KVT_PLAN_TIER_FAR, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 400 * M, KVT_PLAN_TIER_FAR, 1, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(B, 6 * M, KVT_PLAN_TIER_FAR, 1, 0), 0);
 	int sa = kvt_heat_find(A), sb = kvt_heat_find(B);
 	/* chunks of earlier tests' ranges may have been left marked: start clean */
 	(void)collect(4, rg);
@@ -183,11 +183,11 @@ static void test_collect_working_set(void)
 	/* re-tracked: the slot's old working set means nothing */
 	CU_ASSERT_EQUAL(kvt_heat_untrack(A), 0);
 	CU_ASSERT_EQUAL(collect(4, rg), 0);
-	CU_ASSERT_EQUAL(kvt_heat_track(A, 400 * M, KVT_PLAN_TIER_FAR, 1), 0);
+	CU_ASSERT_EQUAL(kvt_heat_track(A, 400 * M, KVT_PLAN_TIER_FAR, 1, 0), 0);
 	CU_ASSERT_EQUAL(collect(4, rg), 0);
 	CU_ASSERT_EQUAL(kvt_heat_untrack(A), 0);
 	/* a range that starts in HBM is in the working set from the start */
-	CU_ASSERT_EQUAL(kvt_heat_track(A, 4 * M, KVT_PLAN_TIER_HBM, 1), 0);
+	CU_ASSERT_EQUAL(kvt_heat_track(A, 4 * M, KVT_PLAN_TIER_HBM, 1, 0), 0);
 	CU_ASSERT_EQUAL(collect(4, rg), 2);
 	kvt_heat_reset();
 	kvt_heat_init(1000);
@@ -201,11 +201,11 @@ static void test_set_tier(void)
 	struct kvt_plan_chunk t[16];
 	static struct kvt_heat_range rg[KVT_HEAT_MAX_RANGES];
 	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
-	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 8 * M, KVT_PLAN_TIER_FAR, 0), 0);
-	CU_ASSERT_EQUAL(kvt_heat_collect(t, 16, kvt_heat_now_ms(), rg), 0);   /* cold, far */
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 8 * M, KVT_PLAN_TIER_FAR, 0, 0), 0);
+	CU_ASSERT_EQUAL(kvt_heat_collect(t, 16, kvt_heat_now_ms(), rg, -1), 0);   /* cold, far */
 	CU_ASSERT_EQUAL(kvt_heat_set_tier(A, KVT_PLAN_TIER_HBM), 0);
 	CU_ASSERT_EQUAL(kvt_heat_set_tier(A + 2 * M, KVT_PLAN_TIER_HBM), -ENOENT);
-	CU_ASSERT_EQUAL_FATAL(kvt_heat_collect(t, 16, kvt_heat_now_ms(), rg), 4);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_collect(t, 16, kvt_heat_now_ms(), rg, -1), 4);
 	for (int i = 0; i < 4; i++)
 		CU_ASSERT_EQUAL(t[i].tier, KVT_PLAN_TIER_HBM);
 	uint64_t hbm = 0, far = 0;
@@ -216,13 +216,63 @@ static void test_set_tier(void)
 	kvt_heat_init(1000);
 }
 
+/* Ranges placed for different devices: each device's collect takes its own
+ * ranges' chunks only, and leaves the others' marks for their own call;
+ * kvt_heat_devices lists each device once, ascending, and counts past cap.
+ *   A (device 2): chunks 0, 1 hot;  B (device 0): chunk 3 hot;  C (device 2) */
+static void test_collect_per_device(void)
+{
+	const uint64_t A = 0x6300000000ull, B = 0x6400000000ull, C = 0x6500000000ull;
+	const uint64_t M = 1ull << 20;
+	static struct kvt_heat_range rg[KVT_HEAT_MAX_RANGES];
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 8 * M, KVT_PLAN_TIER_FAR, 0, 2), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(B, 8 * M, KVT_PLAN_TIER_FAR, 0, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(C, 8 * M, KVT_PLAN_TIER_FAR, 0, 2), 0);
+	int32_t devs[4] = { -1, -1, -1, -1 }, one = -1;
+	CU_ASSERT_EQUAL(kvt_heat_devices(devs, 4), 2);
+	CU_ASSERT_EQUAL(devs[0], 0);
+	CU_ASSERT_EQUAL(devs[1], 2);
+	CU_ASSERT_EQUAL(devs[2], -1);
+	CU_ASSERT_EQUAL(kvt_heat_devices(&one, 1), 2);     /* more than fit */
+	CU_ASSERT_EQUAL(one, 0);
+	CU_ASSERT_EQUAL(kvt_heat_devices(NULL, 0), 2);
+
+	kvt_heat_set_keep(4);
+	for (int k = 0; k < 5; k++) {
+		kvt_heat_add(A, 1, 1, 1);
+		kvt_heat_add(A + 2 * M, 1, 1, 1);
+		kvt_heat_add(B + 6 * M, 1, 1, 1);
+	}
+	uint32_t n = kvt_heat_collect(t, KVT_HEAT_MAX_CHUNKS, kvt_heat_now_ms(), rg, 2);
+	CU_ASSERT_EQUAL_FATAL(n, 2);
+	for (uint32_t i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(rg[t[i].range].base, A);
+	CU_ASSERT_EQUAL(t[0].tag, 0);
+	CU_ASSERT_EQUAL(t[1].tag, 1);
+	n = kvt_heat_collect(t, KVT_HEAT_MAX_CHUNKS, kvt_heat_now_ms(), rg, 0);
+	CU_ASSERT_EQUAL_FATAL(n, 1);                        /* B's mark was kept for it */
+	CU_ASSERT_EQUAL(rg[t[0].range].base, B);
+	CU_ASSERT_EQUAL(rg[t[0].range].dev, 0);
+	CU_ASSERT_EQUAL(t[0].tag, 3);
+	CU_ASSERT_EQUAL(kvt_heat_collect(t, KVT_HEAT_MAX_CHUNKS, kvt_heat_now_ms(), rg, 1), 0);
+	CU_ASSERT_EQUAL(kvt_heat_collect(t, KVT_HEAT_MAX_CHUNKS, kvt_heat_now_ms(), rg, -1), 3);
+
+	CU_ASSERT_EQUAL(kvt_heat_untrack(B), 0);
+	CU_ASSERT_EQUAL(kvt_heat_devices(devs, 4), 1);
+	CU_ASSERT_EQUAL(devs[0], 2);
+	kvt_heat_set_keep(0);
+	kvt_heat_reset();
+	kvt_heat_init(1000);
+}
+
 /* KVTIER_ADMIT=fault: a chunk the driver migrated on a fault is in HBM and
  * just moved; one that comes back within tau of a demotion is a refault. */
 static void test_fault_in(void)
 {
 	const uint64_t A = 0x6200000000ull, M = 1ull << 20;
 	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
-	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 8 * M, KVT_PLAN_TIER_FAR, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 8 * M, KVT_PLAN_TIER_FAR, 0, 0), 0);
 	uint64_t f0 = kvt_heat_fault_ins(), r0 = kvt_heat_refaults();
 	struct kvt_heat_chunk *c = kvt_heat_chunk_at(A + 3 * M);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -251,7 +301,7 @@ static void test_evicted_strikes(void)
 {
 	const uint64_t A = 0x6400000000ull, C = 2ull << 20;
 	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
-	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 4 * C, KVT_PLAN_TIER_FAR, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 4 * C, KVT_PLAN_TIER_FAR, 0, 0), 0);
 	struct kvt_heat_chunk *c = kvt_heat_chunk_at(A + C), *d = kvt_heat_chunk_at(A + 2 * C);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
@@ -280,7 +330,7 @@ static void test_evicted_strikes(void)
 	kvt_heat_evicted(0x1000);                    /* not tracked: ignored */
 	CU_ASSERT_EQUAL(kvt_heat_untrack(A), 0);
 	/* a new range in the same arena slots starts with no flags */
-	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 4 * C, KVT_PLAN_TIER_FAR, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 4 * C, KVT_PLAN_TIER_FAR, 0, 0), 0);
 	CU_ASSERT_EQUAL(kvt_heat_chunk_at(A + C)->flags, 0);
 	CU_ASSERT_EQUAL(kvt_heat_untrack(A), 0);
 	kvt_heat_reset();
@@ -326,7 +376,7 @@ static void test_launch_sampling_periodic(void)
 	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(0), 0);          /* tau 0: exact sums */
 	for (int i = 0; i < 4; i++)
 		CU_ASSERT_EQUAL_FATAL(kvt_heat_track(base + (uint64_t)i * 64 * M, 2 * M,
-						     KVT_PLAN_TIER_FAR, 0), 0);
+						     KVT_PLAN_TIER_FAR, 0, 0), 0);
 	unsigned was = kvt_prof_sources_enabled();
 	kvt_prof_sources_enable(1u << KVT_SRC_LAUNCH);
 	const int launches = 1600;
@@ -364,6 +414,7 @@ int main(void)
 		{ "collect: the migrator's working set", test_collect_working_set },
 		{ "launch sampling: no aliasing with periodic launches", test_launch_sampling_periodic },
 		{ "set_tier: a re-homed range is in HBM", test_set_tier },
+		{ "collect and devices: ranges of several devices", test_collect_per_device },
 		{ "fault_in: tier, residence, refaults", test_fault_in },
 		{ "evicted: strikes for driver evictions only", test_evicted_strikes },
 		CU_TEST_INFO_NULL,
