@@ -32,11 +32,15 @@ $(FC_LIBCUPTI): $(FC_CUPTI_OBJS)
 		-Wl,--no-undefined -o $@ $^ -ldl -lpthread
 
 # The suites dlopen the driver like libcudart does, so they link no kvtier code.
-FC_SUITES := $(BUILD)/tests/unit/test_fakecuda $(BUILD)/tests/unit/test_fakecuda_env
+FC_SUITES := $(BUILD)/tests/unit/test_fakecuda $(BUILD)/tests/unit/test_fakecuda_env \
+	     $(BUILD)/tests/unit/test_fakecuda_devices
 $(FC_SUITES): $(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/kvt_test.h tests/unit/fakecuda_drv.h \
 		tests/fakecuda/fakecuda.h $(FC_LIBCUDA) $(FC_LIBCUPTI)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -lcunit -ldl -lpthread -lm
+
+# test_fakecuda_devices also dlopens the stand-in runtime (mk/fakecudart.mk).
+$(BUILD)/tests/unit/test_fakecuda_devices: $(BUILD)/fakecuda/libcudart.so.13
 
 .PHONY: fakecuda
 fakecuda: $(FC_LIBCUDA) $(FC_LIBCUPTI) $(FC_SUITES)

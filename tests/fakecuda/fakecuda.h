@@ -73,4 +73,18 @@ int fakecuda_block_location(const void *ptr, CUmemLocationType *type, int *id);
 int fakecuda_proc_entry(size_t i, const char **base, int *min_version,
 			const char **export_name, const char **pt_export_name);
 
+/* Per ordinal (FAKECUDA_DEVICES=N, default 1: ordinals 0..N-1, views of one
+ * HBM). Cumulative counters restart at fakecuda_reset_counters; primary_refs
+ * and resident_blocks describe the present and are kept. */
+struct fakecuda_device_counters {
+	uint64_t primary_refs;        /* the ordinal's primary context refcount now */
+	uint64_t contexts_made;       /* primary context made active (retain from 0) + cuCtxCreate */
+	uint64_t prefetch_blocks_to;  /* managed blocks moved to it by cuMemPrefetchAsync */
+	uint64_t accessed_by_advice;  /* SET_ACCESSED_BY calls naming it */
+	uint64_t faults;              /* GPU faults taken by its accesses */
+	uint64_t resident_blocks;     /* managed blocks resident on it now */
+};
+/* 0, or CUDA_ERROR_INVALID_VALUE (out NULL) / CUDA_ERROR_INVALID_DEVICE. */
+int fakecuda_device_counters(int ordinal, struct fakecuda_device_counters *out);
+
 #endif

@@ -3,7 +3,8 @@
  * to HBM-resident bytes costs HBM bandwidth, one through a remote mapping
  * (accessed-by, or a HOST-preferred block after its first fault) costs link
  * bandwidth, anything else is a GPU page fault that migrates the 2 MiB block
- * to the device.
+ * to the device. Every access comes from one ordinal; a block resident on
+ * another ordinal faults and moves to it.
  * Also the touch kernel and cuLaunchKernel. Callers hold the global lock. */
 #include "fc_internal.h"
 
@@ -14,8 +15,9 @@
 struct fc_kernel { uint32_t magic; const char *name; };
 static struct fc_kernel fc_touch = { FC_KERNEL_MAGIC, "fakecuda_touch" };
 
-/* Per-call fault bookkeeping: faults are serviced in groups. */
-struct fc_faults { uint64_t nr; };
+/* Per-call fault bookkeeping: faults are serviced in groups, and all of
+ * one call's accesses come from one ordinal. */
+struct fc_faults { uint64_t nr; int dev; };
 
 static void fc_cost_hbm(uint64_t bytes)
 {
@@ -40,9 +42,11 @@ static bool fc_fault_maps(const struct fc_block *b)
 	return b->pref_type == CU_MEM_LOCATION_TYPE_HOST || fc_knobs.fault_maps;
 }
 
-static void fc_fault_record(uintptr_t addr, int write)
+static void fc_fault_record(uintptr_t addr, int write, struct fc_faults *f)
 {
+	f->nr++;
 	fc_stats.c.faults++;
+	fc_stats.dev[f->dev].faults++;
 	fc_feed_push(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT,
 		     write ? CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE
 			   : CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_READ,
@@ -54,27 +58,28 @@ static char *fc_managed_piece(struct fc_block *b, uintptr_t addr, size_t len,
 			      int write, struct fc_faults *f)
 {
 	size_t off = addr & (FC_BLOCK - 1);
-	if (b->loc == FC_LOC_DEV && write && b->dup) {
-		fc_fault_record(addr, write);   /* invalidates the host duplicate */
-		f->nr++;
-		fc_block_to_dev(b, FC_CAUSE_FAULT, false);
+	uint8_t me = (uint8_t)(1u << f->dev);
+	/* another ordinal's block (no peer mappings here: it moves), or a write
+	 * that invalidates the host duplicate: one fault either way */
+	if (b->loc == FC_LOC_DEV && (b->dev != f->dev || (write && b->dup))) {
+		fc_fault_record(addr, write, f);
+		fc_block_to_dev(b, f->dev, FC_CAUSE_FAULT, b->dup && !write);
 	}
 	if (b->loc == FC_LOC_DEV) {
 		fc_block_touch(b);
 		fc_cost_hbm(len);
 		return fc_block_store(b) + off;
 	}
-	if (!b->accessed_by_dev && !b->dev_mapped) {
-		fc_fault_record(addr, write);
-		f->nr++;
+	if (!(b->accessed_by_devs & me) && !(b->dev_mapped & me)) {
+		fc_fault_record(addr, write, f);
 		bool moved = !fc_fault_maps(b) &&
-			fc_block_to_dev(b, FC_CAUSE_FAULT, b->read_mostly && !write) ==
+			fc_block_to_dev(b, f->dev, FC_CAUSE_FAULT, b->read_mostly && !write) ==
 			CUDA_SUCCESS;
 		if (moved) {
 			fc_cost_hbm(len);
 			return fc_block_store(b) + off;
 		}
-		b->dev_mapped = 1;   /* map the host copy instead of migrating */
+		b->dev_mapped |= me;   /* map the host copy instead of migrating */
 	}
 	fc_cost_remote(len);
 	return fc_block_store(b) + off;
@@ -117,18 +122,19 @@ static void fc_fault_groups(const struct fc_faults *f)
 	fc_clock_ns(groups * fc_knobs.fault_ns);
 }
 
-CUresult fc_gpu_span(uintptr_t addr, size_t len, int write, char **out, size_t *contig)
+CUresult fc_gpu_span(uintptr_t addr, size_t len, int write, int dev, char **out,
+		     size_t *contig)
 {
-	struct fc_faults f = { 0 };
+	struct fc_faults f = { 0, dev };
 	CUresult r = fc_span(addr, len, write, out, contig, &f);
 	fc_fault_groups(&f);
 	return r == CUDA_ERROR_NOT_FOUND ? CUDA_SUCCESS : r;
 }
 
 /* A whole GPU access; unknown (unregistered) memory is an illegal address. */
-CUresult fc_gpu_access(uintptr_t addr, size_t len, int write)
+CUresult fc_gpu_access(uintptr_t addr, size_t len, int write, int dev)
 {
-	struct fc_faults f = { 0 };
+	struct fc_faults f = { 0, dev };
 	CUresult r = CUDA_SUCCESS;
 	while (len && r == CUDA_SUCCESS) {
 		char *p;
@@ -141,11 +147,12 @@ CUresult fc_gpu_access(uintptr_t addr, size_t len, int write)
 	return r == CUDA_ERROR_NOT_FOUND ? CUDA_ERROR_INVALID_VALUE : r;
 }
 
+/* From the calling thread's current context's ordinal (0 without one). */
 FC_EXPORT int fakecuda_access(const void *ptr, size_t len, int write)
 {
 	fc_config_init();
 	fc_lock();
-	CUresult r = fc_gpu_access((uintptr_t)ptr, len, write);
+	CUresult r = fc_gpu_access((uintptr_t)ptr, len, write, fc_current_dev());
 	fc_unlock();
 	return r;
 }
@@ -168,12 +175,13 @@ static CUresult fc_launch(CUfunction f, CUstream s, void **params, void **extra)
 		return CUDA_ERROR_INVALID_VALUE;
 	const struct fakecuda_range *ranges = *(const struct fakecuda_range **)params[0];
 	unsigned nr = *(const unsigned *)params[1];
+	int dev = fc_stream_dev(s);
 	fc_lock();
 	fc_stats.c.launches++;
 	fc_clock_ns(fc_knobs.launch_ns);
 	CUresult r = CUDA_SUCCESS;
 	for (unsigned i = 0; i < nr && r == CUDA_SUCCESS; i++)
-		r = fc_gpu_access(ranges[i].ptr, ranges[i].len, ranges[i].write);
+		r = fc_gpu_access(ranges[i].ptr, ranges[i].len, ranges[i].write, dev);
 	fc_unlock();
 	return r == CUDA_SUCCESS ? r : CUDA_ERROR_ILLEGAL_ADDRESS;
 }

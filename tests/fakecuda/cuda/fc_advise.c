@@ -31,8 +31,7 @@ static CUresult fc_norm_loc(CUmemLocation *l)
 {
 	switch (l->type) {
 	case CU_MEM_LOCATION_TYPE_DEVICE:
-		return l->id >= 0 && l->id < FC_NR_DEVICES ? CUDA_SUCCESS
-							    : CUDA_ERROR_INVALID_DEVICE;
+		return fc_valid_dev(l->id) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 	case CU_MEM_LOCATION_TYPE_HOST:
 		l->id = 0;
 		return CUDA_SUCCESS;
@@ -54,7 +53,7 @@ static CUresult fc_dev_to_loc(CUdevice dev, CUmemLocation *l)
 		*l = (CUmemLocation){ CU_MEM_LOCATION_TYPE_HOST, 0 };
 		return CUDA_SUCCESS;
 	}
-	if (dev < 0 || dev >= FC_NR_DEVICES)
+	if (!fc_valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	*l = (CUmemLocation){ CU_MEM_LOCATION_TYPE_DEVICE, dev };
 	return CUDA_SUCCESS;
@@ -74,7 +73,7 @@ static void fc_advise_block(struct fc_block *b, CUmem_advise advice, CUmemLocati
 	case CU_MEM_ADVISE_UNSET_READ_MOSTLY:
 		b->read_mostly = 0;
 		if (b->dup)   /* duplicates collapse onto the device copy */
-			fc_block_to_dev(b, FC_CAUSE_FAULT, false);
+			fc_block_to_dev(b, b->dev, FC_CAUSE_FAULT, false);
 		break;
 	case CU_MEM_ADVISE_SET_PREFERRED_LOCATION:
 		/* as a real H200 with driver 580 (device NUMA config NONE):
@@ -92,13 +91,15 @@ static void fc_advise_block(struct fc_block *b, CUmem_advise advice, CUmemLocati
 		break;
 	case CU_MEM_ADVISE_SET_ACCESSED_BY:
 	case CU_MEM_ADVISE_UNSET_ACCESSED_BY: {
-		uint8_t on = advice == CU_MEM_ADVISE_SET_ACCESSED_BY;
+		bool on = advice == CU_MEM_ADVISE_SET_ACCESSED_BY;
+		uint8_t bit = dev ? (uint8_t)(1u << l.id) : 0;
 		/* unset changes the policy only: the mapping accessed-by made
 		 * stays until something unmaps it (a migration, read-mostly) */
-		if (dev && !on && b->accessed_by_dev && b->loc != FC_LOC_DEV)
-			b->dev_mapped = 1;
+		if (!on && (b->accessed_by_devs & bit) && b->loc != FC_LOC_DEV)
+			b->dev_mapped |= bit;
 		if (dev)
-			b->accessed_by_dev = on;
+			b->accessed_by_devs = on ? b->accessed_by_devs | bit
+						 : b->accessed_by_devs & (uint8_t)~bit;
 		else
 			b->accessed_by_host = on;
 		break;
@@ -138,6 +139,9 @@ static CUresult fc_advise(CUdeviceptr ptr, size_t count, CUmem_advise advice, CU
 	r = fc_blocks(ptr, count, &s);
 	for (size_t i = 0; r == CUDA_SUCCESS && i < s.nr; i++)
 		fc_advise_block(&s.first[i], advice, l);
+	if (r == CUDA_SUCCESS && advice == CU_MEM_ADVISE_SET_ACCESSED_BY &&
+	    l.type == CU_MEM_LOCATION_TYPE_DEVICE)
+		fc_stats.dev[l.id].accessed_by_advice++;
 	fc_unlock();
 	return r;
 }
@@ -185,19 +189,22 @@ static int fc_legacy_dev(const struct fc_fold *f)
 	}
 }
 
+/* The ordinals (ascending), then the CPU, that every block names. */
 static CUresult fc_accessed_by(const struct fc_span_blocks *s, void *data, size_t size)
 {
 	if (!size || size % 4)
 		return CUDA_ERROR_INVALID_VALUE;
-	bool dev = true, host = true;
+	uint8_t devs = 0xff;
+	bool host = true;
 	for (size_t i = 0; i < s->nr; i++) {
-		dev &= s->first[i].accessed_by_dev;
+		devs &= s->first[i].accessed_by_devs;
 		host &= s->first[i].accessed_by_host;
 	}
 	int32_t *out = data;
 	size_t n = size / 4, k = 0;
-	if (dev && k < n)
-		out[k++] = 0;
+	for (int d = 0; d < FC_MAX_DEVICES && k < n; d++)
+		if (devs & (1u << d))
+			out[k++] = d;
 	if (host && k < n)
 		out[k++] = CU_DEVICE_CPU;
 	while (k < n)
@@ -268,19 +275,24 @@ CUresult CUDAAPI cuMemRangeGetAttributes(void **data, size_t *sizes,
 
 /* ---- prefetch ---- */
 
+/* True when the block moved (to the host, or onto another ordinal). */
 static bool fc_prefetch_block(struct fc_block *b, CUmemLocation l)
 {
 	b->last_pf_type = (int8_t)l.type;
 	b->last_pf_id = l.id;
-	uint8_t was = b->loc;
+	uint8_t was = b->loc, was_dev = b->dev;
 	if (l.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-		if (fc_block_to_dev(b, FC_CAUSE_PREFETCH, b->read_mostly) != CUDA_SUCCESS)
+		if (fc_block_to_dev(b, l.id, FC_CAUSE_PREFETCH, b->read_mostly) != CUDA_SUCCESS)
 			return false;   /* HBM full of non-evictable memory: stays */
 		fc_block_touch(b);
-	} else {
-		int node = l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ? l.id : fc_host_target(b);
-		fc_block_to_host(b, FC_CAUSE_PREFETCH, node);
+		if (b->loc != was || b->dev != was_dev) {
+			fc_stats.dev[l.id].prefetch_blocks_to++;
+			return true;
+		}
+		return false;
 	}
+	int node = l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ? l.id : fc_host_target(b);
+	fc_block_to_host(b, FC_CAUSE_PREFETCH, node);
 	return b->loc != was;
 }
 

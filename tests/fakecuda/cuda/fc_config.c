@@ -113,6 +113,23 @@ static bool fc_env_evict_lru(const char *var)
 	return false;
 }
 
+/* FAKECUDA_DEVICES: how many ordinals, 1..FC_MAX_DEVICES (decimal only);
+ * anything else warns and keeps one device, as before the knob existed */
+static int fc_env_devices(const char *var)
+{
+	const char *s = getenv(var);
+	if (!s || !*s)
+		return 1;
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);   /* digits only: no sign, no spaces */
+	if (!isdigit((unsigned char)*s) || errno || *end || v < 1 || v > FC_MAX_DEVICES) {
+		fc_warn(var, s, "1");
+		return 1;
+	}
+	return (int)v;
+}
+
 static uint64_t fc_env_bytes(const char *var, uint64_t def)
 {
 	const char *s = getenv(var);
@@ -219,6 +236,7 @@ static void fc_config_once(void)
 	fc_knobs.reclaim = fc_env_bool("FAKECUDA_RECLAIM", true);
 	fc_knobs.fault_maps = fc_env_bool("FAKECUDA_FAULT_MAPS", false);
 	fc_knobs.evict_lru = fc_env_evict_lru("FAKECUDA_EVICT");
+	fc_knobs.nr_devices = fc_env_devices("FAKECUDA_DEVICES");
 	fc_pace_anchor();
 	fc_knobs.fault_batch_blocks =
 		(unsigned)fc_env_double("FAKECUDA_FAULT_BATCH", 16);
@@ -333,14 +351,16 @@ FC_EXPORT int fakecuda_get_counters(struct fakecuda_counters *out)
 	return CUDA_SUCCESS;
 }
 
-/* Zero the event counters and the clock; state gauges (used, resident,
- * capacity) describe the present and are kept. */
+/* Zero the event counters (the per-ordinal ones too) and the clock; state
+ * gauges (used, resident, capacity, primary refs) describe the present and
+ * are kept. */
 FC_EXPORT void fakecuda_reset_counters(void)
 {
 	fc_config_init();
 	fc_lock();
 	uint64_t resident = fc_stats.c.managed_resident_bytes;
 	memset(&fc_stats.c, 0, sizeof fc_stats.c);
+	memset(fc_stats.dev, 0, sizeof fc_stats.dev);
 	fc_stats.clock_ps = 0;
 	fc_pace_anchor();
 	fc_stats.c.managed_resident_bytes = resident;

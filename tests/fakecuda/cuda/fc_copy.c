@@ -2,7 +2,9 @@
 /* fakecuda copies and memsets — every cuMemcpy and cuMemsetD export (sync,
  * _ptds, Async, _ptsz) of the SIMULATED driver. Both sides of a copy are GPU
  * accesses in the cost model (managed blocks fault in); bytes are moved
- * through the driver's views, never through a managed range's user address. */
+ * through the driver's views, never through a managed range's user address.
+ * A copy runs on the ordinal of its stream (a synchronous one: the calling
+ * thread's current context). */
 #include "fc_internal.h"
 
 #include <string.h>
@@ -19,7 +21,7 @@ static size_t fc_min3(size_t a, size_t b, size_t c)
 	return m < c ? m : c;
 }
 
-static CUresult fc_copy(uintptr_t dst, uintptr_t src, size_t n)
+static CUresult fc_copy(uintptr_t dst, uintptr_t src, size_t n, int dev)
 {
 	CUresult r = CUDA_SUCCESS;
 	if (n && (!dst || !src))
@@ -29,9 +31,9 @@ static CUresult fc_copy(uintptr_t dst, uintptr_t src, size_t n)
 		size_t k = fc_min3(n, fc_to_boundary(src), fc_to_boundary(dst));
 		char *ps, *pd;
 		size_t cs, cd;
-		r = fc_gpu_span(src, k, 0, &ps, &cs);
+		r = fc_gpu_span(src, k, 0, dev, &ps, &cs);
 		if (r == CUDA_SUCCESS)
-			r = fc_gpu_span(dst, k, 1, &pd, &cd);
+			r = fc_gpu_span(dst, k, 1, dev, &pd, &cd);
 		if (r == CUDA_SUCCESS && (cs < k || cd < k))
 			r = CUDA_ERROR_INVALID_VALUE;   /* runs past an allocation */
 		if (r == CUDA_SUCCESS)
@@ -54,7 +56,7 @@ static void fc_fill(char *p, size_t n_elems, unsigned value, unsigned elem)
 		memcpy(p + i * elem, &value, elem);   /* little-endian low bytes */
 }
 
-static CUresult fc_memset(uintptr_t dst, unsigned value, size_t n, unsigned elem)
+static CUresult fc_memset(uintptr_t dst, unsigned value, size_t n, unsigned elem, int dev)
 {
 	CUresult r = CUDA_SUCCESS;
 	if (dst % elem)
@@ -65,7 +67,7 @@ static CUresult fc_memset(uintptr_t dst, unsigned value, size_t n, unsigned elem
 		size_t k = bytes < fc_to_boundary(dst) ? bytes : fc_to_boundary(dst);
 		char *p;
 		size_t c;
-		r = fc_gpu_span(dst, k, 1, &p, &c);
+		r = fc_gpu_span(dst, k, 1, dev, &p, &c);
 		if (r == CUDA_SUCCESS && c < k)
 			r = CUDA_ERROR_INVALID_VALUE;
 		if (r == CUDA_SUCCESS)
@@ -88,14 +90,16 @@ static CUresult fc_stream_ok(CUstream s)
 	CUresult CUDAAPI name(dtype dst, stype src, size_t n)                \
 	{                                                                    \
 		FC_GUARD(#name, FC_CTX);                                     \
-		return fc_copy((uintptr_t)dst, (uintptr_t)src, n);           \
+		return fc_copy((uintptr_t)dst, (uintptr_t)src, n,            \
+			       fc_current_dev());                            \
 	}
 #define FC_COPY_ASYNC(name, dtype, stype)                                    \
 	CUresult CUDAAPI name(dtype dst, stype src, size_t n, CUstream s)    \
 	{                                                                    \
 		FC_GUARD(#name, FC_CTX);                                     \
 		CUresult r_ = fc_stream_ok(s);                               \
-		return r_ ? r_ : fc_copy((uintptr_t)dst, (uintptr_t)src, n); \
+		return r_ ? r_ : fc_copy((uintptr_t)dst, (uintptr_t)src, n,  \
+					 fc_stream_dev(s));                  \
 	}
 
 FC_COPY_SYNC(cuMemcpy, CUdeviceptr, CUdeviceptr)
@@ -119,14 +123,14 @@ FC_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr)
 	CUresult CUDAAPI name(CUdeviceptr dst, vtype v, size_t n)            \
 	{                                                                    \
 		FC_GUARD(#name, FC_CTX);                                     \
-		return fc_memset(dst, v, n, elem);                           \
+		return fc_memset(dst, v, n, elem, fc_current_dev());         \
 	}
 #define FC_SET_ASYNC(name, vtype, elem)                                      \
 	CUresult CUDAAPI name(CUdeviceptr dst, vtype v, size_t n, CUstream s) \
 	{                                                                    \
 		FC_GUARD(#name, FC_CTX);                                     \
 		CUresult r_ = fc_stream_ok(s);                               \
-		return r_ ? r_ : fc_memset(dst, v, n, elem);                 \
+		return r_ ? r_ : fc_memset(dst, v, n, elem, fc_stream_dev(s)); \
 	}
 
 FC_SET_SYNC(cuMemsetD8_v2, unsigned char, 1)

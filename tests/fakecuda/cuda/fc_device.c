@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* fakecuda device and contexts — cuInit, the one SIMULATED device (an
- * H200-like part with FAKECUDA_DEVICE_BYTES of HBM), its attributes, the
- * primary context and the per-thread context stack, and error strings.
+/* fakecuda device and contexts — cuInit, the SIMULATED devices (FAKECUDA_DEVICES
+ * ordinals of an H200-like part, all views of one FAKECUDA_DEVICE_BYTES HBM),
+ * their attributes, one primary context per ordinal and the per-thread
+ * context stack, and error strings.
  * Nothing here touches memory; see fc_mem.c / fc_managed.c. */
 #include "fc_internal.h"
 
@@ -19,7 +20,17 @@ struct fc_ctx {
 	bool primary;
 };
 
-static struct fc_ctx fc_primary = { FC_CTX_MAGIC, 0, 0, 0, true };
+/* One primary context per possible ordinal; only the first
+ * FAKECUDA_DEVICES are reachable (cuDevicePrimaryCtxRetain checks). */
+#define FC_PRIMARY(i) { FC_CTX_MAGIC, i, 0, 0, true }
+static struct fc_ctx fc_primary[FC_MAX_DEVICES] = {
+	FC_PRIMARY(0), FC_PRIMARY(1), FC_PRIMARY(2), FC_PRIMARY(3),
+	FC_PRIMARY(4), FC_PRIMARY(5), FC_PRIMARY(6), FC_PRIMARY(7),
+};
+#undef FC_PRIMARY
+_Static_assert(FC_MAX_DEVICES == 8, "fc_primary lists FC_MAX_DEVICES contexts");
+_Static_assert(FC_MAX_DEVICES <= 8, "fc_block keeps ordinals in 8-bit masks");
+
 static atomic_bool fc_inited;
 static __thread CUcontext fc_ctx_stack[16];
 static __thread int fc_ctx_depth;
@@ -29,6 +40,12 @@ bool fc_initialized(void) { return atomic_load(&fc_inited); }
 CUcontext fc_current_ctx(void)
 {
 	return fc_ctx_depth ? fc_ctx_stack[fc_ctx_depth - 1] : NULL;
+}
+
+int fc_current_dev(void)
+{
+	CUcontext c = fc_current_ctx();
+	return c ? ((struct fc_ctx *)c)->dev : 0;
 }
 
 static bool fc_valid_ctx(CUcontext c)
@@ -64,7 +81,7 @@ CUresult CUDAAPI cuDeviceGet(CUdevice *dev, int ordinal)
 	FC_GUARD("cuDeviceGet", 0);
 	if (!dev)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (ordinal < 0 || ordinal >= FC_NR_DEVICES)
+	if (!fc_valid_dev(ordinal))
 		return CUDA_ERROR_INVALID_DEVICE;
 	*dev = ordinal;
 	return CUDA_SUCCESS;
@@ -75,7 +92,7 @@ CUresult CUDAAPI cuDeviceGetCount(int *count)
 	FC_GUARD("cuDeviceGetCount", 0);
 	if (!count)
 		return CUDA_ERROR_INVALID_VALUE;
-	*count = FC_NR_DEVICES;
+	*count = fc_knobs.nr_devices;
 	return CUDA_SUCCESS;
 }
 
@@ -84,7 +101,7 @@ CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
 	FC_GUARD("cuDeviceGetName", 0);
 	if (!name || len <= 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (dev < 0 || dev >= FC_NR_DEVICES)
+	if (!fc_valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	strncpy(name, "fakecuda simulated GPU", (size_t)len - 1);
 	name[len - 1] = 0;
@@ -96,7 +113,7 @@ CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 	FC_GUARD("cuDeviceTotalMem_v2", 0);
 	if (!bytes)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (dev < 0 || dev >= FC_NR_DEVICES)
+	if (!fc_valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	*bytes = fc_knobs.device_bytes;
 	return CUDA_SUCCESS;
@@ -107,9 +124,12 @@ CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 	FC_GUARD("cuDeviceGetUuid_v2", 0);
 	if (!uuid)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (dev < 0 || dev >= FC_NR_DEVICES)
+	if (!fc_valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
+	/* ordinal 0 keeps the UUID it always had; the others differ in the
+	 * last character, so tools that key devices by UUID see N devices */
 	memcpy(uuid->bytes, "fakecuda-dev-000", 16);
+	uuid->bytes[15] = (char)('0' + dev);
 	return CUDA_SUCCESS;
 }
 
@@ -162,40 +182,44 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attr, CUdevice
 	FC_GUARD("cuDeviceGetAttribute", 0);
 	if (!pi || (int)attr <= 0 || attr >= CU_DEVICE_ATTRIBUTE_MAX)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (dev < 0 || dev >= FC_NR_DEVICES)
+	if (!fc_valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	*pi = 0;
 	for (size_t i = 0; i < FC_ARRAY_SIZE(fc_attrs); i++)
 		if (fc_attrs[i].attr == attr)
 			*pi = fc_attrs[i].value;
+	if (attr == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)
+		*pi += dev;   /* one bus per ordinal; ordinal 0 keeps its old one */
 	return CUDA_SUCCESS;
 }
 
-/* ---- primary context ---- */
+/* ---- primary contexts: one per ordinal ---- */
 
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
 	FC_GUARD("cuDevicePrimaryCtxRetain", 0);
 	if (!pctx)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (dev < 0 || dev >= FC_NR_DEVICES)
+	if (!fc_valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	fc_lock();
-	fc_primary.refs++;
+	if (fc_primary[dev].refs++ == 0)   /* the context becomes active: made anew */
+		fc_stats.dev[dev].contexts_made++;
 	fc_unlock();
-	*pctx = (CUcontext)&fc_primary;
+	*pctx = (CUcontext)&fc_primary[dev];
 	return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
 	FC_GUARD("cuDevicePrimaryCtxRelease_v2", 0);
-	if (dev < 0 || dev >= FC_NR_DEVICES)
+	if (!fc_valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	fc_lock();
-	CUresult r = fc_primary.refs > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
-	if (fc_primary.refs > 0)
-		fc_primary.refs--;
+	struct fc_ctx *c = &fc_primary[dev];
+	CUresult r = c->refs > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+	if (c->refs > 0)
+		c->refs--;
 	fc_unlock();
 	return r;
 }
@@ -210,11 +234,11 @@ CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, i
 	FC_GUARD("cuDevicePrimaryCtxGetState", 0);
 	if (!flags || !active)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (dev < 0 || dev >= FC_NR_DEVICES)
+	if (!fc_valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	fc_lock();
-	*flags = fc_primary.flags;
-	*active = fc_primary.refs > 0;
+	*flags = fc_primary[dev].flags;
+	*active = fc_primary[dev].refs > 0;
 	fc_unlock();
 	return CUDA_SUCCESS;
 }
@@ -222,10 +246,29 @@ CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, i
 CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 {
 	FC_GUARD("cuDevicePrimaryCtxSetFlags_v2", 0);
-	if (dev < 0 || dev >= FC_NR_DEVICES)
+	if (!fc_valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
-	fc_primary.flags = flags;
+	fc_primary[dev].flags = flags;
 	return CUDA_SUCCESS;
+}
+
+/* The simulation keeps no per-context resources (every operation completes at
+ * submission and memory belongs to the process), so a reset only returns the
+ * flags to their default; the refcount, and the handle, stay valid. */
+CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+	FC_GUARD("cuDevicePrimaryCtxReset_v2", 0);
+	if (!fc_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	fc_lock();
+	fc_primary[dev].flags = 0;
+	fc_unlock();
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)
+{
+	return cuDevicePrimaryCtxReset_v2(dev);
 }
 
 /* ---- the calling thread's context stack ---- */
@@ -301,7 +344,7 @@ CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params,
 	(void)params;
 	if (!pctx)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (dev < 0 || dev >= FC_NR_DEVICES)
+	if (!fc_valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	struct fc_ctx *c = calloc(1, sizeof *c);
 	if (!c)
@@ -311,6 +354,9 @@ CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params,
 		free(c);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	fc_lock();
+	fc_stats.dev[dev].contexts_made++;
+	fc_unlock();
 	fc_ctx_stack[fc_ctx_depth++] = (CUcontext)c;
 	*pctx = (CUcontext)c;
 	return CUDA_SUCCESS;
@@ -336,6 +382,29 @@ CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *least, int *greatest)
 		*least = 0;
 	if (greatest)
 		*greatest = -5;
+	return CUDA_SUCCESS;
+}
+
+/* ---- test API ---- */
+
+FC_EXPORT int fakecuda_device_counters(int ordinal, struct fakecuda_device_counters *out)
+{
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	fc_config_init();
+	if (!fc_valid_dev(ordinal))
+		return CUDA_ERROR_INVALID_DEVICE;
+	fc_lock();
+	const struct fc_dev_stats *d = &fc_stats.dev[ordinal];
+	*out = (struct fakecuda_device_counters){
+		.primary_refs = (uint64_t)fc_primary[ordinal].refs,
+		.contexts_made = d->contexts_made,
+		.prefetch_blocks_to = d->prefetch_blocks_to,
+		.accessed_by_advice = d->accessed_by_advice,
+		.faults = d->faults,
+		.resident_blocks = fc_resident_blocks_on(ordinal),
+	};
+	fc_unlock();
 	return CUDA_SUCCESS;
 }
 

@@ -24,7 +24,7 @@
 
 #define FC_BLOCK          FAKECUDA_BLOCK_BYTES
 #define FC_DRIVER_VERSION 13000
-#define FC_NR_DEVICES     1
+#define FC_MAX_DEVICES    8         /* FAKECUDA_DEVICES accepts 1..this */
 #define FC_ARRAY_SIZE(a)  (sizeof(a) / sizeof((a)[0]))
 #define FC_EXPORT         __attribute__((visibility("default")))
 
@@ -52,23 +52,42 @@ struct fc_knobs {
 	bool reclaim;                /* FAKECUDA_RECLAIM: punch the copy a block left */
 	bool fault_maps;             /* FAKECUDA_FAULT_MAPS: every host fault maps */
 	bool evict_lru;              /* FAKECUDA_EVICT=lru: hits refresh the order */
+	int nr_devices;              /* FAKECUDA_DEVICES: ordinals, views of one HBM */
 };
 extern struct fc_knobs fc_knobs;
 void fc_config_init(void);                 /* idempotent, thread-safe */
 int  fc_parse_bytes(const char *s, uint64_t *out);   /* K/M/G/T suffixes */
+
+/* An ordinal the driver exposes: 0 .. FAKECUDA_DEVICES-1. */
+static inline bool fc_valid_dev(int dev)
+{
+	return dev >= 0 && dev < fc_knobs.nr_devices;
+}
 
 /* ---- global state ---- */
 void fc_lock(void);
 void fc_unlock(void);
 bool fc_initialized(void);
 CUcontext fc_current_ctx(void);
+/* Ordinal of the calling thread's current context; 0 without one. */
+int fc_current_dev(void);
 bool fc_valid_stream(CUstream s);
+/* Ordinal a stream's work runs on: its context's for a created stream, the
+ * calling thread's current context's for the NULL/legacy/per-thread ones. */
+int fc_stream_dev(CUstream s);
+
+/* Per-ordinal event counters (fakecuda_device_counters); the gauges
+ * (primary refs, resident blocks) are read from the state itself. */
+struct fc_dev_stats {
+	uint64_t contexts_made, prefetch_blocks_to, accessed_by_advice, faults;
+};
 
 /* Counters + virtual clock (fc_config.c); caller holds the lock. */
 struct fc_stats {
 	struct fakecuda_counters c;   /* virtual_ns derived from clock_ps */
 	uint64_t clock_ps;
 	uint64_t device_alloc_bytes;  /* cuMemAlloc / pools / VMM device handles */
+	struct fc_dev_stats dev[FC_MAX_DEVICES];
 };
 extern struct fc_stats fc_stats;
 void fc_clock_bytes(uint64_t bytes, double gbps);
@@ -96,6 +115,7 @@ struct fc_alloc {
 	CUmemoryPool pool;    /* cuMemAllocAsync / FromPool, else NULL */
 	void *owner;          /* fc_mrange for MANAGED, handle for VMM */
 	int node;             /* host node for HOST pools, else -1 */
+	int dev;              /* ordinal current when it was made (DEVICE_ORDINAL) */
 };
 struct fc_alloc *fc_reg_add(uintptr_t base, size_t size, enum fc_kind kind);
 struct fc_alloc *fc_reg_find(uintptr_t addr);          /* containing addr */
@@ -117,10 +137,12 @@ struct fc_block {
 	struct fc_mrange *r;
 	uint32_t idx;
 	uint8_t loc;             /* enum fc_loc: where the authoritative copy is */
+	uint8_t dev;             /* ordinal holding it while loc is FC_LOC_DEV */
 	uint8_t dup;             /* READ_MOSTLY duplicate: host copy valid too */
-	uint8_t dev_mapped;      /* GPU holds a remote mapping of the host copy */
+	uint8_t dev_mapped;      /* ordinals (bits) with a remote mapping of the host copy */
 	uint8_t read_mostly;
-	uint8_t accessed_by_dev, accessed_by_host;
+	uint8_t accessed_by_devs;  /* ordinals (bits) advised SET_ACCESSED_BY */
+	uint8_t accessed_by_host;
 	int8_t pref_type;        /* CUmemLocationType or 0 (none) */
 	int8_t last_pf_type;
 	int32_t pref_id, last_pf_id;
@@ -137,23 +159,26 @@ struct fc_mrange {
 CUresult fc_managed_alloc(CUdeviceptr *dptr, size_t bytes, unsigned flags);
 CUresult fc_managed_free(struct fc_alloc *a);
 struct fc_block *fc_block_of(uintptr_t addr);          /* lock held */
-CUresult fc_block_to_dev(struct fc_block *b, enum fc_cause cause, bool keep_host);
+CUresult fc_block_to_dev(struct fc_block *b, int dev, enum fc_cause cause, bool keep_host);
 CUresult fc_block_to_host(struct fc_block *b, enum fc_cause cause, int node);
 void fc_block_touch(struct fc_block *b);
 void fc_block_set_policy(struct fc_block *b, int node);
 int fc_host_target(const struct fc_block *b);
 char *fc_block_store(struct fc_block *b);               /* authoritative bytes */
 bool fc_evict_one(void);
+uint64_t fc_resident_blocks_on(int dev);
 bool fc_node_valid(int node);
 int fc_bind_node(void *addr, size_t len, int node);   /* 0 or -errno */
 int fc_current_node(void);
 void fc_managed_install_handler(void);
 
 /* ---- GPU-side access (fc_access.c) ---- */
-/* Resolve a GPU access of [addr, addr+len) to driver-visible bytes, faulting
- * managed blocks as the GPU would; *contig bytes are valid at *out. */
-CUresult fc_gpu_span(uintptr_t addr, size_t len, int write, char **out, size_t *contig);
-CUresult fc_gpu_access(uintptr_t addr, size_t len, int write);
+/* Resolve a GPU access of [addr, addr+len) from ordinal dev to driver-visible
+ * bytes, faulting managed blocks as the GPU would; *contig bytes are valid
+ * at *out. */
+CUresult fc_gpu_span(uintptr_t addr, size_t len, int write, int dev, char **out,
+		     size_t *contig);
+CUresult fc_gpu_access(uintptr_t addr, size_t len, int write, int dev);
 
 /* ---- unified-memory record feed (fc_umfeed.c, shared with libcupti) ---- */
 #include "fc_umfeed.h"

@@ -7,7 +7,9 @@
  * (SIGSEGV) and migrates the block back, as UVM does. A migration copies the
  * bytes through the driver's private views, remaps, and punches the old copy
  * out, so a wrong migration loses data. Host copies are mbind()-ed to their
- * NUMA node. Callers hold the global lock. */
+ * NUMA node. With several ordinals (FAKECUDA_DEVICES) a device-resident block
+ * also records which ordinal holds it; all ordinals share the one device
+ * store and the one eviction list (one HBM). Callers hold the global lock. */
 #include "fc_internal.h"
 
 #include <cupti_activity.h>
@@ -128,6 +130,16 @@ bool fc_evict_one(void)
 	return true;
 }
 
+/* Managed blocks resident on ordinal dev now: the eviction list holds
+ * exactly the device-resident blocks (test accessor; a walk is fine). */
+uint64_t fc_resident_blocks_on(int dev)
+{
+	uint64_t n = 0;
+	for (const struct fc_block *b = fc_evq_head; b; b = b->next)
+		n += b->dev == dev;
+	return n;
+}
+
 /* Make room for bytes more in HBM by evicting managed blocks, in order. */
 static bool fc_make_room(uint64_t bytes)
 {
@@ -194,14 +206,30 @@ static void fc_account_move(struct fc_block *b, bool htod, enum fc_cause cause)
 	fc_feed_push(htod ? CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD
 			  : CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
 		     fc_cupti_cause(cause), (uint64_t)(uintptr_t)fc_va(b), FC_BLOCK,
-		     fc_now_ns() - t0, htod ? host : 0, htod ? 0 : host);
+		     fc_now_ns() - t0, htod ? host : b->dev, htod ? b->dev : host);
 }
 
-/* Host -> device. keep_host: READ_MOSTLY duplication (host copy stays valid,
- * read-only to the CPU). Fails only when HBM is full of non-evictable memory. */
-CUresult fc_block_to_dev(struct fc_block *b, enum fc_cause cause, bool keep_host)
+/* Ordinal -> another ordinal. Every ordinal is a view of the same device
+ * store (one HBM), so no byte moves and no room is needed; the cost is that
+ * of a trip through the host (device-to-host, then host-to-device), and the
+ * block arrives anew on the target, at the tail of the eviction list. */
+static void fc_block_to_peer(struct fc_block *b, int dev, enum fc_cause cause)
+{
+	fc_account_move(b, false, cause);
+	b->dev = (uint8_t)dev;
+	fc_account_move(b, true, cause);
+	fc_evq_unlink(b);
+	fc_evq_append(b);
+}
+
+/* Host (or another ordinal) -> ordinal dev. keep_host: READ_MOSTLY
+ * duplication (host copy stays valid, read-only to the CPU). Fails only when
+ * HBM is full of non-evictable memory. */
+CUresult fc_block_to_dev(struct fc_block *b, int dev, enum fc_cause cause, bool keep_host)
 {
 	struct fc_mrange *r = b->r;
+	if (b->loc == FC_LOC_DEV && b->dev != dev)
+		fc_block_to_peer(b, dev, cause);
 	if (b->loc == FC_LOC_DEV) {
 		if (b->dup && !keep_host) {   /* a GPU write collapses the duplicate */
 			mmap(fc_va(b), FC_BLOCK, PROT_NONE, MAP_SHARED | MAP_FIXED,
@@ -221,6 +249,7 @@ CUresult fc_block_to_dev(struct fc_block *b, enum fc_cause cause, bool keep_host
 		mmap(fc_va(b), FC_BLOCK, PROT_NONE, MAP_SHARED | MAP_FIXED, r->dfd, fc_off(b));
 		fc_punch(r->hfd, fc_off(b));
 	}
+	b->dev = (uint8_t)dev;
 	fc_account_move(b, true, cause);
 	b->loc = FC_LOC_DEV;
 	b->dup = keep_host;
@@ -462,7 +491,7 @@ FC_EXPORT int fakecuda_block_location(const void *ptr, CUmemLocationType *type, 
 	if (b) {
 		bool dev = b->loc == FC_LOC_DEV;
 		*type = dev ? CU_MEM_LOCATION_TYPE_DEVICE : CU_MEM_LOCATION_TYPE_HOST_NUMA;
-		*id = dev ? 0 : b->host_node >= 0 ? b->host_node : fc_current_node();
+		*id = dev ? b->dev : b->host_node >= 0 ? b->host_node : fc_current_node();
 	}
 	fc_unlock();
 	return b ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;

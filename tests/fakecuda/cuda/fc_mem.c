@@ -2,7 +2,9 @@
 /* fakecuda allocations — device memory (cuMemAlloc*, charged against
  * FAKECUDA_DEVICE_BYTES, never evicted, host memory underneath so tests can
  * look at it), pinned and registered host memory, managed allocation entry
- * points, and stream-ordered pools. Part of the SIMULATED driver. */
+ * points, and stream-ordered pools. Every ordinal (FAKECUDA_DEVICES) charges
+ * the same FAKECUDA_DEVICE_BYTES: the ordinals are views of one HBM. Part of
+ * the SIMULATED driver. */
 #include "fc_internal.h"
 
 #include <stdlib.h>
@@ -17,12 +19,20 @@ struct fc_pool {
 	bool is_default;
 };
 
-static struct fc_pool fc_default_pool = {
-	.magic = FC_POOL_MAGIC,
-	.props = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
-		   .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } },
-	.is_default = true,
+/* One default pool per ordinal (its location names the ordinal); all of
+ * them allocate from the one shared HBM. */
+#define FC_DEFAULT_POOL(i) {                                              \
+		.magic = FC_POOL_MAGIC,                                   \
+		.props = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,    \
+			   .location = { CU_MEM_LOCATION_TYPE_DEVICE, i } }, \
+		.is_default = true,                                       \
+	}
+static struct fc_pool fc_default_pools[FC_MAX_DEVICES] = {
+	FC_DEFAULT_POOL(0), FC_DEFAULT_POOL(1), FC_DEFAULT_POOL(2), FC_DEFAULT_POOL(3),
+	FC_DEFAULT_POOL(4), FC_DEFAULT_POOL(5), FC_DEFAULT_POOL(6), FC_DEFAULT_POOL(7),
 };
+#undef FC_DEFAULT_POOL
+_Static_assert(FC_MAX_DEVICES == 8, "fc_default_pools lists FC_MAX_DEVICES pools");
 
 void *fc_map_anon(size_t bytes, int prot)
 {
@@ -54,6 +64,8 @@ static CUresult fc_device_alloc(CUdeviceptr *dptr, size_t size, struct fc_pool *
 	if (a) {
 		a->map_bytes = charge;
 		a->pool = (CUmemoryPool)pool;
+		if (pool && !host)
+			a->dev = pool->props.location.id;
 		if (host) {
 			a->node = pool->props.location.id;
 			fc_bind_node(p, charge, a->node);
@@ -275,9 +287,9 @@ CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
 	FC_GUARD("cuDeviceGetDefaultMemPool", 0);
 	if (!pool)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (dev < 0 || dev >= FC_NR_DEVICES)
+	if (!fc_valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
-	*pool = (CUmemoryPool)&fc_default_pool;
+	*pool = (CUmemoryPool)&fc_default_pools[dev];
 	return CUDA_SUCCESS;
 }
 
@@ -292,7 +304,7 @@ CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *out, const CUmemPoolProps *props)
 	if (!out || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
 		return CUDA_ERROR_INVALID_VALUE;
 	const CUmemLocation *l = &props->location;
-	bool ok = (l->type == CU_MEM_LOCATION_TYPE_DEVICE && l->id == 0) ||
+	bool ok = (l->type == CU_MEM_LOCATION_TYPE_DEVICE && fc_valid_dev(l->id)) ||
 		  (l->type == CU_MEM_LOCATION_TYPE_HOST_NUMA && fc_node_valid(l->id));
 	if (!ok)   /* HOST_NUMA_CURRENT and HOST are rejected, as documented */
 		return CUDA_ERROR_INVALID_VALUE;
@@ -331,16 +343,24 @@ static CUresult fc_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool h, C
 	return fc_device_alloc(dptr, size, pool);
 }
 
+/* cuMemAllocAsync: the default pool of the stream's ordinal. */
+static CUresult fc_alloc_async_default(CUdeviceptr *dptr, size_t size, CUstream s)
+{
+	if (!fc_valid_stream(s))
+		return CUDA_ERROR_INVALID_VALUE;
+	return fc_alloc_async(dptr, size, (CUmemoryPool)&fc_default_pools[fc_stream_dev(s)], s);
+}
+
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s)
 {
 	FC_GUARD("cuMemAllocAsync", FC_CTX | FC_ALLOC);
-	return fc_alloc_async(dptr, size, (CUmemoryPool)&fc_default_pool, s);
+	return fc_alloc_async_default(dptr, size, s);
 }
 
 CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s)
 {
 	FC_GUARD("cuMemAllocAsync_ptsz", FC_CTX | FC_ALLOC);
-	return fc_alloc_async(dptr, size, (CUmemoryPool)&fc_default_pool, s);
+	return fc_alloc_async_default(dptr, size, s);
 }
 
 CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size,

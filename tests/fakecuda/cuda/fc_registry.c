@@ -42,7 +42,7 @@ struct fc_alloc *fc_reg_add(uintptr_t base, size_t size, enum fc_kind kind)
 		return NULL;
 	*a = (struct fc_alloc){ .base = base, .size = size, .map_bytes = size,
 				.kind = kind, .buffer_id = fc_next_buffer_id++,
-				.node = -1 };
+				.node = -1, .dev = fc_current_dev() };
 	size_t at = fc_reg_upper(base);
 	memmove(&fc_reg[at + 1], &fc_reg[at], (fc_reg_len - at) * sizeof *fc_reg);
 	fc_reg[at] = a;
@@ -130,7 +130,7 @@ static CUresult fc_attr_one(void *data, CUpointer_attribute attr,
 		*(unsigned long long *)data = a->buffer_id;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-		*(int *)data = 0;
+		*(int *)data = a->dev;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
 	case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:

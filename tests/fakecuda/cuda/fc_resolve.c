@@ -41,6 +41,8 @@ static const struct fc_proc fc_procs[] = {
 	R("cuDevicePrimaryCtxRelease", 11000, cuDevicePrimaryCtxRelease_v2),
 	R("cuDevicePrimaryCtxGetState", 7000, cuDevicePrimaryCtxGetState),
 	R("cuDevicePrimaryCtxSetFlags", 11000, cuDevicePrimaryCtxSetFlags_v2),
+	R("cuDevicePrimaryCtxReset", 7000, cuDevicePrimaryCtxReset),
+	R("cuDevicePrimaryCtxReset", 11000, cuDevicePrimaryCtxReset_v2),
 	R("cuCtxGetCurrent", 4000, cuCtxGetCurrent),
 	R("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
 	R("cuCtxGetDevice", 2000, cuCtxGetDevice),

@@ -2,7 +2,9 @@
 /* fakecuda streams and events — handles only. The SIMULATED device executes
  * every stream operation at submission, in submission order, so stream order
  * holds trivially and synchronisation returns at once; events carry the
- * virtual clock so cuEventElapsedTime reports simulated time. */
+ * virtual clock so cuEventElapsedTime reports simulated time. A stream
+ * remembers the ordinal of the context it was created in: its work runs
+ * there. */
 #include "fc_internal.h"
 
 #include <stdlib.h>
@@ -15,6 +17,7 @@ struct fc_stream {
 	unsigned flags;
 	int priority;
 	CUstreamCaptureStatus capture;
+	int dev;              /* ordinal of the context current at creation */
 };
 
 struct fc_event {
@@ -37,6 +40,14 @@ static struct fc_stream *fc_real_stream(CUstream s)
 	return (struct fc_stream *)s;
 }
 
+/* The NULL, legacy and per-thread streams belong to whatever context is
+ * current on the submitting thread, as on a real driver. */
+int fc_stream_dev(CUstream s)
+{
+	struct fc_stream *st = fc_real_stream(s);
+	return st && st->magic == FC_STREAM_MAGIC ? st->dev : fc_current_dev();
+}
+
 /* ---- streams ---- */
 
 static CUresult fc_stream_new(CUstream *ph, unsigned int flags, int priority)
@@ -51,7 +62,7 @@ static CUresult fc_stream_new(CUstream *ph, unsigned int flags, int priority)
 	if (priority < -5)
 		priority = -5;
 	*s = (struct fc_stream){ FC_STREAM_MAGIC, flags, priority,
-				 CU_STREAM_CAPTURE_STATUS_NONE };
+				 CU_STREAM_CAPTURE_STATUS_NONE, fc_current_dev() };
 	*ph = (CUstream)s;
 	return CUDA_SUCCESS;
 }

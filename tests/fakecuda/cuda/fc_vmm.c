@@ -63,7 +63,7 @@ static bool fc_prop_ok(const CUmemAllocationProp *prop)
 		return false;
 	const CUmemLocation *l = &prop->location;
 	if (l->type == CU_MEM_LOCATION_TYPE_DEVICE)
-		return l->id == 0;
+		return fc_valid_dev(l->id);   /* any ordinal: all charge the one HBM */
 	/* HOST_NUMA_CURRENT is rejected, as cuda.h documents */
 	return l->type == CU_MEM_LOCATION_TYPE_HOST_NUMA && fc_node_valid(l->id);
 }
@@ -202,7 +202,9 @@ CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		goto out;
 	}
 	a->owner = m;
-	if (!fc_on_device(m)) {
+	if (fc_on_device(m)) {
+		a->dev = m->prop.location.id;
+	} else {
 		a->node = m->prop.location.id;
 		fc_bind_node((void *)ptr, size, a->node);
 	}
@@ -245,7 +247,7 @@ CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
 	int prot = PROT_NONE;
 	for (size_t i = 0; i < count; i++) {
 		if (desc[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
-		    desc[i].location.id != 0)
+		    !fc_valid_dev(desc[i].location.id))
 			return CUDA_ERROR_INVALID_DEVICE;
 		if (desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
 			prot = PROT_READ | PROT_WRITE;
