@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The one-screen summary of trace files (see summary.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "summary.h"
@@ -104,6 +105,14 @@ static void on_info(struct kvt_summary *s, const char *text, size_t len)
 		s->chunks_hbm += n;
 	} else if (!strcmp(kv, "migrate.chunks.far") && !info_nums(v, &n, NULL)) {
 		s->chunks_far += n;
+	} else if (!strcmp(kv, "migrate.devices")) {
+		for (char *p = v, *e; *p; p = *e == ',' ? e + 1 : e) {      /* "0,1,3" */
+			unsigned long d = strtoul(p, &e, 10);
+			if (e == p)
+				break;
+			if (d < 64)
+				s->devices |= 1ull << d;
+		}
 	}
 }
 
@@ -163,6 +172,13 @@ static void print_info(const struct kvt_summary *s, FILE *f)
 		kvt_format_size(s->bytes_promoted, a, sizeof a), (unsigned long long)s->nr_promoted,
 		kvt_format_size(s->bytes_demoted, b, sizeof b), (unsigned long long)s->nr_demoted,
 		(unsigned long long)s->chunks_hbm, (unsigned long long)s->chunks_far);
+	if (s->devices) {
+		fprintf(f, "  migration served device%s", s->devices & (s->devices - 1) ? "s" : "");
+		for (unsigned d = 0, k = 0; d < 64; d++)
+			if (s->devices >> d & 1)
+				fprintf(f, "%s%u", k++ ? "," : " ", d);
+		fprintf(f, "\n");
+	}
 }
 
 void kvt_summary_print(const struct kvt_summary *s, FILE *f)

@@ -32,6 +32,7 @@ struct kvt_summary {
 	uint64_t fallback[16];
 	uint64_t epochs, nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
 	uint64_t chunks_hbm, chunks_far;
+	uint64_t devices;       /* bit d: a process served device d (migrate.devices; d < 64) */
 };
 
 /* Add one trace file; 0, or -errno with a message in err. */

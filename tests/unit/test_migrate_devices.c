@@ -2,12 +2,12 @@
 /* The migration thread in processes that use devices other than 0, on the
  * SIMULATED GPU with two device ordinals (FAKECUDA_DEVICES=2; the stand-in's
  * ordinals share one HBM, and remember which ordinal holds each block:
- * docs/simulated-device.md). Under the preload (tests/progs/multi_dev.c):
+ * docs/simulated-device.md). Under `kvtier run` (tests/progs/multi_dev.c):
  *  - a process that only ever uses device 1 (a tensor-parallel worker):
  *    its hot chunks are promoted to device 1, nothing is prefetched to
  *    device 0 and no context is ever made there;
  *  - a process with a buffer on each device: each buffer's hot chunks go to
- *    its own device, none to the other. */
+ *    its own device, none to the other; the run summary names both. */
 #include "kvt_test.h"
 #include "../profiler/trace_read.h"
 
@@ -23,14 +23,16 @@ struct result {
 	char info[8192];
 };
 
-/* multi_dev MODE for 1.5 s: 5 ms epochs, 32 MiB of budget per device, a
- * 10 s heat decay (a promoted hot chunk stays for the whole run). */
+/* `kvtier run -- multi_dev MODE` for 1.5 s (the summary on stderr): 5 ms
+ * epochs, 32 MiB of budget per device, a 10 s heat decay (a promoted hot
+ * chunk stays for the whole run). */
 static void run(struct result *r, const char *mode)
 {
 	static char tr[128];
-	snprintf(tr, sizeof tr, "KVTIER_TRACE=/tmp/kvt-test-mdev.%d.trace", (int)getpid());
-	const char *argv[] = { kvt_path("tests/progs/multi_dev"), mode, "1500", NULL };
-	const char *env[] = { ldpath, preload, tr, "FAKECUDA_DEVICES=2",
+	snprintf(tr, sizeof tr, "/tmp/kvt-test-mdev.%d.trace", (int)getpid());
+	const char *argv[] = { kvt_path("kvtier"), "run", "--trace", tr, "--",
+			       kvt_path("tests/progs/multi_dev"), mode, "1500", NULL };
+	const char *env[] = { ldpath, "FAKECUDA_DEVICES=2",
 			      "KVTIER_POLICY=device => managed:cxl; * => native",
 			      "KVTIER_HBM_BUDGET=32M", "KVTIER_EPOCH_MS=5", "KVTIER_DECAY_MS=10000",
 			      NULL };
@@ -43,7 +45,7 @@ static void run(struct result *r, const char *mode)
 	struct kvt_trace_item it;
 	size_t n = 0;
 	r->info[n++] = '\n';
-	CU_ASSERT_EQUAL_FATAL(kvt_trace_reader_open(&rd, tr + 13), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_reader_open(&rd, tr), 0);
 	while (kvt_trace_next(&rd, &it) > 0)
 		if (it.type == KVT_REC_INFO && n + it.text_len + 2 < sizeof r->info) {
 			memcpy(r->info + n, it.text, it.text_len);
@@ -51,7 +53,7 @@ static void run(struct result *r, const char *mode)
 			r->info[n++] = '\n';
 		}
 	kvt_trace_reader_close(&rd);
-	unlink(tr + 13);
+	unlink(tr);
 }
 
 static unsigned long long out(const struct result *r, const char *key)
@@ -75,6 +77,7 @@ static void test_device_one_only(void)
 	CU_ASSERT_EQUAL(out(&r, "pf_to0"), 0);
 	CU_ASSERT_EQUAL(out(&r, "ctx_made0"), 0);      /* kvtier made no context on device 0 */
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.info, "\nmigrate.devices=1\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.err, "\n  migration served device 1\n"));
 	CU_ASSERT_EQUAL(kvt_info_u64(r.info, "migrate.prefetch_failed", ~0ull), 0);
 	CU_ASSERT_EQUAL(kvt_info_u64(r.info, "migrate.bind_failed", ~0ull), 0);
 }
@@ -91,6 +94,7 @@ static void test_two_devices(void)
 	CU_ASSERT_TRUE(out(&r, "pf_to0") >= 4);
 	CU_ASSERT_TRUE(out(&r, "pf_to1") >= 4);
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.info, "\nmigrate.devices=0,1\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.err, "\n  migration served devices 0,1\n"));
 	CU_ASSERT_EQUAL(kvt_info_u64(r.info, "migrate.prefetch_failed", ~0ull), 0);
 }
 
