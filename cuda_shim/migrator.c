@@ -494,7 +494,7 @@ static void epoch_device(struct mdev *d, uint32_t now_ms)
 		admit_check(n, now_ms);
 	struct kvt_planner *pl = d->planner;
 	pl->p.budget_bytes = budget_now(d);
-	m.last_budget = pl->p.budget_bytes;
+	__atomic_store_n(&m.last_budget, pl->p.budget_bytes, __ATOMIC_RELAXED);
 	size_t fr = 0, tot = 0;
 	pl->p.room_bytes = kvt_cuda_mem_info(&fr, &tot) == CUDA_SUCCESS ? fr : KVT_PLAN_ROOM_ANY;
 	struct kvt_plan_out out = { .moves = m.moves, .cap = MAX_MOVES };
@@ -622,7 +622,7 @@ void kvt_migrator_trace_counters(void)
 	info_u64("migrate.track_failed", CTR_LD(track_failed));
 	info_u64("migrate.chunks.hbm", CTR_LD(chunks_hbm));
 	info_u64("migrate.chunks.far", CTR_LD(chunks_far));
-	info_u64("migrate.hbm_budget", m.last_budget);
+	info_u64("migrate.hbm_budget", __atomic_load_n(&m.last_budget, __ATOMIC_RELAXED));
 	unsigned nd = __atomic_load_n(&m.nr_dev, __ATOMIC_ACQUIRE);
 	size_t o = 0;
 	val[0] = 0;
