@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # The SIMULATED CUDA driver (test double, never shipped): libcuda.so.1 and the
-# CUPTI stand-in libcupti.so.13 under $(BUILD)/fakecuda, and their CUnit suite.
+# CUPTI stand-in libcupti.so.13 under $(BUILD)/fakecuda, and their CUnit suites.
 # Owner: the fakecuda driver. See docs/simulated-device.md.
 
 # mk/*.mk are read before the main Makefile's first target: keep `all` default.
@@ -33,14 +33,16 @@ $(FC_LIBCUPTI): $(FC_CUPTI_OBJS)
 
 # The suites dlopen the driver like libcudart does, so they link no kvtier code.
 FC_SUITES := $(BUILD)/tests/unit/test_fakecuda $(BUILD)/tests/unit/test_fakecuda_env \
-	     $(BUILD)/tests/unit/test_fakecuda_devices
+	     $(BUILD)/tests/unit/test_fakecuda_devices $(BUILD)/tests/unit/test_fakecuda_graphs
 $(FC_SUITES): $(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/kvt_test.h tests/unit/fakecuda_drv.h \
 		tests/fakecuda/fakecuda.h $(FC_LIBCUDA) $(FC_LIBCUPTI)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -lcunit -ldl -lpthread -lm
 
-# test_fakecuda_devices also dlopens the stand-in runtime (mk/fakecudart.mk).
-$(BUILD)/tests/unit/test_fakecuda_devices: $(BUILD)/fakecuda/libcudart.so.13
+# test_fakecuda_devices and test_fakecuda_graphs also dlopen the stand-in
+# runtime (mk/fakecudart.mk).
+$(BUILD)/tests/unit/test_fakecuda_devices $(BUILD)/tests/unit/test_fakecuda_graphs: \
+	$(BUILD)/fakecuda/libcudart.so.13
 
 .PHONY: fakecuda
 fakecuda: $(FC_LIBCUDA) $(FC_LIBCUPTI) $(FC_SUITES)

@@ -5,7 +5,8 @@
  * bandwidth, anything else is a GPU page fault that migrates the 2 MiB block
  * to the device. Every access comes from one ordinal; a block resident on
  * another ordinal faults and moves to it.
- * Also the touch kernel and cuLaunchKernel. Callers hold the global lock. */
+ * Also the touch kernel, cuLaunchKernel and cuLaunchKernelEx (recorded, not
+ * run, on a capturing stream). Callers hold the global lock. */
 #include "fc_internal.h"
 
 #include <cupti_activity.h>
@@ -164,7 +165,25 @@ FC_EXPORT CUfunction fakecuda_touch_kernel(void)
 	return (CUfunction)&fc_touch;
 }
 
-static CUresult fc_launch(CUfunction f, CUstream s, void **params, void **extra)
+/* The touch kernel's body: one launch's cost, then each range in order. */
+CUresult fc_touch_run(const struct fakecuda_range *ranges, unsigned nr, int dev)
+{
+	fc_lock();
+	fc_stats.c.launches++;
+	fc_clock_ns(fc_knobs.launch_ns);
+	CUresult r = CUDA_SUCCESS;
+	for (unsigned i = 0; i < nr && r == CUDA_SUCCESS; i++)
+		r = fc_gpu_access(ranges[i].ptr, ranges[i].len, ranges[i].write, dev);
+	fc_unlock();
+	return r == CUDA_SUCCESS ? r : CUDA_ERROR_ILLEGAL_ADDRESS;
+}
+
+/* On a capturing stream the launch becomes a graph node holding the
+ * argument values as they are now (the ranges pointer and the count, not
+ * the ranges themselves: a kernel reads memory when it runs); elsewhere it
+ * runs at submission. */
+static CUresult fc_launch(CUfunction f, const struct fc_dims *d, CUstream s, void **params,
+			  void **extra)
 {
 	uint32_t magic = 0;
 	if (f)                           /* any handle: misaligned ones too */
@@ -176,14 +195,18 @@ static CUresult fc_launch(CUfunction f, CUstream s, void **params, void **extra)
 	const struct fakecuda_range *ranges = *(const struct fakecuda_range **)params[0];
 	unsigned nr = *(const unsigned *)params[1];
 	int dev = fc_stream_dev(s);
+	CUresult r;
 	fc_lock();
-	fc_stats.c.launches++;
-	fc_clock_ns(fc_knobs.launch_ns);
-	CUresult r = CUDA_SUCCESS;
-	for (unsigned i = 0; i < nr && r == CUDA_SUCCESS; i++)
-		r = fc_gpu_access(ranges[i].ptr, ranges[i].len, ranges[i].write, dev);
+	struct fc_graph *g = fc_stream_capture(s);
+	if (!g) {
+		r = fc_touch_run(ranges, nr, dev);
+	} else {
+		r = fc_graph_add_kernel(g, f, d, ranges, nr, dev);
+		if (r != CUDA_SUCCESS)
+			fc_stream_capture_invalidate(s);
+	}
 	fc_unlock();
-	return r == CUDA_SUCCESS ? r : CUDA_ERROR_ILLEGAL_ADDRESS;
+	return r;
 }
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
@@ -191,8 +214,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
 				CUstream s, void **params, void **extra)
 {
 	FC_GUARD("cuLaunchKernel", FC_CTX);
-	(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shmem;
-	return fc_launch(f, s, params, extra);
+	struct fc_dims d = { { gx, gy, gz }, { bx, by, bz }, shmem };
+	return fc_launch(f, &d, s, params, extra);
 }
 
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
@@ -200,6 +223,32 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, uns
 				     CUstream s, void **params, void **extra)
 {
 	FC_GUARD("cuLaunchKernel_ptsz", FC_CTX);
-	(void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shmem;
-	return fc_launch(f, s, params, extra);
+	struct fc_dims d = { { gx, gy, gz }, { bx, by, bz }, shmem };
+	return fc_launch(f, &d, s, params, extra);
+}
+
+/* cuLaunchKernel with its geometry and stream in a config; the launch
+ * attributes (clusters, priorities, ...) change nothing here. */
+static CUresult fc_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params,
+			     void **extra)
+{
+	if (!c || (c->numAttrs && !c->attrs))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fc_dims d = { { c->gridDimX, c->gridDimY, c->gridDimZ },
+			     { c->blockDimX, c->blockDimY, c->blockDimZ }, c->sharedMemBytes };
+	return fc_launch(f, &d, c->hStream, params, extra);
+}
+
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+				  void **kernelParams, void **extra)
+{
+	FC_GUARD("cuLaunchKernelEx", FC_CTX);
+	return fc_launch_ex(config, f, kernelParams, extra);
+}
+
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+				       void **kernelParams, void **extra)
+{
+	FC_GUARD("cuLaunchKernelEx_ptsz", FC_CTX);
+	return fc_launch_ex(config, f, kernelParams, extra);
 }

@@ -4,7 +4,9 @@
  * accesses in the cost model (managed blocks fault in); bytes are moved
  * through the driver's views, never through a managed range's user address.
  * A copy runs on the ordinal of its stream (a synchronous one: the calling
- * thread's current context). */
+ * thread's current context). On a capturing stream an Async copy or memset
+ * is recorded into the capture's graph instead; the synchronous ones (the
+ * legacy stream) always run. */
 #include "fc_internal.h"
 
 #include <string.h>
@@ -21,10 +23,15 @@ static size_t fc_min3(size_t a, size_t b, size_t c)
 	return m < c ? m : c;
 }
 
-static CUresult fc_copy(uintptr_t dst, uintptr_t src, size_t n, int dev)
+static bool fc_copy_args_ok(uintptr_t dst, uintptr_t src, size_t n)
+{
+	return !n || (dst && src);
+}
+
+CUresult fc_copy_run(uintptr_t dst, uintptr_t src, size_t n, int dev)
 {
 	CUresult r = CUDA_SUCCESS;
-	if (n && (!dst || !src))
+	if (!fc_copy_args_ok(dst, src, n))
 		return CUDA_ERROR_INVALID_VALUE;
 	fc_lock();
 	while (n && r == CUDA_SUCCESS) {
@@ -56,7 +63,7 @@ static void fc_fill(char *p, size_t n_elems, unsigned value, unsigned elem)
 		memcpy(p + i * elem, &value, elem);   /* little-endian low bytes */
 }
 
-static CUresult fc_memset(uintptr_t dst, unsigned value, size_t n, unsigned elem, int dev)
+CUresult fc_memset_run(uintptr_t dst, unsigned value, size_t n, unsigned elem, int dev)
 {
 	CUresult r = CUDA_SUCCESS;
 	if (dst % elem)
@@ -84,22 +91,68 @@ static CUresult fc_stream_ok(CUstream s)
 	return fc_valid_stream(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* ---- stream submission: run now, or record on a capturing stream ----
+ * A recorded copy or memset keeps its addresses and value; the bytes move
+ * (and a copy past an allocation's end is found) when the graph runs. */
+
+static CUresult fc_recorded(CUstream s, CUresult r)
+{
+	if (r == CUDA_ERROR_OUT_OF_MEMORY)
+		fc_stream_capture_invalidate(s);
+	return r;
+}
+
+static CUresult fc_copy_on(CUstream s, uintptr_t dst, uintptr_t src, size_t n)
+{
+	CUresult r = fc_stream_ok(s);
+	if (r != CUDA_SUCCESS)
+		return r;
+	int dev = fc_stream_dev(s);
+	fc_lock();
+	struct fc_graph *g = fc_stream_capture(s);
+	if (!g)
+		r = fc_copy_run(dst, src, n, dev);
+	else if (!fc_copy_args_ok(dst, src, n))
+		r = CUDA_ERROR_INVALID_VALUE;
+	else
+		r = fc_recorded(s, fc_graph_add_copy(g, dst, src, n, dev));
+	fc_unlock();
+	return r;
+}
+
+static CUresult fc_memset_on(CUstream s, uintptr_t dst, unsigned value, size_t n,
+			     unsigned elem)
+{
+	CUresult r = fc_stream_ok(s);
+	if (r != CUDA_SUCCESS)
+		return r;
+	int dev = fc_stream_dev(s);
+	fc_lock();
+	struct fc_graph *g = fc_stream_capture(s);
+	if (!g)
+		r = fc_memset_run(dst, value, n, elem, dev);
+	else if (dst % elem)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else
+		r = fc_recorded(s, fc_graph_add_memset(g, dst, value, n, elem, dev));
+	fc_unlock();
+	return r;
+}
+
 /* ---- exports: each a guard and one call ---- */
 
 #define FC_COPY_SYNC(name, dtype, stype)                                     \
 	CUresult CUDAAPI name(dtype dst, stype src, size_t n)                \
 	{                                                                    \
 		FC_GUARD(#name, FC_CTX);                                     \
-		return fc_copy((uintptr_t)dst, (uintptr_t)src, n,            \
-			       fc_current_dev());                            \
+		return fc_copy_run((uintptr_t)dst, (uintptr_t)src, n,        \
+				   fc_current_dev());                        \
 	}
 #define FC_COPY_ASYNC(name, dtype, stype)                                    \
 	CUresult CUDAAPI name(dtype dst, stype src, size_t n, CUstream s)    \
 	{                                                                    \
 		FC_GUARD(#name, FC_CTX);                                     \
-		CUresult r_ = fc_stream_ok(s);                               \
-		return r_ ? r_ : fc_copy((uintptr_t)dst, (uintptr_t)src, n,  \
-					 fc_stream_dev(s));                  \
+		return fc_copy_on(s, (uintptr_t)dst, (uintptr_t)src, n);     \
 	}
 
 FC_COPY_SYNC(cuMemcpy, CUdeviceptr, CUdeviceptr)
@@ -123,14 +176,13 @@ FC_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr)
 	CUresult CUDAAPI name(CUdeviceptr dst, vtype v, size_t n)            \
 	{                                                                    \
 		FC_GUARD(#name, FC_CTX);                                     \
-		return fc_memset(dst, v, n, elem, fc_current_dev());         \
+		return fc_memset_run(dst, v, n, elem, fc_current_dev());     \
 	}
 #define FC_SET_ASYNC(name, vtype, elem)                                      \
 	CUresult CUDAAPI name(CUdeviceptr dst, vtype v, size_t n, CUstream s) \
 	{                                                                    \
 		FC_GUARD(#name, FC_CTX);                                     \
-		CUresult r_ = fc_stream_ok(s);                               \
-		return r_ ? r_ : fc_memset(dst, v, n, elem, fc_stream_dev(s)); \
+		return fc_memset_on(s, dst, v, n, elem);                     \
 	}
 
 FC_SET_SYNC(cuMemsetD8_v2, unsigned char, 1)

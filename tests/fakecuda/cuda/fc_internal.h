@@ -180,6 +180,41 @@ CUresult fc_gpu_span(uintptr_t addr, size_t len, int write, int dev, char **out,
 		     size_t *contig);
 CUresult fc_gpu_access(uintptr_t addr, size_t len, int write, int dev);
 
+/* ---- operations a graph can hold (fc_access.c, fc_copy.c) ----
+ * The bodies of a touch-kernel launch, a copy and a memset on ordinal dev,
+ * after their arguments are checked; they take the lock themselves, so a
+ * graph launch (which holds it) and a stream submission share them. */
+CUresult fc_touch_run(const struct fakecuda_range *ranges, unsigned nr, int dev);
+CUresult fc_copy_run(uintptr_t dst, uintptr_t src, size_t n, int dev);
+CUresult fc_memset_run(uintptr_t dst, unsigned value, size_t n, unsigned elem, int dev);
+
+/* ---- stream capture and graphs (fc_graph.c, fc_stream.c) ---- */
+struct fc_graph;
+/* Launch geometry kept by a kernel node (only reported back). */
+struct fc_dims {
+	unsigned grid[3], block[3], shmem;
+};
+/* The graph stream s is capturing into, or NULL (also for the NULL, legacy
+ * and per-thread streams, which never capture). Lock held. */
+struct fc_graph *fc_stream_capture(CUstream s);
+/* A failed recording (no memory) invalidates the capture, as a driver does:
+ * EndCapture then reports CUDA_ERROR_STREAM_CAPTURE_INVALIDATED. Lock held. */
+void fc_stream_capture_invalidate(CUstream s);
+/* A graph owned by a capturing stream: not a valid CUgraph until
+ * fc_graph_publish (EndCapture) hands it out; fc_graph_drop frees one that
+ * never was (a stream destroyed while capturing). Lock held. */
+struct fc_graph *fc_graph_new(void);
+CUgraph fc_graph_publish(struct fc_graph *g);
+void fc_graph_drop(struct fc_graph *g);
+/* Append one node to g, the argument values copied now, as a driver does
+ * at capture. CUDA_SUCCESS or CUDA_ERROR_OUT_OF_MEMORY. Lock held. */
+CUresult fc_graph_add_kernel(struct fc_graph *g, CUfunction f, const struct fc_dims *d,
+			     const struct fakecuda_range *ranges, unsigned nr, int dev);
+CUresult fc_graph_add_copy(struct fc_graph *g, uintptr_t dst, uintptr_t src, size_t n,
+			   int dev);
+CUresult fc_graph_add_memset(struct fc_graph *g, uintptr_t dst, unsigned value, size_t n,
+			     unsigned elem, int dev);
+
 /* ---- unified-memory record feed (fc_umfeed.c, shared with libcupti) ---- */
 #include "fc_umfeed.h"
 void fc_feed_push(uint32_t kind, uint32_t flags, uint64_t addr, uint64_t value,

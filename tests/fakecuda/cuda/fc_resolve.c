@@ -122,6 +122,7 @@ static const struct fc_proc fc_procs[] = {
 	RP("cuMemsetD32Async", 3020, cuMemsetD32Async, cuMemsetD32Async_ptsz),
 	/* kernels, unified memory, pointers, IPC */
 	RP("cuLaunchKernel", 4000, cuLaunchKernel, cuLaunchKernel_ptsz),
+	RP("cuLaunchKernelEx", 11060, cuLaunchKernelEx, cuLaunchKernelEx_ptsz),
 	R("cuMemAdvise", 8000, cuMemAdvise),
 	R("cuMemAdvise", 12020, cuMemAdvise_v2),
 	RP("cuMemPrefetchAsync", 8000, cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz),
@@ -132,6 +133,23 @@ static const struct fc_proc fc_procs[] = {
 	R("cuPointerGetAttributes", 7000, cuPointerGetAttributes),
 	R("cuIpcGetMemHandle", 4010, cuIpcGetMemHandle),
 	R("cuIpcOpenMemHandle", 11000, cuIpcOpenMemHandle_v2),
+	/* graphs (made by stream capture). cuda.h 12+ maps cuGraphInstantiate
+	 * to cuGraphInstantiateWithFlags; before, two 5-argument ABIs. */
+	R("cuGraphCreate", 10000, cuGraphCreate),
+	R("cuGraphDestroy", 10000, cuGraphDestroy),
+	R("cuGraphGetNodes", 10000, cuGraphGetNodes),
+	R("cuGraphNodeGetType", 10000, cuGraphNodeGetType),
+	R("cuGraphKernelNodeGetParams", 10000, cuGraphKernelNodeGetParams),
+	R("cuGraphKernelNodeGetParams", 12000, cuGraphKernelNodeGetParams_v2),
+	R("cuGraphInstantiate", 10000, cuGraphInstantiate),
+	R("cuGraphInstantiate", 11000, cuGraphInstantiate_v2),
+	R("cuGraphInstantiate", 12000, cuGraphInstantiateWithFlags),
+	R("cuGraphInstantiateWithFlags", 11040, cuGraphInstantiateWithFlags),
+	RP("cuGraphInstantiateWithParams", 12000, cuGraphInstantiateWithParams,
+	   cuGraphInstantiateWithParams_ptsz),
+	R("cuGraphExecDestroy", 10000, cuGraphExecDestroy),
+	RP("cuGraphLaunch", 10000, cuGraphLaunch, cuGraphLaunch_ptsz),
+	RP("cuGraphUpload", 11010, cuGraphUpload, cuGraphUpload_ptsz),
 };
 
 static CUresult fc_resolve(const char *symbol, void **pfn, int version, cuuint64_t flags,

@@ -4,7 +4,9 @@
  * holds trivially and synchronisation returns at once; events carry the
  * virtual clock so cuEventElapsedTime reports simulated time. A stream
  * remembers the ordinal of the context it was created in: its work runs
- * there. */
+ * there. Between BeginCapture and EndCapture a stream owns the graph its
+ * kernels, copies and memsets are recorded into (fc_graph.c) instead of
+ * running; capture state is read and changed under the global lock. */
 #include "fc_internal.h"
 
 #include <stdlib.h>
@@ -18,6 +20,7 @@ struct fc_stream {
 	int priority;
 	CUstreamCaptureStatus capture;
 	int dev;              /* ordinal of the context current at creation */
+	struct fc_graph *graph;   /* being captured into, while capture != NONE */
 };
 
 struct fc_event {
@@ -62,7 +65,7 @@ static CUresult fc_stream_new(CUstream *ph, unsigned int flags, int priority)
 	if (priority < -5)
 		priority = -5;
 	*s = (struct fc_stream){ FC_STREAM_MAGIC, flags, priority,
-				 CU_STREAM_CAPTURE_STATUS_NONE, fc_current_dev() };
+				 CU_STREAM_CAPTURE_STATUS_NONE, fc_current_dev(), NULL };
 	*ph = (CUstream)s;
 	return CUDA_SUCCESS;
 }
@@ -85,7 +88,10 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream h)
 	struct fc_stream *s = fc_real_stream(h);
 	if (!s || s->magic != FC_STREAM_MAGIC)
 		return CUDA_ERROR_INVALID_HANDLE;
+	fc_lock();
+	fc_graph_drop(s->graph);   /* a capture never ended: its graph goes too */
 	s->magic = 0;
+	fc_unlock();
 	free(s);
 	return CUDA_SUCCESS;
 }
@@ -136,7 +142,29 @@ CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h)
 	return fc_stream_sync("cuStreamQuery_ptsz", h);
 }
 
-/* ---- capture: only the status is modelled (operations still execute) ---- */
+/* ---- capture ----
+ * Only created streams capture (the NULL, legacy and per-thread streams
+ * answer STREAM_CAPTURE_UNSUPPORTED). The capture mode is accepted and not
+ * modelled: nothing checks what other threads do meanwhile. */
+
+static struct fc_stream *fc_created_stream(CUstream h)
+{
+	struct fc_stream *s = fc_real_stream(h);
+	return s && s->magic == FC_STREAM_MAGIC ? s : NULL;
+}
+
+struct fc_graph *fc_stream_capture(CUstream h)
+{
+	struct fc_stream *s = fc_created_stream(h);
+	return s && s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE ? s->graph : NULL;
+}
+
+void fc_stream_capture_invalidate(CUstream h)
+{
+	struct fc_stream *s = fc_created_stream(h);
+	if (s && s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE)
+		s->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+}
 
 static CUresult fc_is_capturing(const char *name, CUstream h, CUstreamCaptureStatus *st)
 {
@@ -144,7 +172,9 @@ static CUresult fc_is_capturing(const char *name, CUstream h, CUstreamCaptureSta
 	if (!st || !fc_valid_stream(h))
 		return CUDA_ERROR_INVALID_VALUE;
 	struct fc_stream *s = fc_real_stream(h);
+	fc_lock();
 	*st = s ? s->capture : CU_STREAM_CAPTURE_STATUS_NONE;
+	fc_unlock();
 	return CUDA_SUCCESS;
 }
 
@@ -161,13 +191,19 @@ CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream h, CUstreamCaptureStatus *st)
 static CUresult fc_begin_capture(const char *name, CUstream h)
 {
 	FC_GUARD(name, FC_CTX);
-	struct fc_stream *s = fc_real_stream(h);
-	if (!s || s->magic != FC_STREAM_MAGIC)
+	struct fc_stream *s = fc_created_stream(h);
+	if (!s)
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	CUresult r = CUDA_SUCCESS;
+	fc_lock();
 	if (s->capture != CU_STREAM_CAPTURE_STATUS_NONE)
-		return CUDA_ERROR_ILLEGAL_STATE;
-	s->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-	return CUDA_SUCCESS;
+		r = CUDA_ERROR_ILLEGAL_STATE;
+	else if (!(s->graph = fc_graph_new()))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	else
+		s->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	fc_unlock();
+	return r;
 }
 
 CUresult CUDAAPI cuStreamBeginCapture(CUstream h)
@@ -192,17 +228,32 @@ CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream h, CUstreamCaptureMode mo
 	return fc_begin_capture("cuStreamBeginCapture_v2_ptsz", h);
 }
 
+/* The capture's graph becomes the caller's; an invalidated capture's graph
+ * is dropped and NULL returned with STREAM_CAPTURE_INVALIDATED. Either way
+ * the stream leaves capture mode. */
 static CUresult fc_end_capture(const char *name, CUstream h, CUgraph *graph)
 {
 	FC_GUARD(name, FC_CTX);
-	struct fc_stream *s = fc_real_stream(h);
-	if (!graph || !s || s->magic != FC_STREAM_MAGIC)
+	struct fc_stream *s = fc_created_stream(h);
+	if (!graph || !s)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (s->capture == CU_STREAM_CAPTURE_STATUS_NONE)
-		return CUDA_ERROR_ILLEGAL_STATE;
-	s->capture = CU_STREAM_CAPTURE_STATUS_NONE;
-	*graph = NULL;   /* no graphs in the simulation */
-	return CUDA_SUCCESS;
+	CUresult r = CUDA_SUCCESS;
+	fc_lock();
+	if (s->capture == CU_STREAM_CAPTURE_STATUS_NONE) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+	} else if (s->capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {
+		fc_graph_drop(s->graph);
+		*graph = NULL;
+		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	} else {
+		*graph = fc_graph_publish(s->graph);
+	}
+	if (r != CUDA_ERROR_ILLEGAL_STATE) {
+		s->graph = NULL;
+		s->capture = CU_STREAM_CAPTURE_STATUS_NONE;
+	}
+	fc_unlock();
+	return r;
 }
 
 CUresult CUDAAPI cuStreamEndCapture(CUstream h, CUgraph *graph)

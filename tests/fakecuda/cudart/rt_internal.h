@@ -49,6 +49,12 @@
 	X(cuStreamDestroy, "cuStreamDestroy", 4000, 0, PFN_cuStreamDestroy_v4000)          \
 	X(cuStreamSynchronize, "cuStreamSynchronize", 2000, 0, PFN_cuStreamSynchronize_v2000) \
 	X(cuLaunchKernel, "cuLaunchKernel", 4000, 0, PFN_cuLaunchKernel_v4000)             \
+	X(cuStreamBeginCapture, "cuStreamBeginCapture", 10010, 0, PFN_cuStreamBeginCapture_v10010) \
+	X(cuStreamEndCapture, "cuStreamEndCapture", 10000, 0, PFN_cuStreamEndCapture_v10000) \
+	X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040, 0, PFN_cuGraphInstantiateWithFlags_v11040) \
+	X(cuGraphLaunch, "cuGraphLaunch", 10000, 0, PFN_cuGraphLaunch_v10000)              \
+	X(cuGraphExecDestroy, "cuGraphExecDestroy", 10000, 0, PFN_cuGraphExecDestroy_v10000) \
+	X(cuGraphDestroy, "cuGraphDestroy", 10000, 0, PFN_cuGraphDestroy_v10000)           \
 	/* per-thread default stream forms, for the _ptsz / _ptds exports */             \
 	X(cuMemcpy_ptds, "cuMemcpy", 4000, 2, PFN_cuMemcpy_v4000)                          \
 	X(cuMemsetD8_ptds, "cuMemsetD8", 3020, 2, PFN_cuMemsetD8_v3020)                    \
@@ -59,7 +65,10 @@
 	X(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 11020, 2, PFN_cuMemAllocFromPoolAsync_v11020) \
 	X(cuMemPrefetchAsync_ptsz, "cuMemPrefetchAsync", 12020, 2, PFN_cuMemPrefetchAsync_v12020) \
 	X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 2000, 2, PFN_cuStreamSynchronize_v2000) \
-	X(cuLaunchKernel_ptsz, "cuLaunchKernel", 4000, 2, PFN_cuLaunchKernel_v4000)
+	X(cuLaunchKernel_ptsz, "cuLaunchKernel", 4000, 2, PFN_cuLaunchKernel_v4000)       \
+	X(cuStreamBeginCapture_ptsz, "cuStreamBeginCapture", 10010, 2, PFN_cuStreamBeginCapture_v10010) \
+	X(cuStreamEndCapture_ptsz, "cuStreamEndCapture", 10000, 2, PFN_cuStreamEndCapture_v10000) \
+	X(cuGraphLaunch_ptsz, "cuGraphLaunch", 10000, 2, PFN_cuGraphLaunch_v10000)
 
 #define RT_ENTRY_FIELD(field, sym, ver, flags, type) type field;
 struct rt_driver {
@@ -128,6 +137,9 @@ cudaError_t cudaMemPrefetchAsync_ptsz(const void *devPtr, size_t count, struct c
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
 cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
 cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
 
 #endif

@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: MIT */
+/* fakecuda graphs — what stream capture records and cuGraphLaunch replays
+ * on the SIMULATED driver: a graph is its nodes in capture order (kernel,
+ * memset, memcpy), an exec an independent copy of them. A kernel node holds
+ * the argument VALUES taken at capture; replay reads the memory they point
+ * to when it runs, as a kernel does. No edges, editing, child graphs or
+ * conditional nodes. The lists and every graph and exec change only under
+ * the global lock.
+ *
+ * Handles are validated by identity against the live lists, never by
+ * reading through them. A destroyed graph or exec frees its nodes but keeps
+ * its small header on a tombstone list for the life of the process, so its
+ * address never comes back from malloc: a stale handle stays invalid
+ * (CUDA_ERROR_INVALID_VALUE) instead of naming a newer object. */
+#include "fc_internal.h"
+
+#include <stdlib.h>
+
+struct fc_kernel_node {
+	CUfunction func;
+	CUcontext ctx;                        /* current at capture */
+	struct fc_dims dims;
+	const struct fakecuda_range *ranges;  /* argument 0, its value at capture */
+	unsigned nr;                          /* argument 1 */
+	void *params[2];                      /* kernelParams: &ranges, &nr above */
+};
+
+struct fc_node {
+	CUgraphNodeType type;
+	int dev;                   /* ordinal of the stream it was captured on */
+	union {
+		struct fc_kernel_node k;
+		struct { uintptr_t dst, src; size_t bytes; } cp;
+		struct { uintptr_t dst; size_t n; unsigned value, elem; } set;
+	};
+};
+
+/* Nodes one by one: a node handle and its kernelParams stay put while the
+ * capture grows the array of pointers. */
+struct fc_graph {
+	struct fc_graph *next;     /* live list, or tombstones once destroyed */
+	struct fc_node **nodes;
+	size_t nr, cap;
+};
+
+struct fc_exec {
+	struct fc_exec *next;      /* live list, or tombstones once destroyed */
+	struct fc_node *nodes;     /* copies: the graph may be destroyed first */
+	size_t nr;
+};
+
+static struct fc_graph *fc_graphs, *fc_graph_tombs;
+static struct fc_exec *fc_execs, *fc_exec_tombs;
+
+/* A node's kernelParams point into the node itself (after any copy). */
+static void fc_node_bind_params(struct fc_node *n)
+{
+	if (n->type != CU_GRAPH_NODE_TYPE_KERNEL)
+		return;
+	n->k.params[0] = &n->k.ranges;
+	n->k.params[1] = &n->k.nr;
+}
+
+/* ---- lookups: identity against the live lists ---- */
+
+static struct fc_graph *fc_graph_find(CUgraph h)
+{
+	for (struct fc_graph *g = fc_graphs; g; g = g->next)
+		if ((CUgraph)g == h)
+			return g;
+	return NULL;
+}
+
+static struct fc_exec *fc_exec_find(CUgraphExec h)
+{
+	for (struct fc_exec *e = fc_execs; e; e = e->next)
+		if ((CUgraphExec)e == h)
+			return e;
+	return NULL;
+}
+
+static struct fc_node *fc_node_find(CUgraphNode h)
+{
+	for (struct fc_graph *g = fc_graphs; g; g = g->next)
+		for (size_t i = 0; i < g->nr; i++)
+			if ((CUgraphNode)g->nodes[i] == h)
+				return g->nodes[i];
+	return NULL;
+}
+
+/* ---- building (capture) ---- */
+
+struct fc_graph *fc_graph_new(void)
+{
+	struct fc_graph *g = malloc(sizeof *g);
+	if (g)
+		*g = (struct fc_graph){ 0 };
+	return g;
+}
+
+static void fc_graph_free_nodes(struct fc_graph *g)
+{
+	for (size_t i = 0; i < g->nr; i++)
+		free(g->nodes[i]);
+	free(g->nodes);
+	g->nodes = NULL;
+	g->nr = g->cap = 0;
+}
+
+void fc_graph_drop(struct fc_graph *g)
+{
+	if (!g)
+		return;
+	fc_graph_free_nodes(g);
+	free(g);   /* never handed out: no stale handle can name it */
+}
+
+CUgraph fc_graph_publish(struct fc_graph *g)
+{
+	g->next = fc_graphs;
+	fc_graphs = g;
+	return (CUgraph)g;
+}
+
+static CUresult fc_graph_append(struct fc_graph *g, const struct fc_node *proto)
+{
+	if (g->nr == g->cap) {
+		size_t cap = g->cap ? 2 * g->cap : 8;
+		struct fc_node **nodes = realloc(g->nodes, cap * sizeof *nodes);
+		if (!nodes)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		g->nodes = nodes;
+		g->cap = cap;
+	}
+	struct fc_node *n = malloc(sizeof *n);
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*n = *proto;
+	fc_node_bind_params(n);
+	g->nodes[g->nr++] = n;
+	return CUDA_SUCCESS;
+}
+
+CUresult fc_graph_add_kernel(struct fc_graph *g, CUfunction f, const struct fc_dims *d,
+			     const struct fakecuda_range *ranges, unsigned nr, int dev)
+{
+	struct fc_node n = { .type = CU_GRAPH_NODE_TYPE_KERNEL, .dev = dev };
+	n.k = (struct fc_kernel_node){ .func = f, .ctx = fc_current_ctx(), .dims = *d,
+				       .ranges = ranges, .nr = nr };
+	return fc_graph_append(g, &n);
+}
+
+CUresult fc_graph_add_copy(struct fc_graph *g, uintptr_t dst, uintptr_t src, size_t n,
+			   int dev)
+{
+	struct fc_node node = { .type = CU_GRAPH_NODE_TYPE_MEMCPY, .dev = dev };
+	node.cp.dst = dst;
+	node.cp.src = src;
+	node.cp.bytes = n;
+	return fc_graph_append(g, &node);
+}
+
+CUresult fc_graph_add_memset(struct fc_graph *g, uintptr_t dst, unsigned value, size_t n,
+			     unsigned elem, int dev)
+{
+	struct fc_node node = { .type = CU_GRAPH_NODE_TYPE_MEMSET, .dev = dev };
+	node.set.dst = dst;
+	node.set.n = n;
+	node.set.value = value;
+	node.set.elem = elem;
+	return fc_graph_append(g, &node);
+}
+
+/* ---- graphs ---- */
+
+CUresult CUDAAPI cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+	FC_GUARD("cuGraphCreate", FC_ALLOC);
+	if (!phGraph || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct fc_graph *g = fc_graph_new();
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	fc_lock();
+	*phGraph = fc_graph_publish(g);
+	fc_unlock();
+	return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph)
+{
+	FC_GUARD("cuGraphDestroy", 0);
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+	fc_lock();
+	for (struct fc_graph **pp = &fc_graphs; *pp; pp = &(*pp)->next) {
+		struct fc_graph *g = *pp;
+		if ((CUgraph)g != hGraph)
+			continue;
+		*pp = g->next;
+		fc_graph_free_nodes(g);
+		g->next = fc_graph_tombs;
+		fc_graph_tombs = g;
+		r = CUDA_SUCCESS;
+		break;
+	}
+	fc_unlock();
+	return r;
+}
+
+/* The usual two calls: nodes NULL asks for the count; otherwise up to
+ * *numNodes handles, NULL past the last, and *numNodes = how many. */
+CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+	FC_GUARD("cuGraphGetNodes", 0);
+	if (!numNodes)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = CUDA_SUCCESS;
+	fc_lock();
+	struct fc_graph *g = fc_graph_find(hGraph);
+	if (!g) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if (!nodes) {
+		*numNodes = g->nr;
+	} else {
+		size_t want = *numNodes, got = want < g->nr ? want : g->nr;
+		for (size_t i = 0; i < want; i++)
+			nodes[i] = i < got ? (CUgraphNode)g->nodes[i] : NULL;
+		*numNodes = got;
+	}
+	fc_unlock();
+	return r;
+}
+
+CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+	FC_GUARD("cuGraphNodeGetType", 0);
+	if (!type)
+		return CUDA_ERROR_INVALID_VALUE;
+	fc_lock();
+	struct fc_node *n = fc_node_find(hNode);
+	if (n)
+		*type = n->type;
+	fc_unlock();
+	return n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* The kernel node's params; kernelParams point at the node's own copies
+ * of the arguments, valid until the graph is destroyed. */
+static CUresult fc_kernel_params(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	fc_lock();
+	struct fc_node *n = fc_node_find(hNode);
+	bool ok = n && n->type == CU_GRAPH_NODE_TYPE_KERNEL;
+	if (ok) {
+		const struct fc_kernel_node *k = &n->k;
+		*p = (CUDA_KERNEL_NODE_PARAMS_v2){
+			.func = k->func,
+			.gridDimX = k->dims.grid[0], .gridDimY = k->dims.grid[1],
+			.gridDimZ = k->dims.grid[2],
+			.blockDimX = k->dims.block[0], .blockDimY = k->dims.block[1],
+			.blockDimZ = k->dims.block[2],
+			.sharedMemBytes = k->dims.shmem,
+			.kernelParams = n->k.params,
+			.extra = NULL, .kern = NULL, .ctx = k->ctx,
+		};
+	}
+	fc_unlock();
+	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
+					       CUDA_KERNEL_NODE_PARAMS_v2 *nodeParams)
+{
+	FC_GUARD("cuGraphKernelNodeGetParams_v2", 0);
+	return fc_kernel_params(hNode, nodeParams);
+}
+
+/* The CUDA 10 ABI: the same fields without kern and ctx. */
+CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode,
+					    CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	FC_GUARD("cuGraphKernelNodeGetParams", 0);
+	CUDA_KERNEL_NODE_PARAMS_v2 p;
+	CUresult r = nodeParams ? fc_kernel_params(hNode, &p) : CUDA_ERROR_INVALID_VALUE;
+	if (r == CUDA_SUCCESS)
+		*nodeParams = (CUDA_KERNEL_NODE_PARAMS_v1){
+			p.func, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY,
+			p.blockDimZ, p.sharedMemBytes, p.kernelParams, p.extra };
+	return r;
+}
+
+/* ---- instantiation ---- */
+
+#define FC_INSTANTIATE_FLAGS (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |  \
+			      CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |               \
+			      CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |        \
+			      CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
+
+/* Copy the graph's nodes into a new exec. The flags change nothing here. */
+static CUresult fc_instantiate(CUgraphExec *phExec, CUgraph hGraph, unsigned long long flags)
+{
+	if (!phExec || (flags & ~(unsigned long long)FC_INSTANTIATE_FLAGS))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = CUDA_SUCCESS;
+	fc_lock();
+	struct fc_graph *g = fc_graph_find(hGraph);
+	struct fc_exec *e = g ? malloc(sizeof *e) : NULL;
+	if (e)
+		*e = (struct fc_exec){ .nr = g->nr };
+	if (!g)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (!e || (g->nr && !(e->nodes = malloc(g->nr * sizeof *e->nodes))))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (r == CUDA_SUCCESS) {
+		for (size_t i = 0; i < g->nr; i++) {
+			e->nodes[i] = *g->nodes[i];
+			fc_node_bind_params(&e->nodes[i]);
+		}
+		e->next = fc_execs;
+		fc_execs = e;
+		*phExec = (CUgraphExec)e;
+	} else {
+		free(e);
+	}
+	fc_unlock();
+	return r;
+}
+
+CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+					     unsigned long long flags)
+{
+	FC_GUARD("cuGraphInstantiateWithFlags", FC_CTX | FC_ALLOC);
+	return fc_instantiate(phGraphExec, hGraph, flags);
+}
+
+/* The CUDA 10 and 11.0 ABIs: no node can fail, so no error node and an
+ * empty log. */
+static CUresult fc_instantiate_log(CUgraphExec *phExec, CUgraph hGraph, CUgraphNode *errNode,
+				   char *log, size_t logBytes)
+{
+	if (errNode)
+		*errNode = NULL;
+	if (log && logBytes)
+		log[0] = '\0';
+	return fc_instantiate(phExec, hGraph, 0);
+}
+
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+				    CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
+{
+	FC_GUARD("cuGraphInstantiate", FC_CTX | FC_ALLOC);
+	return fc_instantiate_log(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+}
+
+CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+				       CUgraphNode *phErrorNode, char *logBuffer,
+				       size_t bufferSize)
+{
+	FC_GUARD("cuGraphInstantiate_v2", FC_CTX | FC_ALLOC);
+	return fc_instantiate_log(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+}
+
+static CUresult fc_instantiate_params(CUgraphExec *phExec, CUgraph hGraph,
+				      CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (p->hUploadStream && !fc_valid_stream(p->hUploadStream))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = fc_instantiate(phExec, hGraph, p->flags);
+	p->hErrNode_out = NULL;
+	p->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS
+					  : CUDA_GRAPH_INSTANTIATE_ERROR;
+	return r;
+}
+
+CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+					      CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+	FC_GUARD("cuGraphInstantiateWithParams", FC_CTX | FC_ALLOC);
+	return fc_instantiate_params(phGraphExec, hGraph, instantiateParams);
+}
+
+CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+						   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+	FC_GUARD("cuGraphInstantiateWithParams_ptsz", FC_CTX | FC_ALLOC);
+	return fc_instantiate_params(phGraphExec, hGraph, instantiateParams);
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+	FC_GUARD("cuGraphExecDestroy", 0);
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+	fc_lock();
+	for (struct fc_exec **pp = &fc_execs; *pp; pp = &(*pp)->next) {
+		struct fc_exec *e = *pp;
+		if ((CUgraphExec)e != hGraphExec)
+			continue;
+		*pp = e->next;
+		free(e->nodes);
+		e->nodes = NULL;
+		e->nr = 0;
+		e->next = fc_exec_tombs;
+		fc_exec_tombs = e;
+		r = CUDA_SUCCESS;
+		break;
+	}
+	fc_unlock();
+	return r;
+}
+
+/* ---- launch ---- */
+
+static CUresult fc_node_run(const struct fc_node *n)
+{
+	switch (n->type) {
+	case CU_GRAPH_NODE_TYPE_KERNEL:
+		return fc_touch_run(n->k.ranges, n->k.nr, n->dev);
+	case CU_GRAPH_NODE_TYPE_MEMCPY:
+		return fc_copy_run(n->cp.dst, n->cp.src, n->cp.bytes, n->dev);
+	case CU_GRAPH_NODE_TYPE_MEMSET:
+		return fc_memset_run(n->set.dst, n->set.value, n->set.n, n->set.elem, n->dev);
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+/* Runs the nodes in capture order at submission, each on the ordinal it
+ * was captured on (the stream only orders the launch), charging the clock
+ * as the same launches, copies and memsets would; stops at the first
+ * failing node. The lock is held throughout, so an ExecDestroy on another
+ * thread waits for the launch. A graph launched into a capturing stream
+ * would be a child-graph node, which is not modelled. */
+static CUresult fc_graph_launch(CUgraphExec hExec, CUstream s)
+{
+	if (!fc_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
+	CUresult r = CUDA_SUCCESS;
+	fc_lock();
+	struct fc_exec *e = fc_exec_find(hExec);
+	if (!e)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (fc_stream_capture(s))
+		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	else
+		for (size_t i = 0; r == CUDA_SUCCESS && i < e->nr; i++)
+			r = fc_node_run(&e->nodes[i]);
+	fc_unlock();
+	return r;
+}
+
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+	FC_GUARD("cuGraphLaunch", FC_CTX);
+	return fc_graph_launch(hGraphExec, hStream);
+}
+
+CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+	FC_GUARD("cuGraphLaunch_ptsz", FC_CTX);
+	return fc_graph_launch(hGraphExec, hStream);
+}
+
+/* Nothing to upload: the simulated device reads the exec where it is. */
+static CUresult fc_graph_upload(CUgraphExec hExec, CUstream s)
+{
+	if (!fc_valid_stream(s))
+		return CUDA_ERROR_INVALID_HANDLE;
+	fc_lock();
+	bool ok = fc_exec_find(hExec) != NULL;
+	fc_unlock();
+	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
+{
+	FC_GUARD("cuGraphUpload", FC_CTX);
+	return fc_graph_upload(hGraphExec, hStream);
+}
+
+CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+	FC_GUARD("cuGraphUpload_ptsz", FC_CTX);
+	return fc_graph_upload(hGraphExec, hStream);
+}

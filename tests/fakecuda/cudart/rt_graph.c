@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* kvtier test double: the stream-capture and graph half of the stand-in
+ * runtime. Each export is one driver call through the entry resolved at
+ * start-up (rt_internal.h), so an interposer's resolver hooks see it; the
+ * runtime's graph handles are the driver's (cudaGraph_t is a CUgraph, as in
+ * the real runtime). Outputs are written only on success. */
+#include <stddef.h>
+
+#include "rt_internal.h"
+
+/* ---- capture ---------------------------------------------------------------- */
+
+static cudaError_t rt_begin_capture(PFN_cuStreamBeginCapture_v10010 fn, cudaStream_t stream,
+				    enum cudaStreamCaptureMode mode)
+{
+	if (!fn)
+		return rt_ret(cudaErrorNotSupported);
+	/* cudaStreamCaptureMode values equal CUstreamCaptureMode values. */
+	return rt_ret_cu(fn((CUstream)stream, (CUstreamCaptureMode)mode));
+}
+
+RT_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+	RT_ENTER();
+	return rt_begin_capture(rt_drv.cuStreamBeginCapture, stream, mode);
+}
+
+RT_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
+					       enum cudaStreamCaptureMode mode)
+{
+	RT_ENTER();
+	return rt_begin_capture(rt_drv.cuStreamBeginCapture_ptsz, stream, mode);
+}
+
+static cudaError_t rt_end_capture(PFN_cuStreamEndCapture_v10000 fn, cudaStream_t stream,
+				  cudaGraph_t *pGraph)
+{
+	if (!fn)
+		return rt_ret(cudaErrorNotSupported);
+	if (!pGraph)
+		return rt_ret(cudaErrorInvalidValue);
+	CUgraph g = NULL;
+	CUresult res = fn((CUstream)stream, &g);
+	if (res == CUDA_SUCCESS)
+		*pGraph = (cudaGraph_t)g;
+	return rt_ret_cu(res);
+}
+
+RT_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+	RT_ENTER();
+	return rt_end_capture(rt_drv.cuStreamEndCapture, stream, pGraph);
+}
+
+RT_API cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+	RT_ENTER();
+	return rt_end_capture(rt_drv.cuStreamEndCapture_ptsz, stream, pGraph);
+}
+
+/* ---- graphs ----------------------------------------------------------------- */
+
+/* The CUDA 12 form: flags, no error node or log. */
+RT_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+					unsigned long long flags)
+{
+	RT_ENTER();
+	RT_NEED(cuGraphInstantiateWithFlags);
+	if (!pGraphExec)
+		return rt_ret(cudaErrorInvalidValue);
+	CUgraphExec e = NULL;
+	CUresult res = rt_drv.cuGraphInstantiateWithFlags(&e, (CUgraph)graph, flags);
+	if (res == CUDA_SUCCESS)
+		*pGraphExec = (cudaGraphExec_t)e;
+	return rt_ret_cu(res);
+}
+
+RT_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	RT_ENTER();
+	RT_NEED(cuGraphLaunch);
+	return rt_ret_cu(rt_drv.cuGraphLaunch((CUgraphExec)graphExec, (CUstream)stream));
+}
+
+RT_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	RT_ENTER();
+	RT_NEED(cuGraphLaunch_ptsz);
+	return rt_ret_cu(rt_drv.cuGraphLaunch_ptsz((CUgraphExec)graphExec, (CUstream)stream));
+}
+
+RT_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+{
+	RT_ENTER();
+	RT_NEED(cuGraphExecDestroy);
+	return rt_ret_cu(rt_drv.cuGraphExecDestroy((CUgraphExec)graphExec));
+}
+
+RT_API cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+	RT_ENTER();
+	RT_NEED(cuGraphDestroy);
+	return rt_ret_cu(rt_drv.cuGraphDestroy((CUgraph)graph));
+}
