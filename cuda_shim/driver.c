@@ -5,9 +5,11 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
 #include "shim.h"
 #include "../preload/hooks.h"
+#include "../preload/kvt.h"
 
 typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
 			   CUdriverProcAddressQueryResult *);
@@ -31,6 +33,10 @@ static struct {
 	CUresult (*stream_destroy)(CUstream);
 	CUresult (*prefetch)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream);
 	CUresult (*mem_info)(size_t *, size_t *);
+	/* the launch source's, for CUDA graphs */
+	CUresult (*graph_nodes)(CUgraph, CUgraphNode *, size_t *);
+	CUresult (*node_type)(CUgraphNode, CUgraphNodeType *);
+	CUresult (*kernel_node_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
 	int ok;
 } drv;
 
@@ -64,6 +70,9 @@ static void resolve(void)
 	drv.stream_destroy = entry(gpa, "cuStreamDestroy", 4000);
 	drv.prefetch = entry(gpa, "cuMemPrefetchAsync", 12020);
 	drv.mem_info = entry(gpa, "cuMemGetInfo", 3020);
+	drv.graph_nodes = entry(gpa, "cuGraphGetNodes", 10000);
+	drv.node_type = entry(gpa, "cuGraphNodeGetType", 10000);
+	drv.kernel_node_params = entry(gpa, "cuGraphKernelNodeGetParams", 12000);
 	drv.ok = drv.alloc_managed && drv.mem_free && drv.advise;
 }
 
@@ -199,4 +208,34 @@ CUresult kvt_cuda_prefetch(CUdeviceptr p, size_t bytes, CUmemLocationType type, 
 CUresult kvt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes)
 {
 	return CALL(mem_info, free_bytes, total_bytes);
+}
+
+int kvt_cuda_graph_kernels(CUgraph g, void (*fn)(void **params, void *arg), void *arg)
+{
+	size_t n = 0;
+	if (CALL(graph_nodes, g, NULL, &n) != CUDA_SUCCESS)
+		return -1;
+	if (!n)
+		return 0;
+	size_t bytes = n * sizeof(CUgraphNode);
+	CUgraphNode *nodes = kvt_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (nodes == MAP_FAILED)
+		return -1;
+	int k = -1;
+	if (CALL(graph_nodes, g, nodes, &n) == CUDA_SUCCESS) {
+		k = 0;
+		for (size_t i = 0; i < n && i < bytes / sizeof *nodes; i++) {
+			CUgraphNodeType t;
+			CUDA_KERNEL_NODE_PARAMS p;
+			if (!nodes[i] || CALL(node_type, nodes[i], &t) != CUDA_SUCCESS ||
+			    t != CU_GRAPH_NODE_TYPE_KERNEL ||
+			    CALL(kernel_node_params, nodes[i], &p) != CUDA_SUCCESS)
+				continue;
+			fn(p.kernelParams, arg);
+			k++;
+		}
+	}
+	munmap(nodes, bytes);
+	return k;
 }

@@ -95,6 +95,12 @@ static void kick(void)
 
 static void *thread_main(void *arg);
 
+/* For the launch source: is the launch's stream being captured? */
+static int capturing(uint64_t stream)
+{
+	return kvt_cuda_stream_capturing((CUstream)(uintptr_t)stream);
+}
+
 static int spawn(void)
 {
 	pthread_attr_t a;
@@ -161,6 +167,7 @@ void kvt_migrator_start(void)
 	kvt_heat_set_keep(p.promote);
 	kvt_prof_sources_enable(mask);
 	kvt_prof_set_kick(kick, KICK_LAUNCHES);
+	kvt_prof_set_capturing(capturing);
 	m.wanted = 1;
 	/* The thread starts with the first redirected allocation: processes
 	 * that never place anything (shells, tools) never get one. */
@@ -648,4 +655,5 @@ void kvt_migrator_trace_counters(void)
 		kvt_trace_info(key, val);
 	}
 	info_u64("prof.cupti.records", kvt_cupti_records());
+	info_u64("prof.launch.graphs", kvt_prof_graphs_kept());
 }

@@ -33,6 +33,11 @@ CUresult kvt_cuda_range_attr(void *data, size_t data_bytes, CUmem_range_attribut
  * The sample source (profiler/src_sample.c) probes only such memory. */
 int kvt_cuda_accessed_by(CUdeviceptr p, size_t bytes, CUdevice dev);
 
+/* fn(kernelParams, arg) for each kernel node of graph g (child graphs are
+ * not entered); the number of kernel nodes, or -1. Maps a scratch array of
+ * the graph's node handles: for instantiation, not for every launch. */
+int kvt_cuda_graph_kernels(CUgraph g, void (*fn)(void **params, void *arg), void *arg);
+
 /* The migrator (cuda_shim/migrator.c): its thread binds each device's
  * primary context (retained, made current, *ctx kept to switch back to it),
  * makes a lowest-priority non-blocking stream per device and prefetches

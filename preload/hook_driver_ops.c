@@ -138,7 +138,7 @@ KVT_EXPORT CUresult exp(CUfunction f, unsigned gx, unsigned gy, unsigned gz,    
 	kvt_rec_event(KVT_OP_LAUNCH, KVT_KIND_NONE, KVT_API_cuLaunchKernel, U64(f), \
 		      (uint64_t)bx * by * bz, U64(s), (uint64_t)gx * gy * gz, r);  \
 	if (r == CUDA_SUCCESS)                                                  \
-		kvt_prof_on_launch(params);                                     \
+		kvt_prof_on_launch(params, U64(s));                             \
 	kvt_hook_exit();                                                        \
 	return r;                                                               \
 }

@@ -60,6 +60,14 @@
 	X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2_ptsz) \
 	X(cuLaunchKernel, cuLaunchKernel) \
 	X(cuLaunchKernel, cuLaunchKernel_ptsz) \
+	X(cuLaunchKernelEx, cuLaunchKernelEx) \
+	X(cuLaunchKernelEx, cuLaunchKernelEx_ptsz) \
+	X(cuGraphInstantiate, cuGraphInstantiateWithFlags) \
+	X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams) \
+	X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz) \
+	X(cuGraphLaunch, cuGraphLaunch) \
+	X(cuGraphLaunch, cuGraphLaunch_ptsz) \
+	X(cuGraphExecDestroy, cuGraphExecDestroy) \
 	X(cuMemAdvise, cuMemAdvise) \
 	X(cuMemAdvise, cuMemAdvise_v2) \
 	X(cuMemPrefetchAsync, cuMemPrefetchAsync) \

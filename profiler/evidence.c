@@ -20,12 +20,14 @@
  * structs wider than the window, or `extra`-packed parameters. */
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "evidence.h"
 #include "heat.h"
+#include "../preload/kvt.h"
 
 static unsigned enabled;
 static uint64_t nr_events[KVT_SRC__COUNT];
@@ -34,6 +36,12 @@ static uint32_t window_turn;
 static void (*kick_fn)(void);
 static unsigned kick_every;
 static uint32_t nr_launch_hits;
+static int (*capturing_fn)(uint64_t stream);
+
+void kvt_prof_set_capturing(int (*fn)(uint64_t stream))
+{
+	__atomic_store_n(&capturing_fn, fn, __ATOMIC_RELEASE);
+}
 
 void kvt_prof_set_kick(void (*fn)(void), unsigned every)
 {
@@ -86,26 +94,30 @@ static unsigned scan_window(const uint64_t *w, unsigned nr_words, unsigned budge
 	return credited;
 }
 
-static void launch_scan(void **params)
+/* Count a scanned launch's evidence; every kick_every launches with some,
+ * end the migrator's epoch early. */
+static void launch_credited(unsigned credited)
 {
-	uint64_t slot[KVT_LAUNCH_SLOTS], val[KVT_LAUNCH_SLOTS];
-	uint64_t win[KVT_LAUNCH_WINDOW / 8];
-	/* nothing redirected yet: skip the parameter reads (system calls) that
-	 * could only find nothing; most launches of most processes end here */
-	if (!params || kvt_heat_empty())
-		return;
-	/* one launch in KVT_LAUNCH_SAMPLE per thread is scanned on average,
-	 * its evidence weighing that many: the reads are system calls (~1 us
-	 * each here), and a decode step makes hundreds of launches.  The gap
-	 * to the next scanned launch is drawn from 0..2*SAMPLE-2 (mean
-	 * SAMPLE-1), not fixed: a server's launches repeat with a period (the
-	 * kernels of one layer, the layers of one step), and a fixed stride
-	 * that divides it would scan the same kernel of the same layer every
-	 * time and never see the others.  A thread's first launch is scanned. */
+	kvt_prof_count(KVT_SRC_LAUNCH, credited);
+	void (*kick)(void) = __atomic_load_n(&kick_fn, __ATOMIC_ACQUIRE);
+	if (credited && kick && kick_every &&
+	    __atomic_add_fetch(&nr_launch_hits, KVT_LAUNCH_SAMPLE, __ATOMIC_RELAXED) % kick_every <
+		    KVT_LAUNCH_SAMPLE)
+		kick();
+}
+
+/* Whether this thread scans the launch it is in: one in KVT_LAUNCH_SAMPLE
+ * on average, the gap to the next drawn from 0..2*SAMPLE-2 (mean SAMPLE-1),
+ * not fixed: a server's launches repeat with a period (the kernels of one
+ * layer, the layers of one step), and a fixed stride that divides it would
+ * scan the same kernel of the same layer every time and never see the
+ * others. A thread's first launch is scanned. */
+static int launch_sampled(void)
+{
 	static __thread uint32_t skip, rng;
 	if (skip) {
 		skip--;
-		return;
+		return 0;
 	}
 	if (!rng)
 		rng = (uint32_t)(uintptr_t)&rng ^ 0x9e3779b9u;
@@ -113,12 +125,51 @@ static void launch_scan(void **params)
 	rng ^= rng >> 17;
 	rng ^= rng << 5;
 	skip = rng % (2 * KVT_LAUNCH_SAMPLE - 1);
-	const float weight = (float)KVT_LAUNCH_SAMPLE;
+	return 1;
+}
+
+/* The values of a launch's first parameters that look like pointers
+ * (stopping at the first slot that does not), read behind kernelParams. */
+static unsigned param_values(void **params, uint64_t val[KVT_LAUNCH_SLOTS])
+{
+	uint64_t slot[KVT_LAUNCH_SLOTS];
 	size_t got = read_self(slot, (uint64_t)(uintptr_t)params, sizeof slot) / 8;
-	unsigned nr = 0, credited = 0, followed = 0;
+	unsigned nr = 0;
 	while (nr < got && user_pointer(slot[nr]))
 		nr++;
-	nr = read_slots(val, slot, nr);
+	return read_slots(val, slot, nr);
+}
+
+/* The window behind host pointer v (rotating over KVT_LAUNCH_SPAN bytes,
+ * else its start): bytes read into win. */
+static size_t follow(uint64_t v, uint64_t win[KVT_LAUNCH_WINDOW / 8])
+{
+	uint32_t turn = __atomic_fetch_add(&window_turn, 1, __ATOMIC_RELAXED);
+	uint64_t off = (uint64_t)(turn % (KVT_LAUNCH_SPAN / KVT_LAUNCH_WINDOW)) * KVT_LAUNCH_WINDOW;
+	size_t n = read_self(win, v + off, KVT_LAUNCH_WINDOW);
+	if (!n && off)
+		n = read_self(win, v, KVT_LAUNCH_WINDOW);
+	return n;
+}
+
+static void launch_scan(void **params, uint64_t stream)
+{
+	uint64_t val[KVT_LAUNCH_SLOTS];
+	uint64_t win[KVT_LAUNCH_WINDOW / 8];
+	/* nothing redirected yet: skip the parameter reads (system calls) that
+	 * could only find nothing; most launches of most processes end here */
+	if (!params || kvt_heat_empty())
+		return;
+	/* the reads are system calls (~1 us each here), and a decode step
+	 * makes hundreds of launches: a sample is scanned, its evidence
+	 * weighing KVT_LAUNCH_SAMPLE */
+	if (!launch_sampled())
+		return;
+	int (*capturing)(uint64_t) = __atomic_load_n(&capturing_fn, __ATOMIC_ACQUIRE);
+	if (capturing && capturing(stream) == 1)
+		return;
+	const float weight = (float)KVT_LAUNCH_SAMPLE;
+	unsigned nr = param_values(params, val), credited = 0, followed = 0;
 	for (unsigned i = 0; i < nr && credited < KVT_LAUNCH_MAX_CHUNKS; i++) {
 		int s = kvt_heat_maybe(val[i]) ? kvt_heat_find(val[i]) : -1;
 		if (s >= 0) {
@@ -128,19 +179,170 @@ static void launch_scan(void **params)
 		if (followed >= KVT_LAUNCH_FOLLOW || !user_pointer(val[i]))
 			continue;
 		followed++;
-		uint32_t turn = __atomic_fetch_add(&window_turn, 1, __ATOMIC_RELAXED);
-		uint64_t off = (uint64_t)(turn % (KVT_LAUNCH_SPAN / KVT_LAUNCH_WINDOW)) * KVT_LAUNCH_WINDOW;
-		size_t n = read_self(win, val[i] + off, sizeof win);
-		if (!n && off)
-			n = read_self(win, val[i], sizeof win);
+		size_t n = follow(val[i], win);
 		credited += scan_window(win, (unsigned)(n / 8), KVT_LAUNCH_MAX_CHUNKS - credited, weight);
 	}
-	kvt_prof_count(KVT_SRC_LAUNCH, credited);
-	void (*kick)(void) = __atomic_load_n(&kick_fn, __ATOMIC_ACQUIRE);
-	if (credited && kick && kick_every &&
-	    __atomic_add_fetch(&nr_launch_hits, KVT_LAUNCH_SAMPLE, __ATOMIC_RELAXED) % kick_every <
-		    KVT_LAUNCH_SAMPLE)
-		kick();
+	launch_credited(credited);
+}
+
+/* ---- CUDA graphs ----
+ * A graph launch runs kernels whose parameters no hook sees: they were
+ * copied into the graph when it was captured or built. So when a graph is
+ * instantiated each kernel node's parameters are read once
+ * (kvt_prof_graph_scan), and what they name is kept with the executable
+ * graph (kvt_prof_graph_publish): tensors inside tracked ranges, credited
+ * as a launch naming them would be, and host pointers behind which tracked
+ * addresses were found, followed again whenever a launch is credited
+ * (what they point to, a block table, changes between launches). Each
+ * cuGraphLaunch is sampled like a kernel launch. Not seen: kernel nodes
+ * changed after instantiation (cuGraphExecKernelNodeSetParams,
+ * cuGraphExecUpdate), child graphs, device-side launches. */
+
+#define GRAPH_SLOTS   512               /* executable graphs with evidence (power of 2) */
+#define GRAPH_FOLLOW  (1ull << 63)      /* value tag: a host pointer to follow */
+#define GRAPH_BUSY    UINT64_MAX        /* key of a slot being written */
+#define GRAPH_GONE    (UINT64_MAX - 1)  /* key of a slot whose graph was destroyed */
+
+struct graph_slot {
+	uint64_t exec;                  /* key: the CUgraphExec; 0 = never used */
+	uint32_t nr;
+	uint64_t val[KVT_GRAPH_VALUES];
+};
+static struct graph_slot *graphs;       /* mmap'd at the first graph with evidence */
+static uint64_t nr_graphs_kept, nr_graphs_full;
+
+static uint32_t graph_hash(uint64_t exec)
+{
+	return (uint32_t)((exec * 0x9e3779b97f4a7c15ull) >> 40) & (GRAPH_SLOTS - 1);
+}
+
+static int graph_has(const struct kvt_graph_ev *g, uint64_t v)
+{
+	for (uint32_t i = 0; i < g->nr; i++)
+		if (g->val[i] == v)
+			return 1;
+	return 0;
+}
+
+static void graph_keep(struct kvt_graph_ev *g, uint64_t v)
+{
+	if (g->nr < KVT_GRAPH_VALUES && !graph_has(g, v))
+		g->val[g->nr++] = v;
+}
+
+void kvt_prof_graph_scan(struct kvt_graph_ev *g, void **params)
+{
+	uint64_t val[KVT_LAUNCH_SLOTS], win[KVT_LAUNCH_WINDOW / 8];
+	if (!params || !(kvt_prof_sources_enabled() & (1u << KVT_SRC_LAUNCH)) || kvt_heat_empty())
+		return;
+	unsigned nr = param_values(params, val), followed = 0;
+	for (unsigned i = 0; i < nr; i++) {
+		if (kvt_heat_maybe(val[i]) && kvt_heat_find(val[i]) >= 0) {
+			graph_keep(g, val[i]);
+			continue;
+		}
+		if (followed >= KVT_LAUNCH_FOLLOW || !user_pointer(val[i]) ||
+		    graph_has(g, val[i] | GRAPH_FOLLOW))
+			continue;
+		followed++;
+		size_t n = read_self(win, val[i], sizeof win) / 8;
+		for (size_t k = 0; k < n; k++)
+			if (kvt_heat_maybe(win[k]) && kvt_heat_find(win[k]) >= 0) {
+				graph_keep(g, val[i] | GRAPH_FOLLOW);
+				break;
+			}
+	}
+}
+
+/* The slot holding exec's evidence, or NULL. */
+static struct graph_slot *graph_find(uint64_t exec)
+{
+	struct graph_slot *t = __atomic_load_n(&graphs, __ATOMIC_ACQUIRE);
+	if (!t || !exec || exec >= GRAPH_GONE)
+		return NULL;
+	for (uint32_t n = 0, h = graph_hash(exec); n < GRAPH_SLOTS; n++, h = (h + 1) & (GRAPH_SLOTS - 1)) {
+		uint64_t k = __atomic_load_n(&t[h].exec, __ATOMIC_ACQUIRE);
+		if (k == exec)
+			return &t[h];
+		if (!k)
+			return NULL;
+	}
+	return NULL;
+}
+
+void kvt_prof_graph_forget(uint64_t exec)
+{
+	struct graph_slot *s = graph_find(exec);
+	if (s)
+		__atomic_compare_exchange_n(&s->exec, &exec, GRAPH_GONE, 0, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED);
+}
+
+void kvt_prof_graph_publish(const struct kvt_graph_ev *g)
+{
+	kvt_prof_graph_forget(g->exec);        /* a handle reused: its old evidence goes */
+	if (!g->nr || !g->exec || g->exec >= GRAPH_GONE)
+		return;
+	struct graph_slot *t = __atomic_load_n(&graphs, __ATOMIC_ACQUIRE);
+	if (!t) {
+		void *p = kvt_sys_mmap(NULL, GRAPH_SLOTS * sizeof *t, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			return;
+		struct graph_slot *none = NULL;
+		if (!__atomic_compare_exchange_n(&graphs, &none, p, 0, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+			munmap(p, GRAPH_SLOTS * sizeof *t);        /* another thread's won */
+		t = __atomic_load_n(&graphs, __ATOMIC_ACQUIRE);
+	}
+	for (uint32_t n = 0, h = graph_hash(g->exec); n < GRAPH_SLOTS; n++, h = (h + 1) & (GRAPH_SLOTS - 1)) {
+		uint64_t k = __atomic_load_n(&t[h].exec, __ATOMIC_ACQUIRE);
+		if ((k && k != GRAPH_GONE) ||
+		    !__atomic_compare_exchange_n(&t[h].exec, &k, GRAPH_BUSY, 0, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			continue;
+		for (uint32_t i = 0; i < g->nr; i++)
+			__atomic_store_n(&t[h].val[i], g->val[i], __ATOMIC_RELAXED);
+		__atomic_store_n(&t[h].nr, g->nr, __ATOMIC_RELAXED);
+		__atomic_store_n(&t[h].exec, g->exec, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&nr_graphs_kept, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (!__atomic_fetch_add(&nr_graphs_full, 1, __ATOMIC_RELAXED))
+		kvt_warn("launch source: more than %d instantiated CUDA graphs name tracked memory; "
+			 "launches of the others give no evidence", GRAPH_SLOTS);
+}
+
+void kvt_prof_on_graph_launch(uint64_t exec)
+{
+	uint64_t win[KVT_LAUNCH_WINDOW / 8];
+	if (!(kvt_prof_sources_enabled() & (1u << KVT_SRC_LAUNCH)) || kvt_heat_empty())
+		return;
+	struct graph_slot *s = graph_find(exec);
+	if (!s || !launch_sampled())
+		return;
+	const float weight = (float)KVT_LAUNCH_SAMPLE;
+	uint32_t nr = __atomic_load_n(&s->nr, __ATOMIC_RELAXED);
+	unsigned credited = 0, followed = 0;
+	for (uint32_t i = 0; i < nr && i < KVT_GRAPH_VALUES; i++) {
+		uint64_t v = __atomic_load_n(&s->val[i], __ATOMIC_RELAXED);
+		if (!(v & GRAPH_FOLLOW)) {
+			int r = kvt_heat_find(v);
+			if (r >= 0)
+				credited += kvt_heat_spread(r, KVT_LAUNCH_SPREAD, weight);
+			continue;
+		}
+		if (followed++ >= KVT_GRAPH_FOLLOW || credited >= KVT_GRAPH_MAX_CHUNKS)
+			continue;
+		size_t n = follow(v & ~GRAPH_FOLLOW, win);
+		credited += scan_window(win, (unsigned)(n / 8), KVT_GRAPH_MAX_CHUNKS - credited, weight);
+	}
+	launch_credited(credited);
+}
+
+uint64_t kvt_prof_graphs_kept(void)
+{
+	return __atomic_load_n(&nr_graphs_kept, __ATOMIC_RELAXED);
 }
 
 /* ---- copies and memsets: exact byte ranges ---- */
@@ -219,10 +421,10 @@ unsigned kvt_prof_sources_enabled(void)
 	for (unsigned s = 0; s < KVT_SRC__COUNT; s++) \
 		if ((kvt_prof_sources_enabled() & (1u << s)) && sources[s]->op)
 
-void kvt_prof_on_launch(void **params)
+void kvt_prof_on_launch(void **params, uint64_t stream)
 {
 	EACH_ENABLED(s, on_launch)
-		sources[s]->on_launch(params);
+		sources[s]->on_launch(params, stream);
 }
 
 void kvt_prof_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)

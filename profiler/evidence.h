@@ -19,7 +19,7 @@ struct kvt_prof_source_ops {
 	int (*start)(void);                   /* 0, or -errno (source then off) */
 	void (*stop)(void);
 	void (*poll)(void);                   /* once per epoch */
-	void (*on_launch)(void **params);
+	void (*on_launch)(void **params, uint64_t stream);
 	void (*on_copy)(uint64_t dst, uint64_t src, uint64_t bytes);
 	void (*on_memset)(uint64_t dst, uint64_t bytes);
 	void (*on_fault)(uint64_t addr);      /* a GPU page fault CUPTI reported */
@@ -42,11 +42,36 @@ void kvt_prof_sources_enable(unsigned mask);
 unsigned kvt_prof_sources_enabled(void);
 
 /* Hooks (inside the recorded path). */
-void kvt_prof_on_launch(void **params);
+void kvt_prof_on_launch(void **params, uint64_t stream);
+/* fn(stream) = 1 when stream is being captured into a graph: a launch
+ * there does not run, and gives no evidence (the graph's launches will). */
+void kvt_prof_set_capturing(int (*fn)(uint64_t stream));
 void kvt_prof_on_copy(uint64_t dst, uint64_t src, uint64_t bytes);
 void kvt_prof_on_memset(uint64_t dst, uint64_t bytes);
 /* From the CUPTI source: a GPU page fault at addr (its record's address). */
 void kvt_prof_on_fault(uint64_t addr);
+
+/* CUDA graphs (the launch source): a graph's kernel parameters are read
+ * when it is instantiated, and credited when it is launched.
+ * kvt_prof_graph_scan adds one kernel node's parameters to g (start with
+ * g->exec set and g->nr 0); kvt_prof_graph_publish keeps what it found for
+ * g->exec (replacing what that handle had); kvt_prof_graph_forget drops it
+ * (cuGraphExecDestroy). A launch of a kept graph is sampled like a kernel
+ * launch. */
+#define KVT_GRAPH_VALUES     256   /* tensors and followed pointers kept per graph */
+#define KVT_GRAPH_FOLLOW     8     /* pointers followed per credited graph launch */
+#define KVT_GRAPH_MAX_CHUNKS 256   /* chunks credited by the followed windows */
+struct kvt_graph_ev {
+	uint64_t exec;
+	uint32_t nr;
+	uint64_t val[KVT_GRAPH_VALUES];
+};
+void kvt_prof_graph_scan(struct kvt_graph_ev *g, void **params);
+void kvt_prof_graph_publish(const struct kvt_graph_ev *g);
+void kvt_prof_graph_forget(uint64_t exec);
+void kvt_prof_on_graph_launch(uint64_t exec);
+/* Instantiated graphs kept with evidence since the start. */
+uint64_t kvt_prof_graphs_kept(void);
 
 /* Early epochs: fn is called (on the launching thread; it must not block)
  * after every `every` launches that produced evidence. */

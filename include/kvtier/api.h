@@ -25,7 +25,9 @@
 	X(cudaMalloc) X(cudaFree) X(cudaMallocHost) X(cudaHostAlloc) X(cudaFreeHost) \
 	X(cudaMallocManaged) X(cudaMallocAsync) X(cudaFreeAsync) \
 	/* host */ \
-	X(mmap) X(munmap) X(mremap)
+	X(mmap) X(munmap) X(mremap) \
+	/* appended */ \
+	X(cuLaunchKernelEx) X(cuGraphLaunch)
 
 #define KVT_API_ENUM(n) KVT_API_##n,
 enum kvt_api { KVT_API_LIST(KVT_API_ENUM) KVT_API__COUNT };

@@ -383,7 +383,7 @@ static void test_launch_sampling_periodic(void)
 	for (int n = 0; n < launches; n++) {
 		uint64_t tensor = base + (uint64_t)(n % 4) * 64 * M;
 		void *params[16] = { &tensor };
-		kvt_prof_on_launch(params);
+		kvt_prof_on_launch(params, 0);
 	}
 	kvt_prof_sources_enable(was);
 	double sum = 0;
