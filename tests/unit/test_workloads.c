@@ -522,6 +522,31 @@ static void test_wl_usage(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(wl_out.out, "--zipf"));
 }
 
+/* --graphs: each launch shape captured once and replayed from a graph; the
+ * simulation is the same (the stand-in charges a replay as the launch), only
+ * the path the kernels take to the driver differs. */
+static void test_wl_graphs(void)
+{
+	const char *eager[] = { "--steps", "8", "--warmup", "4", "--kv-over-hbm", "2",
+				"--mode", "uvm", NULL };
+	const char *graphs[] = { "--steps", "8", "--warmup", "4", "--kv-over-hbm", "2",
+				 "--mode", "uvm", "--graphs", NULL };
+	CU_ASSERT_EQUAL_FATAL(run_wl("workloads/sglang-like", eager), 0);
+	static char e[sizeof wl_out.out];
+	memcpy(e, wl_out.out, sizeof e);
+	CU_ASSERT_EQUAL(kv_num(e, "graph_launches"), 0);
+	CU_ASSERT_EQUAL(kv_num(e, "graphs"), 0);
+	CU_ASSERT_EQUAL_FATAL(run_wl("workloads/sglang-like", graphs), 0);
+	const char *g = wl_out.out;
+	CU_ASSERT_EQUAL(kv_num(g, "corrupt"), 0);
+	CU_ASSERT(kv_num(g, "graphs") >= 1);
+	CU_ASSERT(kv_num(g, "graph_launches") >= kv_num(g, "steps") * kv_num(g, "layers"));
+	CU_ASSERT_EQUAL(kv_num(g, "virtual_ns"), kv_num(e, "virtual_ns"));
+	CU_ASSERT_EQUAL(kv_num(g, "faults"), kv_num(e, "faults"));
+	CU_ASSERT_EQUAL(kv_num(g, "bytes_hbm"), kv_num(e, "bytes_hbm"));
+	CU_ASSERT_EQUAL(kv_num(g, "tokens"), kv_num(e, "tokens"));
+}
+
 static CU_TestInfo tests_runtime[] = {
 	{ "every export round-trips through the stand-in driver", test_rt_roundtrip },
 	{ "binary linked to the real libcudart runs on the stand-in", test_rt_real_linked_binary },
@@ -540,6 +565,7 @@ static CU_TestInfo tests_workloads[] = {
 	{ "same seed, same output; other seed differs", test_wl_deterministic },
 	{ "the data verifier catches a damaged stamp", test_wl_detects_corruption },
 	{ "usage errors and --help", test_wl_usage },
+	{ "--graphs: replayed from graphs, the same simulation", test_wl_graphs },
 	CU_TEST_INFO_NULL,
 };
 

@@ -23,6 +23,7 @@
 #define WL_BLOCK_TOKENS 16                    /* vLLM block size; span alignment */
 #define WL_STAMP_EVERY  (64ull << 10)         /* one data stamp per 64 KiB of KV */
 #define WL_MAX_LAYERS   256
+#define WL_MAX_GRAPHS 256
 #define WL_MAX_ALLOCS   1024
 
 /* Exit codes (documented in docs/workloads.md). */
@@ -57,6 +58,7 @@ struct wl_opts {
 	enum wl_mode mode;
 	int quiet;
 	int inject_corruption;     /* test of the verifier: damage one stamp */
+	int graphs;                /* kernels replayed from CUDA graphs (simulated GPU) */
 };
 
 /* A GPU-visible region: the K (or V) rows of one layer, token-indexed. */
@@ -116,6 +118,10 @@ struct wl {
 	struct wl_fake fake;
 	PFN_cuLaunchKernel_v4000 launch;
 	cudaStream_t stream;
+	/* --graphs: one executable graph per (ranges array, count) launched */
+	struct wl_graph { const void *r; unsigned n; cudaGraphExec_t exec; } graphs[WL_MAX_GRAPHS];
+	int nr_graphs;
+	uint64_t graph_launches;
 	size_t dev_total;          /* cudaMemGetInfo total */
 	uint64_t kv_budget;        /* what the server would size natively */
 

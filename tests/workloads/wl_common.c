@@ -198,10 +198,8 @@ uint64_t wl_verify_pattern(struct wl *w, const char *dev, size_t bytes, uint64_t
 
 /* ---- the GPU "kernel" ----------------------------------------------------------------- */
 
-void wl_touch(struct wl *w, const struct fakecuda_range *r, unsigned n)
+static void wl_touch_launch(struct wl *w, const struct fakecuda_range *r, unsigned n)
 {
-	if (!w->fake.touch_kernel || !n)
-		return;
 	const struct fakecuda_range *rp = r;
 	unsigned nr = n;
 	void *args[] = { &rp, &nr };
@@ -209,6 +207,41 @@ void wl_touch(struct wl *w, const struct fakecuda_range *r, unsigned n)
 				 (CUstream)w->stream, args, NULL);
 	if (res != CUDA_SUCCESS)
 		wl_die("cuLaunchKernel(touch) failed: CUresult %d", (int)res);
+}
+
+/* --graphs: the launch of (r, n), captured once into a graph as a server
+ * captures its decode steps (the graph destroyed once instantiated, as
+ * PyTorch does), and replayed; the kernel reads r's contents as they are
+ * at each replay. Past WL_MAX_GRAPHS shapes, launched directly. */
+static cudaGraphExec_t wl_graph_of(struct wl *w, const struct fakecuda_range *r, unsigned n)
+{
+	for (int i = 0; i < w->nr_graphs; i++)
+		if (w->graphs[i].r == r && w->graphs[i].n == n)
+			return w->graphs[i].exec;
+	if (w->nr_graphs == WL_MAX_GRAPHS)
+		return NULL;
+	cudaGraph_t g;
+	cudaGraphExec_t exec;
+	WL_CK(cudaStreamBeginCapture(w->stream, cudaStreamCaptureModeGlobal));
+	wl_touch_launch(w, r, n);
+	WL_CK(cudaStreamEndCapture(w->stream, &g));
+	WL_CK(cudaGraphInstantiate(&exec, g, 0));
+	WL_CK(cudaGraphDestroy(g));
+	w->graphs[w->nr_graphs++] = (struct wl_graph){ r, n, exec };
+	return exec;
+}
+
+void wl_touch(struct wl *w, const struct fakecuda_range *r, unsigned n)
+{
+	if (!w->fake.touch_kernel || !n)
+		return;
+	cudaGraphExec_t exec = w->o.graphs ? wl_graph_of(w, r, n) : NULL;
+	if (!exec) {
+		wl_touch_launch(w, r, n);
+		return;
+	}
+	WL_CK(cudaGraphLaunch(exec, w->stream));
+	w->graph_launches++;
 }
 
 /* ---- options --------------------------------------------------------------------------- */
@@ -289,6 +322,8 @@ static void wl_usage(const struct wl_ops *ops, FILE *f)
 "  --act-frac F          profiling activations / compute buffer fraction [%.2f]\n"
 "  --host-ratio F        sglang-like: pinned host pool / device KV       [%.1f]\n"
 "  --seed N              everything is deterministic given the seed        [%" PRIu64 "]\n"
+"  --graphs              launch the decode kernels from CUDA graphs, each shape\n"
+"                        captured once and replayed (simulated GPU)\n"
 "  --quiet               no progress lines on stderr\n"
 "  --inject-corruption   (test of the verifier) damage one KV stamp after prefill\n"
 "\n"
@@ -338,7 +373,7 @@ static void wl_parse(struct wl_opts *o, const struct wl_ops *ops, int argc, char
 		{ "prefix-share", 1, 0, 7 }, { "drift-every", 1, 0, 8 }, { "steps", 1, 0, 's' },
 		{ "oracle-window", 1, 0, 9 }, { "warmup", 1, 0, 13 }, { "weights-frac", 1, 0, 10 },
 		{ "act-frac", 1, 0, 11 }, { "host-ratio", 1, 0, 12 }, { "seed", 1, 0, 'S' },
-		{ "cache-bound", 1, 0, 15 },
+		{ "cache-bound", 1, 0, 15 }, { "graphs", 0, 0, 16 },
 		{ "quiet", 0, 0, 'q' }, { "inject-corruption", 0, 0, 14 }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	int c;
@@ -385,6 +420,7 @@ static void wl_parse(struct wl_opts *o, const struct wl_ops *ops, int argc, char
 		case 11: o->act_frac = wl_double(name, optarg, 0.0, 0.5); break;
 		case 13: o->warmup = (int)wl_int(name, optarg, 0, 1 << 24); break;
 		case 15: o->cache_bound = (int)wl_int(name, optarg, 0, 1 << 24); break;
+		case 16: o->graphs = 1; break;
 		case 12: o->host_ratio = wl_double(name, optarg, 0.0, 16.0); break;
 		case 'S': o->seed = (uint64_t)strtoull(optarg, NULL, 0); break;
 		case 'q': o->quiet = 1; break;
@@ -496,6 +532,7 @@ static void wl_report(struct wl *w, uint64_t checked, uint64_t bad, double wall_
 	       b->prefetch_blocks - a->prefetch_blocks, b->launches - a->launches);
 	printf("device_used_bytes=%" PRIu64 "\nmanaged_resident_bytes=%" PRIu64 "\n",
 	       b->device_used_bytes, b->managed_resident_bytes);
+	printf("graphs=%d\ngraph_launches=%" PRIu64 "\n", w->nr_graphs, w->graph_launches);
 	printf("window_kv_chunks=%" PRIu64 "\nwindow_new_kv_chunks=%" PRIu64 "\n",
 	       w->window_kv_chunks, w->window_new_kv_chunks);
 	if (w->o.cache_bound)
@@ -559,6 +596,8 @@ int wl_main(int argc, char **argv, const struct wl_ops *ops)
 		fprintf(stderr, "%s: no simulated GPU (fakecuda_* symbols absent): allocation "
 			"phase done, simulated decode skipped\n", ops->name);
 	}
+	for (int i = 0; i < w.nr_graphs; i++)
+		WL_CK(cudaGraphExecDestroy(w.graphs[i].exec));
 	uint64_t checked = 0, bad = wl_verify_kv(&w, &checked);
 	if (ops->verify)
 		bad += ops->verify(&w, &checked);
