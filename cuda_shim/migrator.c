@@ -655,5 +655,7 @@ void kvt_migrator_trace_counters(void)
 		kvt_trace_info(key, val);
 	}
 	info_u64("prof.cupti.records", kvt_cupti_records());
-	info_u64("prof.launch.graphs", kvt_prof_graphs_kept());
+	snprintf(val, sizeof val, "%llu dropped=%llu", (unsigned long long)kvt_prof_graphs_kept(),
+		 (unsigned long long)kvt_prof_graphs_dropped());
+	kvt_trace_info("prof.launch.graphs", val);
 }

@@ -199,6 +199,8 @@ static void launch_scan(void **params, uint64_t stream)
  * cuGraphExecUpdate), child graphs, device-side launches. */
 
 #define GRAPH_SLOTS   512               /* executable graphs with evidence (power of 2) */
+#define GRAPH_PROBES  32                /* slots looked at from a handle's hash: a launch of
+					 * a graph without evidence costs at most this many loads */
 #define GRAPH_FOLLOW  (1ull << 63)      /* value tag: a host pointer to follow */
 #define GRAPH_BUSY    UINT64_MAX        /* key of a slot being written */
 #define GRAPH_GONE    (UINT64_MAX - 1)  /* key of a slot whose graph was destroyed */
@@ -260,7 +262,7 @@ static struct graph_slot *graph_find(uint64_t exec)
 	struct graph_slot *t = __atomic_load_n(&graphs, __ATOMIC_ACQUIRE);
 	if (!t || !exec || exec >= GRAPH_GONE)
 		return NULL;
-	for (uint32_t n = 0, h = graph_hash(exec); n < GRAPH_SLOTS; n++, h = (h + 1) & (GRAPH_SLOTS - 1)) {
+	for (uint32_t n = 0, h = graph_hash(exec); n < GRAPH_PROBES; n++, h = (h + 1) & (GRAPH_SLOTS - 1)) {
 		uint64_t k = __atomic_load_n(&t[h].exec, __ATOMIC_ACQUIRE);
 		if (k == exec)
 			return &t[h];
@@ -295,7 +297,7 @@ void kvt_prof_graph_publish(const struct kvt_graph_ev *g)
 			munmap(p, GRAPH_SLOTS * sizeof *t);        /* another thread's won */
 		t = __atomic_load_n(&graphs, __ATOMIC_ACQUIRE);
 	}
-	for (uint32_t n = 0, h = graph_hash(g->exec); n < GRAPH_SLOTS; n++, h = (h + 1) & (GRAPH_SLOTS - 1)) {
+	for (uint32_t n = 0, h = graph_hash(g->exec); n < GRAPH_PROBES; n++, h = (h + 1) & (GRAPH_SLOTS - 1)) {
 		uint64_t k = __atomic_load_n(&t[h].exec, __ATOMIC_ACQUIRE);
 		if ((k && k != GRAPH_GONE) ||
 		    !__atomic_compare_exchange_n(&t[h].exec, &k, GRAPH_BUSY, 0, __ATOMIC_ACQUIRE,
@@ -309,8 +311,9 @@ void kvt_prof_graph_publish(const struct kvt_graph_ev *g)
 		return;
 	}
 	if (!__atomic_fetch_add(&nr_graphs_full, 1, __ATOMIC_RELAXED))
-		kvt_warn("launch source: more than %d instantiated CUDA graphs name tracked memory; "
-			 "launches of the others give no evidence", GRAPH_SLOTS);
+		kvt_warn("launch source: no room to keep an instantiated CUDA graph's evidence "
+			 "(%d graphs naming tracked memory at most); launches of such graphs give "
+			 "none (counted, said once)", GRAPH_SLOTS);
 }
 
 void kvt_prof_on_graph_launch(uint64_t exec)
@@ -343,6 +346,11 @@ void kvt_prof_on_graph_launch(uint64_t exec)
 uint64_t kvt_prof_graphs_kept(void)
 {
 	return __atomic_load_n(&nr_graphs_kept, __ATOMIC_RELAXED);
+}
+
+uint64_t kvt_prof_graphs_dropped(void)
+{
+	return __atomic_load_n(&nr_graphs_full, __ATOMIC_RELAXED);
 }
 
 /* ---- copies and memsets: exact byte ranges ---- */

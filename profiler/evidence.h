@@ -70,8 +70,10 @@ void kvt_prof_graph_scan(struct kvt_graph_ev *g, void **params);
 void kvt_prof_graph_publish(const struct kvt_graph_ev *g);
 void kvt_prof_graph_forget(uint64_t exec);
 void kvt_prof_on_graph_launch(uint64_t exec);
-/* Instantiated graphs kept with evidence since the start. */
+/* Instantiated graphs kept with evidence since the start, and those with
+ * evidence that found no room. */
 uint64_t kvt_prof_graphs_kept(void);
+uint64_t kvt_prof_graphs_dropped(void);
 
 /* Early epochs: fn is called (on the launching thread; it must not block)
  * after every `every` launches that produced evidence. */

@@ -3,6 +3,7 @@
  * incremental updates, reads that do not write, clock wrap, the chunk size
  * bound, and the range table (track/find/untrack, bounded evidence). */
 #include <math.h>
+#include <pthread.h>
 
 #include "kvt_test.h"
 #include "../cuda_shim/shim.h"
@@ -266,6 +267,78 @@ static void test_collect_per_device(void)
 	kvt_heat_init(1000);
 }
 
+/* CUDA graphs: what one instantiated graph's kernel nodes name is kept and
+ * credited at its launches. Node 1 names tensor A (tracked), node 2 a host
+ * "block table" holding an address in B, node 3 an untracked value. 1600
+ * launches of the kept graph credit both, about one in KVT_LAUNCH_SAMPLE,
+ * the table read as it is at each launch (its entry moved to B's chunk 3
+ * half way); an unknown handle credits nothing; after forget, nothing. */
+struct graph_case { uint64_t a, b; float ha, hb, hb3, after; };
+
+static float heat_at(uint64_t addr)
+{
+	const struct kvt_heat_chunk *c = kvt_heat_chunk_at(addr);
+	return c ? kvt_heat_read(c, kvt_heat_now_ms(), 0) : -1.0f;
+}
+
+static void *graph_thread(void *arg)         /* a fresh thread: its first launch is scanned */
+{
+	struct graph_case *gc = arg;
+	const uint64_t M = 1ull << 20, exec = 0x7e57ull;
+	static uint64_t table[8];                     /* host memory the kernel would read */
+	table[0] = gc->b + M;                         /* B's chunk 0 */
+	uint64_t tensor = gc->a + 3 * M, bt = (uint64_t)(uintptr_t)table, junk = 0x1234567000ull;
+	void *n1[16] = { &tensor }, *n2[16] = { &bt }, *n3[16] = { &junk };
+	static struct kvt_graph_ev ev;
+	ev = (struct kvt_graph_ev){ .exec = exec };
+	kvt_prof_graph_scan(&ev, n1);
+	kvt_prof_graph_scan(&ev, n2);
+	kvt_prof_graph_scan(&ev, n3);
+	kvt_prof_graph_publish(&ev);
+	for (int n = 0; n < 1600; n++) {
+		if (n == 800)
+			table[0] = gc->b + 6 * M + 5;     /* B's chunk 3 from now on */
+		kvt_prof_on_graph_launch(exec);
+		kvt_prof_on_graph_launch(exec + 8);   /* never instantiated */
+	}
+	gc->ha = heat_at(gc->a);
+	gc->hb = heat_at(gc->b);
+	gc->hb3 = heat_at(gc->b + 6 * M);
+	kvt_prof_graph_forget(exec);
+	for (int n = 0; n < 64; n++)
+		kvt_prof_on_graph_launch(exec);
+	gc->after = heat_at(gc->b) + heat_at(gc->b + 6 * M);
+	return NULL;
+}
+
+static void test_graph_evidence(void)
+{
+	const uint64_t M = 1ull << 20;
+	struct graph_case gc = { .a = 0x6600000000ull, .b = 0x6700000000ull };
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(0), 0);          /* tau 0: exact sums */
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(gc.a, 8 * M, KVT_PLAN_TIER_FAR, 0, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(gc.b, 8 * M, KVT_PLAN_TIER_FAR, 0, 0), 0);
+	unsigned was = kvt_prof_sources_enabled();
+	kvt_prof_sources_enable(1u << KVT_SRC_LAUNCH);
+	uint64_t kept = kvt_prof_graphs_kept();
+	pthread_t th;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, graph_thread, &gc), 0);
+	pthread_join(th, NULL);
+	kvt_prof_sources_enable(was);
+	CU_ASSERT_EQUAL(kvt_prof_graphs_kept(), kept + 1);
+	/* ~1600/8 = 200 launches scanned, each crediting KVT_LAUNCH_SAMPLE to
+	 * KVT_LAUNCH_SPREAD (4) of A's 4 chunks: chunk 0 about 1600 */
+	CU_ASSERT(gc.ha >= 800 && gc.ha <= 3200);
+	/* the table behind the followed pointer, read at each scanned launch
+	 * (its first 1 KiB one launch in four: the window rotates over 4 KiB):
+	 * B0 in the first half, B3 in the second, each about 100 x 8 / 4 */
+	CU_ASSERT(gc.hb >= 100 && gc.hb <= 400);
+	CU_ASSERT(gc.hb3 >= 100 && gc.hb3 <= 400);
+	CU_ASSERT_DOUBLE_EQUAL(gc.after, gc.hb + gc.hb3, 1e-3);   /* forgotten: no more */
+	kvt_heat_reset();
+	kvt_heat_init(1000);
+}
+
 /* KVTIER_ADMIT=fault: a chunk the driver migrated on a fault is in HBM and
  * just moved; one that comes back within tau of a demotion is a refault. */
 static void test_fault_in(void)
@@ -415,6 +488,7 @@ int main(void)
 		{ "launch sampling: no aliasing with periodic launches", test_launch_sampling_periodic },
 		{ "set_tier: a re-homed range is in HBM", test_set_tier },
 		{ "collect and devices: ranges of several devices", test_collect_per_device },
+		{ "graphs: instantiated kernels' evidence credited at launch", test_graph_evidence },
 		{ "fault_in: tier, residence, refaults", test_fault_in },
 		{ "evicted: strikes for driver evictions only", test_evicted_strikes },
 		CU_TEST_INFO_NULL,
