@@ -13,6 +13,8 @@
 #      wall-clock tokens/s side by side, KV verification (corrupt=0); and
 #      vllm-like with KVTIER_ADMIT=auto: do GPU faults migrate far memory here
 #      (migrate.fault_ins), or did auto give way to remote (and why)?
+#      And vllm-like under kvtier with its decode replayed from CUDA graphs
+#      (--graphs): graphs kept by the launch source, evidence, promotions.
 #   4. tests/gpu/torch_check.py (skips itself without torch)
 # At most ~8 minutes; logs under $OUT (else build/gpu/logs); a table last.
 # Exits 77 with one line when no GPU is present, 1 when a check failed.
@@ -120,6 +122,14 @@ admit_info() {  # the admission counters of one step's trace
 		sed -n 's/^info migrate\.\(admit\|fault_ins\|refaults\|far_faults\|auto_mapped\|promoted\|demoted\)=/\1=/p' |
 		tr '\n' ' '
 }
+graph_info() {  # graphs made and launched, and what the launch source kept of them
+	local t; t=$(ls "$LOG/$1".*.trace* 2>/dev/null)
+	printf '%s ' "$(sed -n 's/^\(graphs\|graph_launches\)=/\1=/p' "$LOG/$1.out" | tr '\n' ' ')"
+	[ -n "$t" ] || { echo "no trace"; return; }
+	"$KVTIER" dump $t 2>/dev/null |
+		sed -n 's/^info \(prof\.launch\.graphs\|prof\.source\.launch\|migrate\.promoted\)=/\1=/p' |
+		tr '\n' ' '
+}
 FAR_POLICY="device,size>=$BUF => managed:cxl; * => native"
 BLANKET_POLICY="device => managed:hbm; * => native"
 
@@ -183,6 +193,12 @@ step "vllm-like-kvtier-auto" "0" -- env KVTIER_POLICY="$(kv_policy vllm-like)" K
 rows+=("$(printf '%-26s %-8s %s' "  admission" - "$(admit_info vllm-like-kvtier-auto)")")
 grep -h 'gives way' "$LOG"/vllm-like-kvtier-auto.err 2>/dev/null | head -1 >"$LOG/auto-gave-way.txt"
 [ -s "$LOG/auto-gave-way.txt" ] && rows+=("$(printf '%-26s %-8s %s' "  gave way" - "$(cut -c1-200 "$LOG/auto-gave-way.txt")")")
+# decode from CUDA graphs (captured once per shape, replayed): does the
+# launch source read the graphs at instantiation and credit their launches?
+step "vllm-like-kvtier-graphs" "0" -- env KVTIER_POLICY="$(kv_policy vllm-like)" KVTIER_HBM_BUDGET="$BUDGET" \
+	"$KVTIER" run --trace "$LOG/vllm-like-kvtier-graphs.%p.trace" -- \
+	"$B/workloads/vllm-like" --kv-bytes "$KV" $WL_ARGS --graphs && wl_row traced
+rows+=("$(printf '%-26s %-8s %s' "  graphs" - "$(graph_info vllm-like-kvtier-graphs)")")
 
 # ---- 4: PyTorch -------------------------------------------------------------------
 PY=${PYTHON:-python3}

@@ -198,8 +198,9 @@ uint64_t wl_verify_pattern(struct wl *w, const char *dev, size_t bytes, uint64_t
 
 /* ---- the GPU "kernel" ----------------------------------------------------------------- */
 
-static void wl_touch_launch(struct wl *w, const struct fakecuda_range *r, unsigned n)
+static void wl_touch_launch(struct wl *w, const void *key, unsigned n)
 {
+	const struct fakecuda_range *r = key;
 	const struct fakecuda_range *rp = r;
 	unsigned nr = n;
 	void *args[] = { &rp, &nr };
@@ -209,39 +210,38 @@ static void wl_touch_launch(struct wl *w, const struct fakecuda_range *r, unsign
 		wl_die("cuLaunchKernel(touch) failed: CUresult %d", (int)res);
 }
 
-/* --graphs: the launch of (r, n), captured once into a graph as a server
+/* --graphs: launch(w, key, n) captured once into a graph as a server
  * captures its decode steps (the graph destroyed once instantiated, as
- * PyTorch does), and replayed; the kernel reads r's contents as they are
- * at each replay. Past WL_MAX_GRAPHS shapes, launched directly. */
-static cudaGraphExec_t wl_graph_of(struct wl *w, const struct fakecuda_range *r, unsigned n)
+ * PyTorch does), and replayed; the kernel reads the ranges behind key as
+ * they are at each replay. Past WL_MAX_GRAPHS shapes, launched directly. */
+void wl_launch_maybe_graph(struct wl *w, const void *key, unsigned n, wl_launch_fn launch)
 {
-	for (int i = 0; i < w->nr_graphs; i++)
-		if (w->graphs[i].r == r && w->graphs[i].n == n)
-			return w->graphs[i].exec;
-	if (w->nr_graphs == WL_MAX_GRAPHS)
-		return NULL;
-	cudaGraph_t g;
-	cudaGraphExec_t exec;
-	WL_CK(cudaStreamBeginCapture(w->stream, cudaStreamCaptureModeGlobal));
-	wl_touch_launch(w, r, n);
-	WL_CK(cudaStreamEndCapture(w->stream, &g));
-	WL_CK(cudaGraphInstantiate(&exec, g, 0));
-	WL_CK(cudaGraphDestroy(g));
-	w->graphs[w->nr_graphs++] = (struct wl_graph){ r, n, exec };
-	return exec;
+	cudaGraphExec_t exec = NULL;
+	for (int i = 0; w->o.graphs && !exec && i < w->nr_graphs; i++)
+		if (w->graphs[i].r == key && w->graphs[i].n == n)
+			exec = w->graphs[i].exec;
+	if (w->o.graphs && !exec && w->nr_graphs < WL_MAX_GRAPHS) {
+		cudaGraph_t g;
+		WL_CK(cudaStreamBeginCapture(w->stream, cudaStreamCaptureModeGlobal));
+		launch(w, key, n);
+		WL_CK(cudaStreamEndCapture(w->stream, &g));
+		WL_CK(cudaGraphInstantiate(&exec, g, 0));
+		WL_CK(cudaGraphDestroy(g));
+		w->graphs[w->nr_graphs++] = (struct wl_graph){ key, n, exec };
+	}
+	if (!exec) {
+		launch(w, key, n);
+		return;
+	}
+	WL_CK(cudaGraphLaunch(exec, w->stream));
+	w->graph_launches++;
 }
 
 void wl_touch(struct wl *w, const struct fakecuda_range *r, unsigned n)
 {
 	if (!w->fake.touch_kernel || !n)
 		return;
-	cudaGraphExec_t exec = w->o.graphs ? wl_graph_of(w, r, n) : NULL;
-	if (!exec) {
-		wl_touch_launch(w, r, n);
-		return;
-	}
-	WL_CK(cudaGraphLaunch(exec, w->stream));
-	w->graph_launches++;
+	wl_launch_maybe_graph(w, r, n, wl_touch_launch);
 }
 
 /* ---- options --------------------------------------------------------------------------- */

@@ -101,17 +101,23 @@ static double wl_real_now(void)
 
 /* One launch over layer l's ranges; the kernel reads them from the mapped
  * table, whose host address is what kvtier's launch scan follows. */
-static void wl_real_touch(struct wl *w, int l, unsigned n)
+static void wl_real_launch(struct wl *w, const void *key, unsigned n)
 {
-	if (!n)
-		return;
-	const struct fakecuda_range *rp = wl_real.table_dev + (size_t)l * wl_max_ranges(w);
+	const struct fakecuda_range *rp = key;
 	unsigned nr = n;
 	void *args[] = { &rp, &nr };
 	CUresult res = w->launch(wl_real.fn, n, WL_REAL_SLICES, 1, WL_REAL_THREADS, 1, 1, 0,
 				 (CUstream)w->stream, args, NULL);
 	if (res != CUDA_SUCCESS)
 		wl_die("cuLaunchKernel(kvt_wl_touch) failed: CUresult %d", (int)res);
+}
+
+static void wl_real_touch(struct wl *w, int l, unsigned n)
+{
+	if (!n)
+		return;
+	wl_launch_maybe_graph(w, wl_real.table_dev + (size_t)l * wl_max_ranges(w), n,
+			      wl_real_launch);
 	wl_real.launches++;
 }
 
@@ -151,6 +157,7 @@ void wl_real_report(struct wl *w, uint64_t checked, uint64_t bad, double wall_s)
 	       w->o.kv_over_hbm, w->bytes_by_kind[2], w->bytes_by_kind[0], w->dev_total);
 	printf("layers=%d\nsessions=%d\nbatch=%d\nwarmup_steps=%d\nsteps=%d\nlaunches=%" PRIu64 "\n",
 	       w->o.layers, w->nr_sess, w->batch, w->o.warmup, w->o.steps, wl_real.launches);
+	printf("graphs=%d\ngraph_launches=%" PRIu64 "\n", w->nr_graphs, w->graph_launches);
 	printf("tokens=%" PRIu64 "\nwall_ns=%.0f\ntokens_per_s=%.1f\noracle_prefetch=0\n", w->tokens,
 	       wl_real.wall_s * 1e9, tps);
 	if (w->ops->report)
