@@ -30,6 +30,7 @@
 #include <cuda.h>
 
 #include "fakecuda/fakecuda.h"
+#include "hot_prog.h"
 
 #define CHUNK (2ull << 20)
 #define NR_CHUNKS 64
@@ -37,8 +38,6 @@
 
 static const unsigned hot[] = { 7, 19, 38, 50 };
 #define NR_HOT (sizeof hot / sizeof hot[0])
-
-typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 
 static struct {
 	CUresult (*init)(unsigned);
@@ -68,17 +67,10 @@ static struct {
 	struct fakecuda_range r[4096 / sizeof(struct fakecuda_range)];
 } arg __attribute__((aligned(4096)));
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static int resolve(void)
 {
-	void *h = dlopen("libcuda.so.1", RTLD_NOW);
-	gpa_t gpa = h ? (gpa_t)dlsym(h, "cuGetProcAddress_v2") : NULL;
+	void *h;
+	gpa_t gpa = hot_prog_gpa(&h);
 	if (!gpa)
 		return -1;
 #define GET(f, name, ver) if (gpa(name, (void **)&d.f, ver, 0, NULL) || !d.f) return -1

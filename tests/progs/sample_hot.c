@@ -28,6 +28,7 @@
 #include <cuda.h>
 
 #include "fakecuda/fakecuda.h"
+#include "hot_prog.h"
 
 #define CHUNK (2ull << 20)
 #define NR_CHUNKS 64
@@ -35,8 +36,6 @@
 
 static const unsigned hot[] = { 9, 22, 41, 57 };
 #define NR_HOT (sizeof hot / sizeof hot[0])
-
-typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 
 /* The launch's argument, alone on its page: the launch scan reads windows
  * behind pointers, and must find nothing there but the base. */
@@ -59,17 +58,10 @@ static struct {
 	int (*location)(const void *, CUmemLocationType *, int *);
 } d;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static int resolve(void)
 {
-	void *h = dlopen("libcuda.so.1", RTLD_NOW);
-	gpa_t gpa = h ? (gpa_t)dlsym(h, "cuGetProcAddress_v2") : NULL;
+	void *h;
+	gpa_t gpa = hot_prog_gpa(&h);
 	if (!gpa)
 		return -1;
 #define GET(f, name, ver) if (gpa(name, (void **)&d.f, ver, 0, NULL) || !d.f) return -1

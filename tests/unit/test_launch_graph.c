@@ -7,8 +7,7 @@
  * case the launch source must find the hot chunks and the migrator promote
  * them; with the launch source off, the graph's chunks stay far (the
  * evidence came from the graph's parameters, nothing else). */
-#include "kvt_test.h"
-#include "../profiler/trace_read.h"
+#include "kvt_trace_test.h"
 
 static char lib[512], fakedir[512], ldpath[600], preload[600];
 
@@ -33,23 +32,11 @@ static void run(struct result *r, const char *mode, const char *sources)
 			      "KVTIER_POLICY=device => managed:cxl; * => native",
 			      "KVTIER_HBM_BUDGET=32M", "KVTIER_EPOCH_MS=5", "KVTIER_DECAY_MS=10000",
 			      NULL };
-	memset(r->info, 0, sizeof r->info);
 	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&r->c, argv, env, 60), 0);
 	if (r->c.exit_code)
 		fprintf(stderr, "\ngraph_hot %s: exit %d\n%s%s\n", mode, r->c.exit_code, r->c.out,
 			r->c.err);
-	static struct kvt_trace_reader rd;
-	struct kvt_trace_item it;
-	size_t n = 0;
-	r->info[n++] = '\n';
-	CU_ASSERT_EQUAL_FATAL(kvt_trace_reader_open(&rd, tr + 13), 0);
-	while (kvt_trace_next(&rd, &it) > 0)
-		if (it.type == KVT_REC_INFO && n + it.text_len + 2 < sizeof r->info) {
-			memcpy(r->info + n, it.text, it.text_len);
-			n += it.text_len;
-			r->info[n++] = '\n';
-		}
-	kvt_trace_reader_close(&rd);
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_infos(tr + 13, r->info, sizeof r->info), 0);
 	unlink(tr + 13);
 }
 
@@ -60,12 +47,7 @@ static unsigned long long info(const struct result *r, const char *key)
 
 static unsigned long long out(const struct result *r, const char *key)
 {
-	char k[64];
-	snprintf(k, sizeof k, "\n%s=", key);
-	static char buf[sizeof r->c.out + 1];
-	snprintf(buf, sizeof buf, "\n%s", r->c.out);
-	const char *p = strstr(buf, k);
-	return p ? strtoull(p + strlen(k), NULL, 10) : ~0ull;
+	return kvt_out_u64(r->c.out, key);
 }
 
 static void test_launch_ex(void)

@@ -15,11 +15,10 @@
  * maps it when it is HOST. */
 #include <dlfcn.h>
 
-#include "kvt_test.h"
+#include "kvt_trace_test.h"
 #include "fakecuda/fakecuda.h"
 #include "kvtier/api.h"
 #include "../profiler/regions.h"
-#include "../profiler/trace_read.h"
 
 static struct kvt_region_set set, other;
 
@@ -316,23 +315,11 @@ static void run(struct result *r, const char *sources, const char *extra)
 			      "KVTIER_POLICY=device => managed:cxl; * => native",
 			      "KVTIER_HBM_BUDGET=32M", "KVTIER_EPOCH_MS=5", "KVTIER_DECAY_MS=10000",
 			      extra, NULL };
-	memset(r->info, 0, sizeof r->info);
 	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&r->c, argv, env, 60), 0);
 	if (r->c.exit_code)
 		fprintf(stderr, "\nsample_hot (%s): exit %d\n%s%s\n", sources, r->c.exit_code,
 			r->c.out, r->c.err);
-	static struct kvt_trace_reader rd;
-	struct kvt_trace_item it;
-	size_t n = 0;
-	r->info[n++] = '\n';
-	CU_ASSERT_EQUAL_FATAL(kvt_trace_reader_open(&rd, tr + 13), 0);
-	while (kvt_trace_next(&rd, &it) > 0)
-		if (it.type == KVT_REC_INFO && n + it.text_len + 2 < sizeof r->info) {
-			memcpy(r->info + n, it.text, it.text_len);
-			n += it.text_len;
-			r->info[n++] = '\n';
-		}
-	kvt_trace_reader_close(&rd);
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_infos(tr + 13, r->info, sizeof r->info), 0);
 	unlink(tr + 13);
 }
 
@@ -361,12 +348,7 @@ static int sample_state_is(const struct result *r, const char *state)
 
 static unsigned long long out(const struct result *r, const char *key)
 {
-	char k[64];
-	snprintf(k, sizeof k, "\n%s=", key);
-	char buf[sizeof r->c.out + 1];
-	snprintf(buf, sizeof buf, "\n%s", r->c.out);
-	const char *p = strstr(buf, k);
-	return p ? strtoull(p + strlen(k), NULL, 10) : ~0ull;
+	return kvt_out_u64(r->c.out, key);
 }
 
 static void test_sampling_finds_hot_chunks(void)
