@@ -50,7 +50,7 @@ static void scan_node(void **params, void *arg)
 static void instantiated(CUgraphExec exec, CUgraph g)
 {
 	struct kvt_graph_ev ev = { .exec = U64(exec) };   /* 2 KiB: an application stack */
-	if (!(kvt_prof_sources_enabled() & (1u << KVT_SRC_LAUNCH))) {
+	if (!kvt_prof_graphs_wanted()) {     /* no node walk where nothing could be found */
 		kvt_prof_graph_forget(ev.exec);
 		return;
 	}

@@ -232,10 +232,15 @@ static void graph_keep(struct kvt_graph_ev *g, uint64_t v)
 		g->val[g->nr++] = v;
 }
 
+int kvt_prof_graphs_wanted(void)
+{
+	return (kvt_prof_sources_enabled() & (1u << KVT_SRC_LAUNCH)) && !kvt_heat_empty();
+}
+
 void kvt_prof_graph_scan(struct kvt_graph_ev *g, void **params)
 {
 	uint64_t val[KVT_LAUNCH_SLOTS], win[KVT_LAUNCH_WINDOW / 8];
-	if (!params || !(kvt_prof_sources_enabled() & (1u << KVT_SRC_LAUNCH)) || kvt_heat_empty())
+	if (!params)
 		return;
 	unsigned nr = param_values(params, val), followed = 0;
 	for (unsigned i = 0; i < nr; i++) {
@@ -319,7 +324,7 @@ void kvt_prof_graph_publish(const struct kvt_graph_ev *g)
 void kvt_prof_on_graph_launch(uint64_t exec)
 {
 	uint64_t win[KVT_LAUNCH_WINDOW / 8];
-	if (!(kvt_prof_sources_enabled() & (1u << KVT_SRC_LAUNCH)) || kvt_heat_empty())
+	if (!kvt_prof_graphs_wanted())
 		return;
 	struct graph_slot *s = graph_find(exec);
 	if (!s || !launch_sampled())

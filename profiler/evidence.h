@@ -66,6 +66,9 @@ struct kvt_graph_ev {
 	uint32_t nr;
 	uint64_t val[KVT_GRAPH_VALUES];
 };
+/* Whether graphs can give evidence now: the launch source on and something
+ * tracked (else instantiation skips the walk of the graph's nodes). */
+int kvt_prof_graphs_wanted(void);
 void kvt_prof_graph_scan(struct kvt_graph_ev *g, void **params);
 void kvt_prof_graph_publish(const struct kvt_graph_ev *g);
 void kvt_prof_graph_forget(uint64_t exec);
