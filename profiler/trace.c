@@ -23,7 +23,8 @@
 
 struct trace {
 	pthread_mutex_t lock;
-	int fd;                          /* -1 = off */
+	int fd;                          /* -1 = off (unless pending) */
+	int pending;                     /* a forked child's: opened at its first record */
 	int failed;                      /* a write failed: drop from now on */
 	char pattern[512];
 	char path[600];
@@ -101,7 +102,12 @@ static int owner_pid(const char *path)
 	return n == (ssize_t)sizeof h && !memcmp(h.magic, KVT_TRACE_MAGIC, 8) ? (int)h.pid : 0;
 }
 
-/* Open pattern for this pid; on EEXIST try "<path>.<pid>" once. */
+/* Open pattern for this pid. An existing path is never overwritten: then
+ * "<path>.<pid>", then "<path>.<pid>.2" .. ".<pid>.<KVT_TRACE_TRIES>". A
+ * process keeps its pid across exec, so each of its images needs a name:
+ * a server launched through a wrapper (a shell, timeout, a Python
+ * launcher) runs as that wrapper's forked child's exec'd image. */
+#define KVT_TRACE_TRIES 16
 static int open_file(void)
 {
 	int pid = (int)getpid();
@@ -109,26 +115,38 @@ static int open_file(void)
 	if (r)
 		return r;
 	int fd = open_excl(tr.path);
-	if (fd == -EEXIST) {
-		char alt[sizeof tr.path];
-		size_t n = strlen(tr.path);
-		if (n + 12 >= sizeof alt)
-			return -ENAMETOOLONG;
-		memcpy(alt, tr.path, n);
-		alt[n] = '.';
-		kvt_trace_expand("%p", pid, alt + n + 1, (unsigned)(sizeof alt - n - 1));
-		fd = open_excl(alt);
-		if (fd >= 0) {
-			/* This pid's own file: an image before an exec wrote it. */
-			if (owner_pid(tr.path) == pid)
-				kvt_info("KVTIER_TRACE: %s is this process's trace from before "
-					 "its exec; writing %s", tr.path, alt);
-			else
-				kvt_warn("KVTIER_TRACE: %s exists and is never overwritten; "
-					 "writing %s", tr.path, alt);
-			memcpy(tr.path, alt, sizeof alt);
+	if (fd != -EEXIST)
+		return fd;
+	char alt[sizeof tr.path];
+	size_t n = strlen(tr.path);
+	if (n + 24 >= sizeof alt)
+		return -ENAMETOOLONG;
+	memcpy(alt, tr.path, n);
+	alt[n] = '.';
+	kvt_trace_expand("%p", pid, alt + n + 1, (unsigned)(sizeof alt - n - 1));
+	size_t m = strlen(alt);
+	for (int k = 1; k <= KVT_TRACE_TRIES && fd == -EEXIST; k++) {
+		if (k > 1) {
+			alt[m] = '.';
+			kvt_trace_expand("%p", k, alt + m + 1, (unsigned)(sizeof alt - m - 1));
 		}
+		fd = open_excl(alt);
 	}
+	if (fd < 0)
+		return fd;
+	/* This pid's own file: an image before an exec wrote it; or the file
+	 * of the launcher that forked it. Expected: said at info level. */
+	int owner = owner_pid(tr.path);
+	if (owner == pid)
+		kvt_info("KVTIER_TRACE: %s is this process's trace from before its exec; "
+			 "writing %s", tr.path, alt);
+	else if (owner && owner == (int)getppid())
+		kvt_info("KVTIER_TRACE: %s is the trace of the parent process %d; writing %s",
+			 tr.path, owner, alt);
+	else
+		kvt_warn("KVTIER_TRACE: %s exists and is never overwritten; writing %s",
+			 tr.path, alt);
+	memcpy(tr.path, alt, sizeof alt);
 	return fd;
 }
 
@@ -153,8 +171,21 @@ static void flush_locked(void)
 	tr.buffered_events = 0;
 }
 
+static int start_locked(void);
+
+/* A forked child's first record opens its file (kvt_trace_fork_child). */
+static void open_pending_locked(void)
+{
+	if (tr.fd >= 0 || !tr.pending)
+		return;
+	__atomic_store_n(&tr.pending, 0, __ATOMIC_RELAXED);
+	if (start_locked())
+		kvt_warn("fork: no trace for child %d (cannot create its file)", (int)getpid());
+}
+
 static void append_locked(const void *rec, size_t n, int is_event)
 {
+	open_pending_locked();
 	if (tr.fd < 0)
 		return;
 	if (tr.failed) {
@@ -245,7 +276,8 @@ int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth)
 
 int kvt_trace_active(void)
 {
-	return __atomic_load_n(&tr.fd, __ATOMIC_RELAXED) >= 0;
+	return __atomic_load_n(&tr.fd, __ATOMIC_RELAXED) >= 0 ||
+	       __atomic_load_n(&tr.pending, __ATOMIC_RELAXED);
 }
 
 const char *kvt_trace_path(void)
@@ -259,6 +291,7 @@ void kvt_trace_event(struct kvt_rec_event *ev)
 	ev->head.bytes = sizeof *ev;
 	ev->tid = (uint32_t)kvt_gettid();
 	pthread_mutex_lock(&tr.lock);
+	open_pending_locked();        /* its clock starts with the file */
 	ev->t_ns = kvt_now_ns() - tr.start_mono_ns;
 	append_locked(ev, sizeof *ev, 1);
 	pthread_mutex_unlock(&tr.lock);
@@ -441,7 +474,7 @@ uint32_t kvt_trace_callsite(void)
 {
 	void *ip[KVT_TRACE_MAX_FRAMES + 8];
 	int depth = tr.depth;
-	if (depth <= 0 || !stack_keys || tr.fd < 0)
+	if (depth <= 0 || !stack_keys || !kvt_trace_active())
 		return 0;
 	int n = backtrace_ips(ip, depth + 8);
 	int skip = 0;
@@ -459,6 +492,7 @@ uint32_t kvt_trace_callsite(void)
 
 static void close_locked(void)
 {
+	open_pending_locked();   /* a forked child that lived and ends: its file, with END */
 	if (tr.fd < 0)
 		return;
 	struct kvt_rec_end e = { .head = { KVT_REC_END, sizeof e } };
@@ -475,7 +509,7 @@ void kvt_trace_close_if_owner(void)
 {
 	/* a vfork child shares this memory with its parent: hands off; a busy
 	 * lock (a signal handler interrupted a writer): leave it */
-	if (tr.fd < 0 || tr.pid != (int)getpid() || pthread_mutex_trylock(&tr.lock))
+	if (!kvt_trace_active() || tr.pid != (int)getpid() || pthread_mutex_trylock(&tr.lock))
 		return;
 	close_locked();
 	pthread_mutex_unlock(&tr.lock);
@@ -508,21 +542,27 @@ void kvt_trace_fork_parent(void)
 	pthread_mutex_unlock(&stack_lock);
 }
 
+/* The child's file is created at its first record or when it ends (exit,
+ * _exit), not here: most forked children exec at once (a launcher starting
+ * the server, a shell running a command), and the exec'd image, same pid,
+ * opens its own trace. A file made here would take the name that image
+ * needs and stay empty. */
 void kvt_trace_fork_child(void)
 {
 	pthread_mutex_init(&tr.lock, NULL);
 	pthread_mutex_init(&stack_lock, NULL);
-	if (tr.fd < 0)
+	if (tr.fd < 0 && !tr.pending)
 		return;
-	close(tr.fd);            /* the parent's file stays the parent's */
+	if (tr.fd >= 0)
+		close(tr.fd);            /* the parent's file stays the parent's */
 	tr.fd = -1;
+	tr.pid = (int)getpid();
 	memset(&tr.st, 0, sizeof tr.st);
 	/* Stack ids restart: the child's file must describe its own stacks. */
 	if (stack_keys)
 		memset(stack_keys, 0, STACK_SLOTS * 12ull);
 	next_stack_id = 1;
-	if (start_locked())
-		kvt_warn("fork: no trace for child %d (cannot create its file)", (int)getpid());
+	__atomic_store_n(&tr.pending, 1, __ATOMIC_RELAXED);
 }
 
 void kvt_trace_stats(struct kvt_trace_stats *out)

@@ -14,7 +14,8 @@
 
 /* Open the trace file named by pattern (%p = pid, %% = %), created with
  * O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC and mode 0600. An existing path is
- * never overwritten: "<path>.<pid>" is tried once instead. 0 or -errno. */
+ * never overwritten: "<path>.<pid>", then "<path>.<pid>.2" .. ".16" are
+ * tried instead (each exec'd image of one pid needs a name). 0 or -errno. */
 int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth);
 int kvt_trace_active(void);
 /* Path actually written ("" when tracing is off). */
@@ -40,7 +41,9 @@ void kvt_trace_close_if_owner(void);
 void kvt_trace_flush(void);
 
 /* fork(): hold the trace lock across it; the child writes its own file
- * (pattern with %p expanded to the child's pid, or "<path>.<pid>"). */
+ * (pattern with %p expanded to the child's pid, or "<path>.<pid>"),
+ * created at its first record: a child that only execs leaves none, and
+ * the name is left to the exec'd image. */
 void kvt_trace_fork_prepare(void);
 void kvt_trace_fork_parent(void);
 void kvt_trace_fork_child(void);

@@ -2,6 +2,7 @@
 /* The interposer end to end: small programs run under LD_PRELOAD with the
  * CUDA stand-ins; their own output is compared with the trace kvtier wrote
  * and with a run without kvtier. */
+#include <glob.h>
 #include <inttypes.h>
 #include <sys/stat.h>
 
@@ -354,6 +355,74 @@ static void check_fork(int inherit)
 	CU_ASSERT_TRUE(found);
 }
 
+/* The trace in tmpdir whose name matches pattern (glob), loaded into t;
+ * how many matched. */
+static unsigned load_matching(const char *pattern, struct trace *t)
+{
+	char g[420];
+	glob_t gl;
+	snprintf(g, sizeof g, "%s/%s", tmpdir, pattern);
+	if (glob(g, 0, NULL, &gl))
+		return 0;
+	unsigned n = (unsigned)gl.gl_pathc;
+	if (n == 1)
+		CU_ASSERT_EQUAL(load_trace(gl.gl_pathv[0], t), 0);
+	globfree(&gl);
+	return n;
+}
+
+static int has_map(const struct trace *t, uint64_t size)
+{
+	for (unsigned i = 0; i < t->nr; i++)
+		if (t->ev[i].op == KVT_OP_ALLOC && t->ev[i].kind == KVT_KIND_MMAP &&
+		    t->ev[i].size == size)
+			return 1;
+	return 0;
+}
+
+/* A server started through a launcher (a shell, timeout, a Python
+ * wrapper) under the preload, with a trace path without %p: the launcher
+ * writes the path, and its forked child, which only execs, must leave the
+ * name "<path>.<pid>" to the exec'd server (it used to take it, empty, and
+ * the server's trace was off). */
+static void test_trace_launcher(void)
+{
+	static struct kvt_child c;
+	static struct trace t;
+	char tr[420];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", tmp("launch.trace"));
+	const char *argv[] = { "/usr/bin/timeout", "60", kvt_path("tests/progs/mmap_ops"), NULL };
+	const char *env[] = { preload, tr, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NULL(strstr(c.err, "tracing is off"));
+	CU_ASSERT_EQUAL(load_trace(tr + 13, &t), 0);          /* the launcher's */
+	CU_ASSERT_FALSE(has_map(&t, 8u << 20));
+	CU_ASSERT_EQUAL_FATAL(load_matching("launch.trace.*", &t), 1);
+	CU_ASSERT_TRUE(t.ended);
+	CU_ASSERT_TRUE(has_map(&t, 8u << 20));                 /* the server's own */
+}
+
+/* One pid, three images (sh execs sh, which execs the program): each gets
+ * a file of its own, the third "<path>.<pid>.2". */
+static void test_trace_exec_chain(void)
+{
+	static struct kvt_child c;
+	static struct trace t;
+	char tr[420], cmd[600];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", tmp("chain.trace"));
+	snprintf(cmd, sizeof cmd, "exec /bin/sh -c 'exec %s'", kvt_path("tests/progs/mmap_ops"));
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	const char *env[] = { preload, tr, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NULL(strstr(c.err, "tracing is off"));
+	CU_ASSERT_EQUAL(load_matching("chain.trace.*", &t) , 2);
+	CU_ASSERT_EQUAL_FATAL(load_matching("chain.trace.*.2", &t), 1);
+	CU_ASSERT_TRUE(t.ended);
+	CU_ASSERT_TRUE(has_map(&t, 8u << 20));
+}
+
 static void test_fork_inherit(void) { check_fork(1); }
 static void test_fork_no_inherit(void) { check_fork(0); }
 
@@ -446,6 +515,8 @@ int main(void)
 		{ "anonymous mmap, partial munmap, mremap", test_mmap },
 		{ "fork + exec with KVTIER_INHERIT=1", test_fork_inherit },
 		{ "fork + exec with KVTIER_INHERIT=0", test_fork_no_inherit },
+		{ "trace: a launcher's forked child leaves the name to the server", test_trace_launcher },
+		{ "trace: one pid exec'd twice writes three files", test_trace_exec_chain },
 		{ "bad option value: one line, default kept", test_bad_option },
 		{ "trace path: a planted symlink is never followed", test_trace_never_follows_symlink },
 		CU_TEST_INFO_NULL,
