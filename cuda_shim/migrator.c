@@ -77,7 +77,7 @@ static struct {
 	uint64_t nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
 	uint64_t prefetch_issued, prefetch_failed, bind_failed;
 	uint64_t chunks_hbm, chunks_far, tracked, track_failed;
-	uint64_t auto_mapped, advise_failed;
+	uint64_t auto_mapped, auto_advices, advise_failed;
 } ctr;
 
 #define CTR_ADD(f, v) __atomic_fetch_add(&ctr.f, (v), __ATOMIC_RELAXED)
@@ -370,24 +370,67 @@ static int auto_wants(uint8_t f)
 	return !(f & KVT_HEAT_F_MAPPED) && (f & KVT_HEAT_F_REFAULTS) >= AUTO_STRIKES;
 }
 
-/* Give the GPU accessed-by on the chunk at addr (its range pinned; end: the
- * range's end): wherever the driver or the migrator puts it next, the GPU
- * reads it over the link instead of faulting it back in, and the planner
- * promotes it on its heat as under KVTIER_ADMIT=remote. For the life of the
- * allocation: each change would cost a fault and a 2 MiB migration. */
-static void auto_map(struct kvt_heat_chunk *c, uint64_t addr, uint64_t end, CUdevice dev)
+/* Give the GPU accessed-by on chunks [i0, i1) of range r (pinned):
+ * wherever the driver or the migrator puts them next, the GPU reads them
+ * over the link instead of faulting them back in, and the planner promotes
+ * them on their heat as under KVTIER_ADMIT=remote. For the life of the
+ * allocation: each change would cost a fault and a 2 MiB migration. One
+ * advice for the run: a thrashing cache strikes hundreds of neighbours in
+ * one epoch, and each advice is a driver call that takes the address
+ * space's lock and splits the driver's range at its ends. */
+static void auto_map(const struct kvt_heat_range *r, struct kvt_heat_chunk *c, uint32_t i0,
+		     uint32_t i1)
 {
-	uint64_t len = end - addr < KVT_CHUNK_BYTES ? end - addr : KVT_CHUNK_BYTES;
-	CUresult res = kvt_cuda_advise(addr, len, CU_MEM_ADVISE_SET_ACCESSED_BY,
-				       CU_MEM_LOCATION_TYPE_DEVICE, dev);
+	uint64_t addr = r->base + ((uint64_t)i0 << KVT_CHUNK_SHIFT);
+	uint64_t end = r->base + ((uint64_t)i1 << KVT_CHUNK_SHIFT);
+	if (end > r->base + r->size)
+		end = r->base + r->size;
+	CUresult res = kvt_cuda_advise(addr, end - addr, CU_MEM_ADVISE_SET_ACCESSED_BY,
+				       CU_MEM_LOCATION_TYPE_DEVICE, r->dev);
 	if (res != CUDA_SUCCESS) {
 		CTR_ADD(advise_failed, 1);
-		kvt_warn_once("accessed-by advice on %#llx failed with CUresult %d (counted; "
-			      "further ones are not logged)", (unsigned long long)addr, (int)res);
+		kvt_warn_once("accessed-by advice on %#llx (+%llu) failed with CUresult %d "
+			      "(counted; further ones are not logged)", (unsigned long long)addr,
+			      (unsigned long long)(end - addr), (int)res);
 		return;
 	}
-	__atomic_fetch_or(&c->flags, KVT_HEAT_F_MAPPED, __ATOMIC_RELAXED);
-	CTR_ADD(auto_mapped, 1);
+	for (uint32_t k = i0; k < i1; k++)
+		__atomic_fetch_or(&c[k].flags, KVT_HEAT_F_MAPPED, __ATOMIC_RELAXED);
+	CTR_ADD(auto_mapped, i1 - i0);
+	CTR_ADD(auto_advices, 1);
+}
+
+/* auto: map the chunks of table entries [i, j) (one range) that
+ * auto_wants(), one advice per run of neighbours. -1: the range was freed
+ * meanwhile. */
+static int auto_map_range(uint32_t i, uint32_t j)
+{
+	uint32_t slot = m.table[i].range;
+	const struct kvt_heat_range *r = &m.r[slot];
+	struct kvt_heat_chunk *c = kvt_heat_chunks(r);
+	uint32_t run0 = 0, run1 = 0;    /* chunk indices [run0, run1): pending */
+	int pinned = 0;
+	for (uint32_t k = i; k <= j; k++) {
+		uint32_t idx = k < j ? m.table[k].tag : 0;
+		int want = k < j && auto_wants(__atomic_load_n(&c[idx].flags, __ATOMIC_RELAXED));
+		if (want && run1 > run0 && idx == run1) {
+			run1++;
+			continue;
+		}
+		if (run1 > run0)
+			auto_map(r, c, run0, run1);
+		run0 = run1 = 0;
+		if (!want)
+			continue;
+		if (!pinned && kvt_heat_pin((int)slot, r->gen))
+			return -1;
+		pinned = 1;
+		run0 = idx;
+		run1 = idx + 1;
+	}
+	if (pinned)
+		kvt_heat_unpin();
+	return 0;
 }
 
 /* KVTIER_ADMIT=fault or auto, on the epoch's table (the working set: every
@@ -410,26 +453,19 @@ static void admit_scan(uint32_t n, int automatic, uint32_t now_ms)
 			j++;
 		const struct kvt_heat_range *r = &m.r[slot];
 		struct kvt_heat_chunk *c = kvt_heat_chunks(r);
-		int pinned = 0;
+		if (automatic && auto_map_range(i, j)) {
+			i = j;                                   /* freed meanwhile */
+			continue;
+		}
 		for (uint32_t k = i; k < j; k++) {
 			uint32_t idx = m.table[k].tag;
 			uint8_t f = __atomic_load_n(&c[idx].flags, __ATOMIC_RELAXED);
-			if (automatic && auto_wants(f)) {
-				if (!pinned && kvt_heat_pin((int)slot, r->gen))
-					break;                       /* freed meanwhile */
-				pinned = 1;
-				auto_map(c + idx, r->base + ((uint64_t)idx << KVT_CHUNK_SHIFT),
-					 r->base + r->size, r->dev);
-				f = __atomic_load_n(&c[idx].flags, __ATOMIC_RELAXED);
-			}
 			if (m.table[k].tier == KVT_PLAN_TIER_FAR && !(f & KVT_HEAT_F_MAPPED)) {
 				m.table[k].heat = 0.0f;
 			} else if (!(f & KVT_HEAT_F_MAPPED)) {       /* in HBM, came by fault */
 				m.table[k].heat = kvt_heat_recency(c + idx, top, now_ms, tau);
 			}
 		}
-		if (pinned)
-			kvt_heat_unpin();
 		i = j;
 	}
 }
@@ -644,6 +680,7 @@ void kvt_migrator_trace_counters(void)
 	} else
 		kvt_trace_info("migrate.admit", "remote");
 	info_u64("migrate.auto_mapped", CTR_LD(auto_mapped));
+	info_u64("migrate.auto_advices", CTR_LD(auto_advices));
 	info_u64("migrate.advise_failed", CTR_LD(advise_failed));
 	info_u64("migrate.fault_ins", kvt_heat_fault_ins());
 	info_u64("migrate.refaults", kvt_heat_refaults());

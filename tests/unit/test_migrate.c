@@ -169,6 +169,11 @@ static void test_admit_fault_and_auto(void)
 	CU_ASSERT_PTR_NULL(strstr(a.c.err, "gives way"));
 	CU_ASSERT_TRUE(info(&a, "migrate.fault_ins") > 0);
 	CU_ASSERT_TRUE(info(&a, "migrate.auto_mapped") > 0);
+	/* neighbours that strike in one epoch share one advice */
+	CU_ASSERT_TRUE(info(&a, "migrate.auto_advices") > 0);
+	CU_ASSERT_TRUE(info(&a, "migrate.auto_advices") < info(&a, "migrate.auto_mapped"));
+	fprintf(stderr, "auto: %llu chunks mapped in %llu advices\n",
+		info(&a, "migrate.auto_mapped"), info(&a, "migrate.auto_advices"));
 	CU_ASSERT_EQUAL(info(&a, "migrate.advise_failed"), 0);
 	CU_ASSERT_TRUE(out_u64(&a, "bytes_remote") > 0 && out_u64(&a, "bytes_remote") != ~0ull);
 	CU_ASSERT_TRUE(out_u64(&a, "faults") * 4 < out_u64(&r, "faults"));
