@@ -391,6 +391,7 @@ static uint32_t add_stack_locked(uint64_t key, unsigned slot, void *const *ip, i
 		memcpy(rec + sizeof s + 8u * (unsigned)i, &v, 8);
 	}
 	pthread_mutex_lock(&tr.lock);
+	open_pending_locked();     /* the file, and its module list, start here */
 	for (int i = 0; i < n; i++) {
 		if (!module_known((uint64_t)(uintptr_t)ip[i])) {
 			dl_iterate_phdr(emit_module, NULL);
@@ -562,6 +563,7 @@ void kvt_trace_fork_child(void)
 	if (stack_keys)
 		memset(stack_keys, 0, STACK_SLOTS * 12ull);
 	next_stack_id = 1;
+	nr_modules = 0;          /* the parent's file described them, not the child's */
 	__atomic_store_n(&tr.pending, 1, __ATOMIC_RELAXED);
 }
 

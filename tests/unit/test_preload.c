@@ -44,6 +44,9 @@ struct trace {
 	unsigned nr;
 	struct kvt_rec_event ev[MAX_EV];
 	unsigned nr_stacks;
+	unsigned unresolved;      /* stack frames in no module described before them */
+	unsigned nr_mods;
+	struct { uint64_t start, end; } mods[512];
 	char info[4096];
 };
 
@@ -60,8 +63,18 @@ static int load_trace(const char *path, struct trace *t)
 	while ((ret = kvt_trace_next(&r, &it)) > 0) {
 		if (it.ev && t->nr < MAX_EV)
 			t->ev[t->nr++] = *it.ev;
-		else if (it.stack)
+		else if (it.stack) {
 			t->nr_stacks++;
+			for (uint32_t f = 0; f < it.stack->nr_frames; f++) {
+				int in = 0;
+				for (unsigned k = 0; k < t->nr_mods && !in; k++)
+					in = it.ips[f] >= t->mods[k].start && it.ips[f] < t->mods[k].end;
+				t->unresolved += !in;
+			}
+		} else if (it.mod && t->nr_mods < 512) {
+			t->mods[t->nr_mods].start = it.mod->start;
+			t->mods[t->nr_mods++].end = it.mod->end;
+		}
 		else if (it.type == KVT_REC_INFO) {
 			size_t l = strlen(t->info);
 			snprintf(t->info + l, sizeof t->info - l, "%.*s\n", (int)it.text_len, it.text);
@@ -353,6 +366,10 @@ static void check_fork(int inherit)
 	for (unsigned i = 0; i < t.nr; i++)
 		found |= t.ev[i].op == KVT_OP_ALLOC && t.ev[i].size == (5u << 20);
 	CU_ASSERT_TRUE(found);
+	/* its call stacks can be symbolized from its own file: every frame
+	 * lies in a module the file described before the stack */
+	CU_ASSERT_TRUE(t.nr_stacks > 0);
+	CU_ASSERT_EQUAL(t.unresolved, 0);
 }
 
 /* The trace in tmpdir whose name matches pattern (glob), loaded into t;
