@@ -173,14 +173,16 @@ static void flush_locked(void)
 
 static int start_locked(void);
 
-/* A forked child's first record opens its file (kvt_trace_fork_child). */
+/* A forked child's first record opens its file (kvt_trace_fork_child).
+ * `pending` drops only once tr.fd is set (or the open failed): threads that
+ * ask kvt_trace_active() meanwhile must hear "on", or they skip recording. */
 static void open_pending_locked(void)
 {
 	if (tr.fd >= 0 || !tr.pending)
 		return;
-	__atomic_store_n(&tr.pending, 0, __ATOMIC_RELAXED);
 	if (start_locked())
 		kvt_warn("fork: no trace for child %d (cannot create its file)", (int)getpid());
+	__atomic_store_n(&tr.pending, 0, __ATOMIC_RELEASE);
 }
 
 static void append_locked(const void *rec, size_t n, int is_event)
@@ -222,7 +224,7 @@ static int start_locked(void)
 	int fd = open_file();
 	if (fd < 0)
 		return fd;
-	tr.fd = fd;
+	__atomic_store_n(&tr.fd, fd, __ATOMIC_RELAXED);   /* before `pending` drops */
 	tr.pid = (int)getpid();
 	tr.failed = 0;
 	tr.pos = 0;
@@ -274,10 +276,12 @@ int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth)
 	return r;
 }
 
+/* `pending` is read first: a child's first record sets tr.fd, then drops
+ * `pending` (release); reading them the other way round could see neither. */
 int kvt_trace_active(void)
 {
-	return __atomic_load_n(&tr.fd, __ATOMIC_RELAXED) >= 0 ||
-	       __atomic_load_n(&tr.pending, __ATOMIC_RELAXED);
+	return __atomic_load_n(&tr.pending, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&tr.fd, __ATOMIC_RELAXED) >= 0;
 }
 
 const char *kvt_trace_path(void)

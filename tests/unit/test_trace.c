@@ -2,6 +2,8 @@
 /* The trace format: what the writer produces reads back exactly; the reader
  * refuses malformed, truncated, hostile and newer-version files with a
  * message, never a crash; %p expansion; option parsing. */
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 
 #include "kvt_test.h"
@@ -78,6 +80,64 @@ static void test_roundtrip(void)
 	snprintf(expect + strlen(expect), sizeof expect - strlen(expect), ".%d", (int)getpid());
 	CU_ASSERT_STRING_EQUAL(kvt_trace_path(), expect);
 	kvt_trace_close();
+}
+
+/* A forked child's file opens at its first record (kvt_trace_fork_child).
+ * Hooks on other threads ask kvt_trace_active() whether to record at all:
+ * it must never answer "off" while that file is being created, or their
+ * events are lost (seen in CI: spawner's child traced 399 of 400 maps). */
+static int watch_done, watch_started;
+static unsigned long watch_off;
+
+static void *watch_active(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&watch_started, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&watch_done, __ATOMIC_ACQUIRE))
+		watch_off += !kvt_trace_active();
+	return NULL;
+}
+
+static int child_opens_while_watched(void)
+{
+	kvt_trace_fork_child();
+	if (!kvt_trace_active())
+		return 2;
+	pthread_t t;
+	if (pthread_create(&t, NULL, watch_active, NULL))
+		return 3;
+	while (!__atomic_load_n(&watch_started, __ATOMIC_ACQUIRE))
+		sched_yield();
+	struct kvt_rec_event ev = { .op = KVT_OP_ALLOC, .kind = KVT_KIND_MMAP, .size = 1 };
+	kvt_trace_event(&ev);               /* creates the child's file */
+	__atomic_store_n(&watch_done, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	if (!kvt_trace_active() || !kvt_trace_path()[0])
+		return 4;
+	kvt_trace_close();
+	return watch_off ? 1 : 0;
+}
+
+static void test_fork_child_never_off(void)
+{
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_open(path_of("fk.%p"), 4096, 0), 0);
+	unsigned off = 0, other = 0;
+	for (int i = 0; i < 100; i++) {
+		pid_t pid = fork();
+		CU_ASSERT_TRUE_FATAL(pid >= 0);
+		if (pid == 0)
+			_exit(child_opens_while_watched());
+		int st = 0;
+		CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
+		int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+		off += code == 1;
+		other += code > 1;
+	}
+	kvt_trace_close();
+	if (off)
+		fprintf(stderr, "trace: %u of 100 forked children looked untraced while their file opened\n", off);
+	CU_ASSERT_EQUAL(off, 0);
+	CU_ASSERT_EQUAL(other, 0);
 }
 
 static void write_file(const char *name, const void *data, size_t len)
@@ -248,6 +308,7 @@ int main(void)
 		{ "writer -> reader round trip, stack dedup", test_roundtrip },
 		{ "malformed, truncated, newer, random files", test_hostile },
 		{ "%p expansion", test_expand },
+		{ "a forked child is never untraced while its file opens", test_fork_child_never_off },
 		{ "sizes and booleans", test_units },
 		{ "options table: values, bad values", test_options },
 		{ "README documents every option", test_readme_documents_options },
