@@ -42,6 +42,11 @@ for t in "$BUILD"/tests/unit/test_*; do
 	if [ "$f" != 0 ]; then
 		echo "--- $name failed (rc=$rc); its log:"
 		grep -E 'FAILED|failed|ASSERT|ERROR|Sanitizer|^ +[0-9]+\. ' "$logdir/$name.log" | head -40
+		# the tests' own diagnostics (stderr lines without CUnit's words):
+		# the only record of a rare failure that CI shows
+		echo "--- $name: what it printed besides CUnit's lines (last 30):"
+		grep -vE '^ *(Test: .*\.\.\.(passed|FAILED)|Suite:|Run Summary|suites|tests|asserts|Elapsed|FAILED|[0-9]+\. |$)' \
+			"$logdir/$name.log" | tail -30
 	fi
 	echo "    ($name: rc=$rc, $(( $(date +%s) - start ))s)"
 done
