@@ -10,6 +10,7 @@
 #   /lib/modules/<ver>/  CXL, nvdimm and dax modules with their dependencies
 #   /init, /guest.sh
 set -euo pipefail
+trap 'echo "mkinitramfs.sh: line $LINENO failed (exit $?)" >&2' ERR
 export PATH=$PATH:/sbin:/usr/sbin
 
 build=${1:?usage: mkinitramfs.sh BUILD KERNEL_DIR OUT}
@@ -51,7 +52,10 @@ for a in modprobe insmod lsmod rmmod modinfo depmod; do
 	ln -sf /usr/bin/kmod "$R/sbin/$a"
 done
 # kvtier dlopen()s libcxl: ldd of the project does not name it
-libcxl=$(ldconfig -p | awk '/libcxl\.so\.1 .*x86-64/{print $NF; exit}')
+# awk reads to the end: leaving at the first match kills ldconfig with
+# SIGPIPE now and then, and under pipefail that failed the whole script
+# silently (1 run in 200 here; once in CI)
+libcxl=$(ldconfig -p | awk '/libcxl\.so\.1 .*x86-64/ && !f {print $NF; f = 1}')
 [ -n "$libcxl" ] && add "$libcxl" "$(dirname "$libcxl")"
 
 add "$build/kvtier" /opt/kvtier

@@ -53,11 +53,11 @@ kdir=${kdir%/}
 if [ -z "$kdir" ] || [ ! -f "$kdir/.ok" ]; then
 	command -v apt-get >/dev/null || skip "no apt-get to fetch the kernel"
 	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-		awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+		awk '/Depends: linux-image-[0-9]/ && !f {print $2; f = 1}')
 	if [ -z "$pkg" ]; then
 		[ "$SUDO" = - ] || apt_update || true
 		pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-			awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+			awk '/Depends: linux-image-[0-9]/ && !f {print $2; f = 1}')
 	fi
 	[ -n "$pkg" ] || skip "apt-cache knows no linux-image-amd64 (run apt-get update)"
 	dl="$cache/dl"
