@@ -46,7 +46,7 @@ struct trace {
 	unsigned nr_stacks;
 	unsigned unresolved;      /* stack frames in no module described before them */
 	unsigned nr_mods;
-	struct { uint64_t start, end; } mods[512];
+	struct { uint64_t start, end; } mods[512];   /* more are not kept */
 	char info[4096];
 };
 
@@ -71,11 +71,10 @@ static int load_trace(const char *path, struct trace *t)
 					in = it.ips[f] >= t->mods[k].start && it.ips[f] < t->mods[k].end;
 				t->unresolved += !in;
 			}
-		} else if (it.mod && t->nr_mods < 512) {
+		} else if (it.mod && t->nr_mods < sizeof t->mods / sizeof t->mods[0]) {
 			t->mods[t->nr_mods].start = it.mod->start;
 			t->mods[t->nr_mods++].end = it.mod->end;
-		}
-		else if (it.type == KVT_REC_INFO) {
+		} else if (it.type == KVT_REC_INFO) {
 			size_t l = strlen(t->info);
 			snprintf(t->info + l, sizeof t->info - l, "%.*s\n", (int)it.text_len, it.text);
 		}
