@@ -9,6 +9,9 @@
 #   make bench-sim-full  bench-sim with longer windows (minutes)
 #   make gpu-bundle   everything tests/gpu/run.sh needs on a bare GPU machine,
 #                     built here against the real CUDA 13 toolkit: build/gpu
+#   make test-gpu-dryrun  tests/gpu/run.sh end to end on the simulated device
+#                     (tests/gpu/dryrun.sh: a stand-in bundle; ~1 minute), so
+#                     the real-GPU check is known to run before a GPU session
 # Benchmarks never fail the build on a time; `make test` runs none of them.
 BENCH_HOOKS := $(BUILD)/bench/hooks
 BENCH_TRACE_WRITE := $(BUILD)/bench/trace_write
@@ -37,7 +40,7 @@ $(BENCH_PROFILER): bench/bench_profiler.c $(LIBCORE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBCORE) $(LIB_LIBS)
 
-.PHONY: bench-table bench-sim-full soak-migrate gpu-bundle
+.PHONY: bench-table bench-sim-full soak-migrate gpu-bundle test-gpu-dryrun
 # data integrity under migration, long: two processes side by side, each
 # SOAK_RUNS runs of SOAK_ROUNDS rounds (the CI size is 1 run of 150 rounds)
 SOAK_RUNS ?= 10
@@ -81,3 +84,6 @@ gpu-bundle:
 		$(GPU_BUILD)/workloads/vllm-like $(GPU_BUILD)/workloads/sglang-like \
 		$(GPU_BUILD)/workloads/llamacpp-like
 	CC="$(CC)" CUDA_HOME=$(CUDA_HOME) GPU_BUILD=$(GPU_BUILD) tests/gpu/bundle.sh
+
+test-gpu-dryrun: $(LIBKVTIER) $(KVTIER) $(FAKECUDA_LIBS) $(WL_BINS)
+	@BUILD=$(BUILD) tests/gpu/dryrun.sh
