@@ -175,6 +175,10 @@ wl_row() {   # wl_row: the workload's tokens/s, checks and kvtier trace counts
 		"$(sed -n 's/^verified=//p' "$o" | head -1)" "$(sed -n 's/^corrupt=//p' "$o" | head -1)" \
 		"$([ "${1:-}" = traced ] && echo "; $(trace_counts "$LAST")")")")
 	grep -q '^corrupt=[1-9]' "$o" 2>/dev/null && failed=1
+	# where kvtier put what (its exit summary): which allocation went where
+	local pl; pl=$(sed -n 's/^ *kvtier placed: *//p' "$LOG/$LAST.err" 2>/dev/null | head -1)
+	[ -n "$pl" ] && rows+=("$(printf '%-26s %-8s %s' "  placed" - "$pl")")
+	return 0
 }
 for wl in vllm-like sglang-like llamacpp-like; do
 	# shellcheck disable=SC2086
