@@ -54,6 +54,12 @@ static struct {
 	pthread_cond_t cond;
 	int running, stop, wanted, restart, kicked;
 	int thread_failed;           /* pthread_create refused: no migration */
+	/* Exit: the thread was left in a call (abandoned) or began tearing
+	 * down (tearing_down), decided once under the lock; see stop_wait(). */
+	int abandoned, tearing_down;
+	int doing;                   /* enum doing: what the thread is in now */
+	uint64_t doing_ns;           /* since when (kvt_now_ns) */
+	char stop_note[160];         /* how the last stop went, for the trace */
 	int started;                 /* sources started, exit handler in (on the thread) */
 	struct mdev {                /* a device, in the order first met */
 		CUdevice dev;
@@ -83,6 +89,41 @@ static struct {
 #define CTR_ADD(f, v) __atomic_fetch_add(&ctr.f, (v), __ATOMIC_RELAXED)
 #define CTR_LD(f) __atomic_load_n(&ctr.f, __ATOMIC_RELAXED)
 
+/* ---- what the thread is doing (for a stop that times out) ---- */
+
+/* A driver or CUPTI call can take seconds, and at exit the thread cannot be
+ * interrupted in one: a stop that gives up says which call it was. */
+enum doing {
+	DOING_WAIT, DOING_BIND, DOING_SOURCES, DOING_PLAN, DOING_MEMINFO, DOING_ADVISE,
+	DOING_PREFETCH, DOING_SYNC, DOING_TEARDOWN,
+};
+
+static const char *const doing_name[] = {
+	[DOING_WAIT] = "waiting for its next epoch",
+	[DOING_BIND] = "binding a device (cuDevicePrimaryCtxRetain, cuStreamCreateWithPriority)",
+	[DOING_SOURCES] = "reading its evidence sources (cuptiActivityFlushAll)",
+	[DOING_PLAN] = "planning",
+	[DOING_MEMINFO] = "cuMemGetInfo",
+	[DOING_ADVISE] = "cuMemAdvise (accessed-by)",
+	[DOING_PREFETCH] = "cuMemPrefetchAsync",
+	[DOING_SYNC] = "cuStreamSynchronize on its prefetch stream",
+	[DOING_TEARDOWN] = "stopping its sources and releasing its contexts",
+};
+
+static void doing(enum doing what)
+{
+	__atomic_store_n(&m.doing_ns, kvt_now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&m.doing, (int)what, __ATOMIC_RELAXED);
+}
+
+/* Whether a stop was asked for: the thread makes no further driver or
+ * CUPTI call in the epoch (a stop that timed out may already have let the
+ * process's exit tear CUDA and CUPTI down). */
+static int stopping(void)
+{
+	return __atomic_load_n(&m.stop, __ATOMIC_ACQUIRE);
+}
+
 /* ---- start and stop ---- */
 
 /* From a launch hook: end the epoch now. No lock: a lost wake-up only
@@ -111,6 +152,8 @@ static int spawn(void)
 	pthread_cond_init(&m.cond, &ca);
 	pthread_condattr_destroy(&ca);
 	m.stop = 0;
+	m.abandoned = m.tearing_down = 0;
+	doing(DOING_WAIT);
 	pthread_attr_init(&a);
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 	pthread_attr_setstacksize(&a, 256 << 10);    /* sanitizers need their own sizes */
@@ -174,25 +217,69 @@ void kvt_migrator_start(void)
 	m.restart = 1;
 }
 
+static int join_within(unsigned ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)ms * 1000000u;
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec = (long)(ns % 1000000000u);
+	return pthread_timedjoin_np(m.th, NULL, &ts);
+}
+
+/* Wait for the thread, STOP_WAIT_MS at most. One that does not come back
+ * is left: it is marked abandoned and, if it ever returns from the call it
+ * is in, it leaves without another driver or CUPTI call (the process may
+ * have torn them down by then: a real libcupti crashes when called after
+ * its own exit handler). One that had begun its teardown is given
+ * STOP_WAIT_MS more to finish it. */
+static void stop_wait(void)
+{
+	uint64_t t0 = kvt_now_ns();
+	int r = join_within(STOP_WAIT_MS);
+	for (int tries = 0; r == ETIMEDOUT; tries++) {
+		pthread_mutex_lock(&m.lock);
+		int more = m.tearing_down && !tries;    /* once, for a teardown under way */
+		if (!more) {
+			m.abandoned = 1;                /* no further call, wherever it is */
+			kvt_prof_leave();               /* nor in a flush under way */
+		}
+		pthread_mutex_unlock(&m.lock);
+		if (!more)
+			break;
+		r = join_within(STOP_WAIT_MS);
+	}
+	uint64_t waited_ms = (kvt_now_ns() - t0) / 1000000u;
+	if (!r) {
+		snprintf(m.stop_note, sizeof m.stop_note, "stopped in %llu ms",
+			 (unsigned long long)waited_ms);
+		return;
+	}
+	int what = __atomic_load_n(&m.doing, __ATOMIC_RELAXED);
+	uint64_t in_ms = (kvt_now_ns() - __atomic_load_n(&m.doing_ns, __ATOMIC_RELAXED)) / 1000000u;
+	const char *name = what >= 0 && what <= DOING_TEARDOWN ? doing_name[what] : "?";
+	if (r == ETIMEDOUT)
+		snprintf(m.stop_note, sizeof m.stop_note, "left after %llu ms: in %s for %llu ms",
+			 (unsigned long long)waited_ms, name, (unsigned long long)in_ms);
+	else
+		snprintf(m.stop_note, sizeof m.stop_note, "left: join failed (%s)", strerror(r));
+	kvt_warn("the migration thread did not stop within %llu ms: it has been in %s for %llu ms; "
+		 "leaving it (it makes no further CUDA or CUPTI call)", (unsigned long long)waited_ms,
+		 name, (unsigned long long)in_ms);
+	pthread_detach(m.th);
+}
+
 void kvt_migrator_stop(void)
 {
 	pthread_mutex_lock(&m.lock);
 	int running = m.running;
-	m.stop = 1;
+	__atomic_store_n(&m.stop, 1, __ATOMIC_RELEASE);
 	if (running)
 		pthread_cond_signal(&m.cond);
 	pthread_mutex_unlock(&m.lock);
 	if (!running)
 		return;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += STOP_WAIT_MS / 1000;
-	int r = pthread_timedjoin_np(m.th, NULL, &ts);
-	if (r) {
-		kvt_warn("the migration thread did not stop within %d ms (%s); leaving it",
-			 STOP_WAIT_MS, r == ETIMEDOUT ? "still in a driver call" : strerror(r));
-		pthread_detach(m.th);
-	}
+	stop_wait();
 	m.running = 0;
 }
 
@@ -385,6 +472,9 @@ static void auto_map(const struct kvt_heat_range *r, struct kvt_heat_chunk *c, u
 	uint64_t end = r->base + ((uint64_t)i1 << KVT_CHUNK_SHIFT);
 	if (end > r->base + r->size)
 		end = r->base + r->size;
+	if (stopping())
+		return;
+	doing(DOING_ADVISE);
 	CUresult res = kvt_cuda_advise(addr, end - addr, CU_MEM_ADVISE_SET_ACCESSED_BY,
 				       CU_MEM_LOCATION_TYPE_DEVICE, r->dev);
 	if (res != CUDA_SUCCESS) {
@@ -501,6 +591,7 @@ static void apply(const struct mdev *d, const struct kvt_plan_move *mv, uint32_t
 	CUmemLocationType type = promote ? CU_MEM_LOCATION_TYPE_DEVICE
 				 : far >= 0 ? CU_MEM_LOCATION_TYPE_HOST_NUMA : CU_MEM_LOCATION_TYPE_HOST;
 	int id = promote ? d->dev : far >= 0 ? far : 0;
+	doing(DOING_PREFETCH);
 	CUresult res = kvt_cuda_prefetch(r->base + off, bytes, type, id, d->stream);
 	kvt_heat_unpin();                    /* its free may go ahead now */
 	CTR_ADD(prefetch_issued, 1);
@@ -532,23 +623,32 @@ static void apply(const struct mdev *d, const struct kvt_plan_move *mv, uint32_t
  * its budget cut to its own free memory, its own stream. */
 static void epoch_device(struct mdev *d, uint32_t now_ms)
 {
+	doing(DOING_PLAN);
 	uint32_t n = kvt_heat_collect(m.table, KVT_HEAT_MAX_CHUNKS, now_ms, m.r, d->dev);
+	if (stopping())
+		return;
 	if (kvt_place_admit_fault())
 		admit_check(n, now_ms);
 	struct kvt_planner *pl = d->planner;
+	doing(DOING_MEMINFO);
 	pl->p.budget_bytes = budget_now(d);
 	__atomic_store_n(&m.last_budget, pl->p.budget_bytes, __ATOMIC_RELAXED);
 	size_t fr = 0, tot = 0;
 	pl->p.room_bytes = kvt_cuda_mem_info(&fr, &tot) == CUDA_SUCCESS ? fr : KVT_PLAN_ROOM_ANY;
+	doing(DOING_PLAN);
 	struct kvt_plan_out out = { .moves = m.moves, .cap = MAX_MOVES };
 	kvt_plan_epoch(pl, m.table, n, now_ms, &out);
 	kvt_debug("epoch, device %d: %u chunks, %u in HBM of %u budgeted; promote %u, demote %u "
 		  "in %u moves", (int)d->dev, n, out.hbm_before, out.budget_chunks, out.nr_promote,
 		  out.nr_demote, out.nr);
-	for (uint32_t i = 0; i < out.nr; i++)
-		apply(d, &m.moves[i], now_ms);
-	if (out.nr)
-		kvt_cuda_stream_sync(d->stream);  /* this thread only: the next plan sees the result */
+	uint32_t done = 0;
+	while (done < out.nr && !stopping())
+		apply(d, &m.moves[done++], now_ms);
+	/* this thread only: the next plan sees the result (none after a stop) */
+	if (done && !stopping()) {
+		doing(DOING_SYNC);
+		kvt_cuda_stream_sync(d->stream);
+	}
 }
 
 static void epoch(void)
@@ -563,11 +663,13 @@ static void epoch(void)
 	}
 	uint32_t now_ms = 0;
 	int polled = 0;
-	for (unsigned i = 0; i < nd; i++) {
+	for (unsigned i = 0; i < nd && !stopping(); i++) {
 		struct mdev *d = dev_slot(devs[i]);
+		doing(DOING_BIND);
 		if (!d || bind_device(d))
 			continue;
 		if (!polled) {               /* once a context is current */
+			doing(DOING_SOURCES);
 			kvt_prof_sources_poll();
 			now_ms = kvt_heat_now_ms();
 			polled = 1;
@@ -588,6 +690,7 @@ static void epoch(void)
 
 static int wait_epoch(void)
 {
+	doing(DOING_WAIT);
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)kvt_opt.epoch_ms * 1000000u;
@@ -602,6 +705,21 @@ static int wait_epoch(void)
 	return stop;
 }
 
+/* At exit, before each step of the teardown: whether the stop still waits
+ * for this thread (then it is marked tearing down, and a stop that times
+ * out gives it STOP_WAIT_MS more). A call made right after the answer can
+ * still meet a stop giving up meanwhile: the window is that of one check,
+ * where holding the lock across the call could hang the exit. */
+static int still_waited_for(void)
+{
+	pthread_mutex_lock(&m.lock);
+	int go = !m.abandoned;
+	if (go)
+		m.tearing_down = 1;
+	pthread_mutex_unlock(&m.lock);
+	return go;
+}
+
 static void *thread_main(void *arg)
 {
 	(void)arg;
@@ -611,12 +729,20 @@ static void *thread_main(void *arg)
 			continue;
 		epoch();
 	}
+	/* Each step of the teardown only while the stop still waits: one
+	 * that timed out left this thread, and the process's exit may have
+	 * torn CUDA and CUPTI down since (its own handlers run next). */
+	if (!still_waited_for())
+		return NULL;
+	doing(DOING_TEARDOWN);
 	if (m.started)
-		kvt_prof_sources_stop();
+		kvt_prof_sources_stop(still_waited_for);
 	for (unsigned i = 0; i < m.nr_dev; i++) {
 		struct mdev *d = &m.d[i];
 		if (!d->bound)
 			continue;
+		if (!still_waited_for())
+			return NULL;
 		kvt_cuda_set_current(d->ctx);
 		kvt_cuda_stream_destroy(d->stream);
 		kvt_cuda_release_primary(d->dev);
@@ -666,6 +792,8 @@ void kvt_migrator_trace_counters(void)
 	info_u64("migrate.chunks.hbm", CTR_LD(chunks_hbm));
 	info_u64("migrate.chunks.far", CTR_LD(chunks_far));
 	info_u64("migrate.hbm_budget", __atomic_load_n(&m.last_budget, __ATOMIC_RELAXED));
+	if (m.stop_note[0])
+		kvt_trace_info("migrate.stop", m.stop_note);
 	unsigned nd = __atomic_load_n(&m.nr_dev, __ATOMIC_ACQUIRE);
 	size_t o = 0;
 	val[0] = 0;

@@ -36,7 +36,18 @@ static uint32_t window_turn;
 static void (*kick_fn)(void);
 static unsigned kick_every;
 static uint32_t nr_launch_hits;
+static int left;                 /* kvt_prof_leave(): no CUPTI or driver call from here on */
 static int (*capturing_fn)(uint64_t stream);
+
+void kvt_prof_leave(void)
+{
+	__atomic_store_n(&left, 1, __ATOMIC_RELEASE);
+}
+
+int kvt_prof_left(void)
+{
+	return __atomic_load_n(&left, __ATOMIC_ACQUIRE);
+}
 
 void kvt_prof_set_capturing(int (*fn)(uint64_t stream))
 {
@@ -475,10 +486,13 @@ void kvt_prof_sources_poll(void)
 		sources[s]->poll();
 }
 
-void kvt_prof_sources_stop(void)
+void kvt_prof_sources_stop(int (*go_on)(void))
 {
-	EACH_ENABLED(s, stop)
-		sources[s]->stop();
+	EACH_ENABLED(s, stop) {
+		if (!go_on())
+			return;
+		sources[s]->stop(go_on);
+	}
 }
 
 const char *kvt_prof_source_name(unsigned src)

@@ -17,7 +17,8 @@ enum kvt_prof_src { KVT_SRC_LAUNCH, KVT_SRC_COPY, KVT_SRC_CUPTI, KVT_SRC_SAMPLE,
 struct kvt_prof_source_ops {
 	const char *name;
 	int (*start)(void);                   /* 0, or -errno (source then off) */
-	void (*stop)(void);
+	/* at exit; go_on(): whether its next driver or CUPTI call may be made */
+	void (*stop)(int (*go_on)(void));
 	void (*poll)(void);                   /* once per epoch */
 	void (*on_launch)(void **params, uint64_t stream);
 	void (*on_copy)(uint64_t dst, uint64_t src, uint64_t bytes);
@@ -82,10 +83,18 @@ uint64_t kvt_prof_graphs_dropped(void);
  * after every `every` launches that produced evidence. */
 void kvt_prof_set_kick(void (*fn)(void), unsigned every);
 
+/* At exit, from a stop that gave up waiting for the migrator thread: a call
+ * of the sources' still under way on it (a CUPTI flush delivering buffers)
+ * makes no further CUPTI call; kvt_prof_left() says whether that happened. */
+void kvt_prof_leave(void);
+int kvt_prof_left(void);
+
 /* Migrator thread. */
 void kvt_prof_sources_start(void);
 void kvt_prof_sources_poll(void);
-void kvt_prof_sources_stop(void);
+/* At exit, each source while go_on() says the process still waits for
+ * this thread (a stop that timed out lets the exit tear CUPTI down). */
+void kvt_prof_sources_stop(int (*go_on)(void));
 
 const char *kvt_prof_source_name(unsigned src);
 /* Chunks credited by a source (evidence events), and its state text. */

@@ -106,7 +106,8 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf,
 {
 	(void)ctx; (void)stream; (void)size;
 	CUpti_Activity *rec = NULL;
-	while (valid && cu.next(buf, valid, &rec) == CUPTI_SUCCESS) {
+	/* a flush that outlasted the exit's wait: CUPTI may be finalised */
+	while (valid && !kvt_prof_left() && cu.next(buf, valid, &rec) == CUPTI_SUCCESS) {
 		__atomic_fetch_add(&nr_records, 1, __ATOMIC_RELAXED);
 		if (rec->kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
 			one_record((const CUpti_ActivityUnifiedMemoryCounter3 *)rec);
@@ -172,12 +173,13 @@ static void cupti_poll(void)
 		cu.flush(0);
 }
 
-static void cupti_stop(void)
+static void cupti_stop(int (*go_on)(void))
 {
 	if (!cu.on)
 		return;
 	cu.flush(0);
-	cu.disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
+	if (go_on())          /* the flush may have outlasted the exit's wait */
+		cu.disable(CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER);
 	cu.on = 0;
 }
 

@@ -98,12 +98,10 @@ static void test_migrates_hot_chunks(void)
 	/* the CUPTI stand-in delivered records (kvtier's own prefetch transfers) */
 	CU_ASSERT_PTR_NOT_NULL(strstr(info_text(&r, "prof.source.cupti"), "active"));
 	CU_ASSERT_TRUE(info(&r, "prof.cupti.records") > 0);
-	/* the simulated clock saw it: prefetched blocks, more tokens/s than static */
-	unsigned long long pb = 0;
-	const char *p = strstr(r.c.out, "prefetch_blocks=");
-	if (p)
-		sscanf(p, "prefetch_blocks=%llu", &pb);
-	(void)pb;
+	/* the simulated device saw the prefetches (tokens/s: test_migrate_off) */
+	CU_ASSERT_TRUE(out_u64(&r, "prefetch_blocks") > 0 && out_u64(&r, "prefetch_blocks") != ~0ull);
+	/* at exit the thread stopped when asked (STOP_WAIT_MS: 2 s) */
+	CU_ASSERT_EQUAL(strncmp(info_text(&r, "migrate.stop"), "stopped in ", 11), 0);
 }
 
 /* vllm-like's first KV tensor is placed provisionally managed:hbm and
@@ -262,6 +260,29 @@ static void test_cupti_busy(void)
 	CU_ASSERT_TRUE(info(&r, "migrate.promoted") > 0);
 }
 
+/* At exit the migration thread is in a CUPTI flush that lasts 5 s (the
+ * stand-in's FAKECUDA_CUPTI_FLUSH_MS), longer than the exit waits for it
+ * (2 s, then 2 s more for a teardown under way); CUPTI's own exit handler
+ * then finalises it (FAKECUDA_CUPTI_EXIT_MS keeps it 4 s), and a CUPTI call
+ * after that aborts the stand-in, as a real libcupti crashes. The thread is
+ * left, said once with the call it was in, and when it comes back it makes
+ * no further CUDA or CUPTI call: the process exits 0. (Before: it went on
+ * to its teardown's flush and was aborted, rc 134.) */
+static void test_stuck_at_exit(void)
+{
+	static struct result r;
+	run(&r, "FAKECUDA_CUPTI_FLUSH_MS=5000", "FAKECUDA_CUPTI_EXIT_MS=4000");
+	CU_ASSERT_EQUAL(r.c.exit_code, 0);
+	CU_ASSERT_PTR_NULL(strstr(r.c.err, "fakecupti:"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.out, "\ncorrupt=0\n"));
+	const char *w = strstr(r.c.err, "the migration thread did not stop within ");
+	CU_ASSERT_PTR_NOT_NULL(w);
+	CU_ASSERT_TRUE(w && !strstr(w + 1, "the migration thread did not stop"));     /* once */
+	CU_ASSERT_TRUE(w && (strstr(w, "it has been in reading its evidence sources (cuptiActivityFlushAll)") ||
+			     strstr(w, "it has been in stopping its sources")));
+	CU_ASSERT_EQUAL(strncmp(info_text(&r, "migrate.stop"), "left after ", 11), 0);
+}
+
 static void test_sources_option(void)
 {
 	static struct result r;
@@ -288,6 +309,7 @@ int main(void)
 		{ "KVTIER_ADMIT=fault without CUPTI gives way; a bad value warns", test_admit_fault_needs_cupti },
 		{ "CUPTI busy: said once, launch/copy still migrate", test_cupti_busy },
 		{ "KVTIER_SOURCES selects sources; a bad name warns", test_sources_option },
+		{ "a thread stuck in a call at exit is left and calls nothing after", test_stuck_at_exit },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {

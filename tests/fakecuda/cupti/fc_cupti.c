@@ -3,12 +3,21 @@
  * counter activity API only. Records come from the SIMULATED driver's feed
  * (fakecuda_um_feed_* in libcuda.so.1, found with dlsym) and are delivered
  * as real CUpti_ActivityUnifiedMemoryCounter3 records on cuptiActivityFlushAll.
- * FAKECUDA_CUPTI_BUSY=1 models another subscriber (nsys) holding CUPTI. */
+ * FAKECUDA_CUPTI_BUSY=1 models another subscriber (nsys) holding CUPTI.
+ * Exit, as the real library: an exit handler, registered at the first
+ * enable, finalises it; a call that starts after that aborts the process
+ * with a message (a real libcupti.so.13 called after its exit handler
+ * crashed a process on an H200, driver 580). FAKECUDA_CUPTI_EXIT_MS keeps
+ * that handler busy so long after finalising, and FAKECUDA_CUPTI_FLUSH_MS
+ * makes each cuptiActivityFlushAll take so long (real time) before it
+ * flushes: together, a caller stuck in a flush while the process exits. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #pragma GCC visibility push(default)
@@ -45,6 +54,56 @@ static bool fc_driver(void)
 	return fc_feed_enable && fc_feed_read;
 }
 
+/* ---- exit (FAKECUDA_CUPTI_EXIT_MS) and slow flushes (FAKECUDA_CUPTI_FLUSH_MS) ---- */
+
+static int fc_finalized;
+static pthread_once_t fc_exit_once = PTHREAD_ONCE_INIT;
+
+/* Milliseconds from a digits-only variable, at most 10 minutes; 0 if unset or bad. */
+static unsigned fc_env_ms(const char *var)
+{
+	const char *v = getenv(var);
+	char *end;
+	if (!v || *v < '0' || *v > '9')
+		return 0;
+	unsigned long ms = strtoul(v, &end, 10);
+	return *end || ms > 600000 ? 0 : (unsigned)ms;
+}
+
+static void fc_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+	while (nanosleep(&ts, &ts))
+		;
+}
+
+static void fc_cupti_atexit(void)
+{
+	__atomic_store_n(&fc_finalized, 1, __ATOMIC_RELEASE);
+	unsigned ms = fc_env_ms("FAKECUDA_CUPTI_EXIT_MS");
+	if (ms)
+		fc_sleep_ms(ms);
+}
+
+static void fc_register_exit(void)
+{
+	if (atexit(fc_cupti_atexit))
+		return;
+}
+
+/* Every entry point first: a call after the exit handler is the crash. */
+static void fc_alive(const char *fn)
+{
+	if (!__atomic_load_n(&fc_finalized, __ATOMIC_ACQUIRE))
+		return;
+	char msg[160];
+	int n = snprintf(msg, sizeof msg, "fakecupti: %s called after CUPTI's exit handler "
+			 "(a real libcupti crashes here)\n", fn);
+	if (n > 0 && write(2, msg, (size_t)n) < 0)
+		n = 0;
+	abort();
+}
+
 static bool fc_busy(void)
 {
 	const char *b = getenv("FAKECUDA_CUPTI_BUSY");
@@ -53,6 +112,7 @@ static bool fc_busy(void)
 
 CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version)
 {
+	fc_alive("cuptiGetVersion");
 	if (!version)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	*version = CUPTI_API_VERSION;
@@ -62,6 +122,7 @@ CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *version)
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
 						    CUpti_BuffersCallbackCompleteFunc done)
 {
+	fc_alive("cuptiActivityRegisterCallbacks");
 	if (!req || !done)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	pthread_mutex_lock(&fc_cupti_lock);
@@ -74,6 +135,7 @@ CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequest
 CUptiResult CUPTIAPI cuptiActivityConfigureUnifiedMemoryCounter(
 	CUpti_ActivityUnifiedMemoryCounterConfig *config, uint32_t count)
 {
+	fc_alive("cuptiActivityConfigureUnifiedMemoryCounter");
 	if (!config || !count)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	if (!fc_driver())
@@ -92,6 +154,7 @@ CUptiResult CUPTIAPI cuptiActivityConfigureUnifiedMemoryCounter(
 
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 {
+	fc_alive("cuptiActivityEnable");
 	if (fc_busy())
 		return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
 	if (kind != CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
@@ -102,11 +165,13 @@ CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 	fc_um_enabled = true;
 	fc_feed_enable(1);
 	pthread_mutex_unlock(&fc_cupti_lock);
+	pthread_once(&fc_exit_once, fc_register_exit);
 	return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind)
 {
+	fc_alive("cuptiActivityDisable");
 	if (kind != CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
 		return CUPTI_ERROR_NOT_COMPATIBLE;
 	if (!fc_driver())
@@ -169,7 +234,11 @@ static bool fc_flush_one(void)
 
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 {
+	fc_alive("cuptiActivityFlushAll");
 	(void)flag;
+	unsigned ms = fc_env_ms("FAKECUDA_CUPTI_FLUSH_MS");
+	if (ms)
+		fc_sleep_ms(ms);
 	pthread_mutex_lock(&fc_cupti_lock);
 	if (fc_req && fc_done && fc_feed_read)
 		while (fc_flush_one())
@@ -181,6 +250,7 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid,
 						CUpti_Activity **record)
 {
+	fc_alive("cuptiActivityGetNextRecord");
 	const size_t sz = sizeof(CUpti_ActivityUnifiedMemoryCounter3);
 	if (!buffer || !record)
 		return CUPTI_ERROR_INVALID_PARAMETER;
@@ -194,6 +264,7 @@ CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid,
 CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream,
 						       size_t *dropped)
 {
+	fc_alive("cuptiActivityGetNumDroppedRecords");
 	(void)ctx; (void)stream;
 	if (!dropped)
 		return CUPTI_ERROR_INVALID_PARAMETER;
@@ -221,6 +292,7 @@ static const struct fc_cupti_str fc_strs[] = {
 
 CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char **str)
 {
+	fc_alive("cuptiGetResultString");
 	if (!str)
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	for (size_t i = 0; i < sizeof fc_strs / sizeof fc_strs[0]; i++)
