@@ -8,6 +8,12 @@
 #include "kvtier/api.h"
 #include "../profiler/trace_read.h"
 
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define SLOW_BUILD 1
+#else
+#define SLOW_BUILD 0
+#endif
+
 static char lib[512], fakedir[512], ldpath[600], preload[600];
 
 static int setup(void)
@@ -100,8 +106,11 @@ static void test_migrates_hot_chunks(void)
 	CU_ASSERT_TRUE(info(&r, "prof.cupti.records") > 0);
 	/* the simulated device saw the prefetches (tokens/s: test_migrate_off) */
 	CU_ASSERT_TRUE(out_u64(&r, "prefetch_blocks") > 0 && out_u64(&r, "prefetch_blocks") != ~0ull);
-	/* at exit the thread stopped when asked (STOP_WAIT_MS: 2 s) */
-	CU_ASSERT_EQUAL(strncmp(info_text(&r, "migrate.stop"), "stopped in ", 11), 0);
+	/* at exit the thread stopped when asked (STOP_WAIT_MS: 2 s; a sanitizer
+	 * build's epoch can outlast that, docs/reliability.md, and is left) */
+	const char *st = info_text(&r, "migrate.stop");
+	CU_ASSERT_TRUE(!strncmp(st, "stopped in ", 11) ||
+		       (SLOW_BUILD && !strncmp(st, "left after ", 11)));
 }
 
 /* vllm-like's first KV tensor is placed provisionally managed:hbm and
