@@ -105,6 +105,9 @@ static void on_info(struct kvt_summary *s, const char *text, size_t len)
 		s->chunks_hbm += n;
 	} else if (!strcmp(kv, "migrate.chunks.far") && !info_nums(v, &n, NULL)) {
 		s->chunks_far += n;
+	} else if (!strcmp(kv, "migrate.stop") && !strncmp(v, "left", 4)) {
+		if (!s->threads_left++)
+			snprintf(s->left_note, sizeof s->left_note, "%s", v);
 	} else if (!strcmp(kv, "migrate.devices")) {
 		for (char *p = v, *e; *p; p = *e == ',' ? e + 1 : e) {      /* "0,1,3" */
 			unsigned long d = strtoul(p, &e, 10);
@@ -179,6 +182,9 @@ static void print_info(const struct kvt_summary *s, FILE *f)
 				fprintf(f, "%s%u", k++ ? "," : " ", d);
 		fprintf(f, "\n");
 	}
+	if (s->threads_left)
+		fprintf(f, "  migration thread left at exit: %u of %u process%s (%s)\n",
+			s->threads_left, s->info_files, s->info_files == 1 ? "" : "es", s->left_note);
 }
 
 void kvt_summary_print(const struct kvt_summary *s, FILE *f)

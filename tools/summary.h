@@ -33,6 +33,10 @@ struct kvt_summary {
 	uint64_t epochs, nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
 	uint64_t chunks_hbm, chunks_far;
 	uint64_t devices;       /* bit d: a process served device d (migrate.devices; d < 64) */
+	/* processes whose migration thread did not stop at exit (migrate.stop
+	 * "left ..."), and the first one's note */
+	unsigned threads_left;
+	char left_note[160];
 };
 
 /* Add one trace file; 0, or -errno with a message in err. */
