@@ -60,7 +60,7 @@ static struct {
 	int doing;                   /* enum doing: what the thread is in now */
 	uint64_t doing_ns;           /* since when (kvt_now_ns) */
 	char stop_note[160];         /* how the last stop went, for the trace */
-	int started;                 /* sources started, exit handler in (on the thread) */
+	int started;                 /* sources started, exit handler in (start_sources_once) */
 	struct mdev {                /* a device, in the order first met */
 		CUdevice dev;
 		int bound;           /* context + stream made (on the thread) */
@@ -77,6 +77,7 @@ static struct {
 	struct kvt_plan_move moves[MAX_MOVES];
 	uint64_t last_budget;        /* for the trace: the last device's */
 } m = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static pthread_mutex_t src_lock = PTHREAD_MUTEX_INITIALIZER;   /* start_sources_once */
 
 static struct {
 	uint64_t epochs, epoch_ns, epoch_ns_max;
@@ -135,6 +136,7 @@ static void kick(void)
 }
 
 static void *thread_main(void *arg);
+static void start_sources_once(void);
 
 /* For the launch source: is the launch's stream being captured? */
 static int capturing(uint64_t stream)
@@ -289,6 +291,7 @@ void kvt_migrator_after_fork(void)
 	m.restart = m.running || m.restart;
 	m.running = 0;
 	m.started = 0;
+	pthread_mutex_init(&src_lock, NULL);  /* a parent thread may have held it */
 	for (unsigned i = 0; i < m.nr_dev; i++)
 		m.d[i].bound = 0;    /* the parent's contexts and streams mean nothing here */
 	pthread_cond_init(&m.cond, NULL);     /* a parent thread may have been waiting on it */
@@ -312,6 +315,16 @@ void kvt_migrator_track(uint64_t base, uint64_t size, int32_t node)
 		return;
 	}
 	CTR_ADD(tracked, 1);
+	/* Fault admission: CUPTI must watch before the range can first fault.
+	 * A server zero-fills its KV right after allocating it, and faults
+	 * nobody saw leave chunks in HBM that kvtier believes far, never
+	 * demoted: llama.cpp's one KV buffer, 4x the budget, stayed whole in
+	 * HBM (simulated) when CUPTI started at the thread's first epoch. */
+	if (kvt_place_admit_fault()) {
+		kvt_tls.depth++;     /* CUPTI's own driver calls are not the app's */
+		start_sources_once();
+		kvt_tls.depth--;
+	}
 	if (__atomic_load_n(&m.restart, __ATOMIC_RELAXED)) {   /* first use, or after fork */
 		pthread_mutex_lock(&m.lock);
 		if (m.restart && !m.running && !m.stop)
@@ -376,8 +389,10 @@ static void stop_at_exit(void)
 	kvt_tls.depth--;
 }
 
-/* Once, on the first device bound: the sources start (CUPTI needs a
- * context) and the thread's exit handler goes in. */
+/* Once per process image: the sources start (CUPTI needs a context: the
+ * caller's current one) and the thread's exit handler goes in, after
+ * CUPTI's. From the thread's first bind or, under fault admission, from the
+ * allocating thread before its first far range is returned to it. */
 static void start_sources(void)
 {
 	kvt_prof_sources_start();
@@ -395,7 +410,17 @@ static void start_sources(void)
 	static int registered;       /* inherited across fork: one handler serves both */
 	if (!registered && !atexit(stop_at_exit))
 		registered = 1;
-	m.started = 1;
+	__atomic_store_n(&m.started, 1, __ATOMIC_RELEASE);
+}
+
+static void start_sources_once(void)
+{
+	if (__atomic_load_n(&m.started, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&src_lock);
+	if (!m.started)
+		start_sources();
+	pthread_mutex_unlock(&src_lock);
 }
 
 /* The slot of device dev, taken at first meeting (its planner mapped);
@@ -444,8 +469,7 @@ static int bind_device(struct mdev *d)
 		return -1;
 	}
 	d->bound = 1;
-	if (!m.started)
-		start_sources();
+	start_sources_once();
 	return 0;
 }
 
@@ -735,7 +759,7 @@ static void *thread_main(void *arg)
 	if (!still_waited_for())
 		return NULL;
 	doing(DOING_TEARDOWN);
-	if (m.started)
+	if (__atomic_load_n(&m.started, __ATOMIC_ACQUIRE))
 		kvt_prof_sources_stop(still_waited_for);
 	for (unsigned i = 0; i < m.nr_dev; i++) {
 		struct mdev *d = &m.d[i];

@@ -11,7 +11,7 @@
 #      at the same KV size: native (it fits on the card), blanket managed,
 #      kvtier static (KVTIER_MIGRATE=0) and kvtier with the small budget:
 #      wall-clock tokens/s side by side, KV verification (corrupt=0); and
-#      vllm-like with KVTIER_ADMIT=auto: do GPU faults migrate far memory here
+#      each with KVTIER_ADMIT=auto: do GPU faults migrate far memory here
 #      (migrate.fault_ins), or did auto give way to remote (and why)?
 #      zipf-decode (issue 6's oracle target) at KV = 2x the budget: native,
 #      kvtier (remote admission) and kvtier with KVTIER_ADMIT=auto, and their
@@ -193,13 +193,22 @@ for wl in vllm-like sglang-like llamacpp-like; do
 		"$KVTIER" run --trace "$LOG/$wl-kvtier.%p.trace" -- "$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS &&
 		wl_row traced
 done
-# admission by fault (opt-in, checked on the stand-in only so far)
-step "vllm-like-kvtier-auto" "0" -- env KVTIER_POLICY="$(kv_policy vllm-like)" KVTIER_HBM_BUDGET="$BUDGET" \
-	KVTIER_ADMIT=auto "$KVTIER" run --trace "$LOG/vllm-like-kvtier-auto.%p.trace" -- \
-	"$B/workloads/vllm-like" --kv-bytes "$KV" $WL_ARGS && wl_row traced
-rows+=("$(printf '%-26s %-8s %s' "  admission" - "$(admit_info vllm-like-kvtier-auto)")")
-grep -h 'gives way' "$LOG"/vllm-like-kvtier-auto.err 2>/dev/null | head -1 >"$LOG/auto-gave-way.txt"
-[ -s "$LOG/auto-gave-way.txt" ] && rows+=("$(printf '%-26s %-8s %s' "  gave way" - "$(cut -c1-200 "$LOG/auto-gave-way.txt")")")
+# admission by fault (opt-in, checked on the stand-in only so far), each
+# workload beside its remote-admission kvtier row above: with the zipf-decode
+# rows below, what decides whether auto can be the default (docs/performance.md,
+# "What the next GPU run decides")
+auto_rows() {   # auto_rows STEP: its admission counters and any give-way line
+	rows+=("$(printf '%-26s %-8s %s' "  admission" - "$(admit_info "$1")")")
+	local gw; gw=$(grep -h 'gives way' "$LOG/$1.err" 2>/dev/null | head -1 | cut -c1-200)
+	[ -n "$gw" ] && rows+=("$(printf '%-26s %-8s %s' "  gave way" - "$gw")")
+	return 0
+}
+for wl in vllm-like sglang-like llamacpp-like; do
+	# shellcheck disable=SC2086
+	step "$wl-kvtier-auto" "0" -- env KVTIER_POLICY="$(kv_policy "$wl")" KVTIER_HBM_BUDGET="$BUDGET" \
+		KVTIER_ADMIT=auto "$KVTIER" run --trace "$LOG/$wl-kvtier-auto.%p.trace" -- \
+		"$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS && wl_row traced && auto_rows "$wl-kvtier-auto"
+done
 # zipf-decode, the workload of issue 6's oracle target: vllm-like with a
 # Zipf-skewed decode whose hot set fits the budget and moves (bench-sim's
 # zipf-decode flags and window) at KV = 2x the budget. Native keeps all of it
@@ -219,7 +228,7 @@ for adm in remote auto; do
 		KVTIER_ADMIT=$adm "$KVTIER" run --trace "$LOG/$name.%p.trace" -- \
 		"$B/workloads/vllm-like" --kv-bytes "$ZIPF_KV" $ZIPF_ARGS && wl_row traced
 done
-rows+=("$(printf '%-26s %-8s %s' "  admission (auto)" - "$(admit_info zipf-decode-kvtier-auto)")")
+auto_rows zipf-decode-kvtier-auto
 tps() { sed -n 's/^tokens_per_s=//p' "$LOG/$1.out" 2>/dev/null | head -1; }
 rows+=("$(printf '%-26s %-8s %s' "  zipf-decode ÷ native" - "$(awk -v n="$(tps zipf-decode-native)" \
 	-v r="$(tps zipf-decode-kvtier)" -v a="$(tps zipf-decode-kvtier-auto)" 'function q(x) {

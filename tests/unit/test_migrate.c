@@ -221,6 +221,39 @@ static void test_admit_auto_dropped_home(void)
 	CU_ASSERT_TRUE(info(&r, "migrate.fault_ins") > 0);
 }
 
+/* llama.cpp zero-fills its one KV buffer right after allocating it. Under
+ * fault admission that fill faults the buffer into HBM (1 GiB on a 4 GiB
+ * device), and CUPTI must already be watching: it used to start at the
+ * migration thread's first epoch, 50 ms later, so kvtier saw no fault and
+ * believed all 512 chunks far while all were in HBM, 4x the budget, never
+ * demoted. Now it starts on the allocating thread before the buffer is
+ * returned: every chunk's fault is seen, and kvtier counts them in HBM. */
+static void test_admit_sees_the_zero_fill(void)
+{
+	static struct kvt_child c;
+	static char infos[8192];
+	char tr[128];
+	snprintf(tr, sizeof tr, "/tmp/kvt-test-zerofill.%d.trace", (int)getpid());
+	unlink(tr);
+	const char *argv[] = { kvt_path("kvtier"), "run", "--trace", tr, "--",
+			       kvt_path("workloads/llamacpp-like"), "--mode", "native", "--kv-bytes",
+			       "1G", "--weights-frac", "0.002", "--act-frac", "0.002", "--warmup",
+			       "4", "--steps", "8", "--quiet", NULL };
+	const char *env[] = { ldpath, "FAKECUDA_DEVICE_BYTES=4G", "FAKECUDA_RECLAIM=0",
+			      "KVTIER_ADMIT=auto", "KVTIER_HBM_BUDGET=256M",
+			      "KVTIER_POLICY=kv => managed:cxl; device,size>=900M => managed:cxl; * => native",
+			      NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "\ncorrupt=0\n"));
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_infos(tr, infos, sizeof infos), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(infos, "\nplace.managed:far=1 1073741824\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(infos, "\nmigrate.admit=auto\n"));
+	CU_ASSERT_TRUE(kvt_info_u64(infos, "migrate.fault_ins", 0) >= 512);
+	CU_ASSERT_TRUE(kvt_info_u64(infos, "migrate.chunks.hbm", 0) > 0);
+	unlink(tr);
+}
+
 /* Without CUPTI the admissions would be invisible to the budget: fault
  * admission gives way to remote, said once; a bad value is said and ignored. */
 static void test_admit_fault_needs_cupti(void)
@@ -329,6 +362,7 @@ int main(void)
 		{ "KVTIER_ADMIT=fault: first touches migrate, CUPTI reports them; auto maps the thrashing", test_admit_fault_and_auto },
 		{ "KVTIER_ADMIT=auto where faults map: gives way to remote", test_admit_auto_faults_map },
 		{ "KVTIER_ADMIT=auto where host-NUMA homes are dropped: no host home", test_admit_auto_dropped_home },
+		{ "KVTIER_ADMIT=auto: a KV zero-filled as soon as allocated is seen in HBM", test_admit_sees_the_zero_fill },
 		{ "KVTIER_ADMIT=fault without CUPTI gives way; a bad value warns", test_admit_fault_needs_cupti },
 		{ "CUPTI busy: said once, launch/copy still migrate", test_cupti_busy },
 		{ "KVTIER_SOURCES selects sources; a bad name warns", test_sources_option },
