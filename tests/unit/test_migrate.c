@@ -9,11 +9,15 @@
 #include "../profiler/trace_read.h"
 #include "kvt_trace_test.h"
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define SLOW_BUILD 1
-#else
-#define SLOW_BUILD 0
-#endif
+/* An ASan or TSan build (SAN, from make): its epochs and steps run several
+ * times slower in wall time, where the migrator's clocks (the epoch, tau,
+ * the stop's 2 s) are wall time; such builds check correctness, not those
+ * dynamics (docs/reliability.md, what each sanitizer build skips). */
+static int slow_build(void)
+{
+	const char *san = getenv("SAN");
+	return san && (!strcmp(san, "address") || !strcmp(san, "thread"));
+}
 
 static char lib[512], fakedir[512], ldpath[600], preload[600];
 
@@ -111,7 +115,7 @@ static void test_migrates_hot_chunks(void)
 	 * build's epoch can outlast that, docs/reliability.md, and is left) */
 	const char *st = info_text(&r, "migrate.stop");
 	CU_ASSERT_TRUE(!strncmp(st, "stopped in ", 11) ||
-		       (SLOW_BUILD && !strncmp(st, "left after ", 11)));
+		       (slow_build() && !strncmp(st, "left after ", 11)));
 }
 
 /* vllm-like's first KV tensor is placed provisionally managed:hbm and
@@ -176,13 +180,18 @@ static void test_admit_fault_and_auto(void)
 	CU_ASSERT_STRING_EQUAL(info_text(&a, "migrate.admit"), "auto");
 	CU_ASSERT_PTR_NULL(strstr(a.c.err, "gives way"));
 	CU_ASSERT_TRUE(info(&a, "migrate.fault_ins") > 0);
+	CU_ASSERT_EQUAL(info(&a, "migrate.advise_failed"), 0);
+	fprintf(stderr, "auto: %llu chunks mapped in %llu advices\n",
+		info(&a, "migrate.auto_mapped"), info(&a, "migrate.auto_advices"));
+	/* A strike needs a come-back within tau (1 s of wall time): under ASan
+	 * or TSan a thrashing step takes longer, and 2-27 chunks struck out in
+	 * TSan runs against ~190 in plain ones (docs/profiler.md). */
+	if (slow_build())
+		return;
 	CU_ASSERT_TRUE(info(&a, "migrate.auto_mapped") > 0);
 	/* neighbours that strike in one epoch share one advice */
 	CU_ASSERT_TRUE(info(&a, "migrate.auto_advices") > 0);
 	CU_ASSERT_TRUE(info(&a, "migrate.auto_advices") < info(&a, "migrate.auto_mapped"));
-	fprintf(stderr, "auto: %llu chunks mapped in %llu advices\n",
-		info(&a, "migrate.auto_mapped"), info(&a, "migrate.auto_advices"));
-	CU_ASSERT_EQUAL(info(&a, "migrate.advise_failed"), 0);
 	CU_ASSERT_TRUE(out_u64(&a, "bytes_remote") > 0 && out_u64(&a, "bytes_remote") != ~0ull);
 	CU_ASSERT_TRUE(out_u64(&a, "faults") * 4 < out_u64(&r, "faults"));
 }
