@@ -230,6 +230,24 @@ static void test_admit_auto_dropped_home(void)
 	CU_ASSERT_TRUE(info(&r, "migrate.fault_ins") > 0);
 }
 
+/* `kvtier run --trace T -- build/WORKLOAD ARGS...` with env_extra; T's INFO
+ * records into infos (kvt_trace_infos), then T is removed. 0, or -1. */
+static int kvtier_run(struct kvt_child *c, const char *wl, const char *const args[],
+		      const char *const env_extra[], char *infos, size_t size)
+{
+	char tr[128];
+	const char *argv[32] = { kvt_path("kvtier"), "run", "--trace", tr, "--", kvt_path(wl) };
+	unsigned n = 6;
+	for (unsigned i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	snprintf(tr, sizeof tr, "/tmp/kvt-test-migrate-run.%d.trace", (int)getpid());
+	unlink(tr);
+	int r = kvt_run(c, argv, env_extra) || kvt_trace_infos(tr, infos, size) ? -1 : 0;
+	unlink(tr);
+	return r;
+}
+
 /* llama.cpp zero-fills its one KV buffer right after allocating it. Under
  * fault admission that fill faults the buffer into HBM (1 GiB on a 4 GiB
  * device), and CUPTI must already be watching: it used to start at the
@@ -241,26 +259,19 @@ static void test_admit_sees_the_zero_fill(void)
 {
 	static struct kvt_child c;
 	static char infos[8192];
-	char tr[128];
-	snprintf(tr, sizeof tr, "/tmp/kvt-test-zerofill.%d.trace", (int)getpid());
-	unlink(tr);
-	const char *argv[] = { kvt_path("kvtier"), "run", "--trace", tr, "--",
-			       kvt_path("workloads/llamacpp-like"), "--mode", "native", "--kv-bytes",
-			       "1G", "--weights-frac", "0.002", "--act-frac", "0.002", "--warmup",
-			       "4", "--steps", "8", "--quiet", NULL };
+	const char *args[] = { "--mode", "native", "--kv-bytes", "1G", "--weights-frac", "0.002",
+			       "--act-frac", "0.002", "--warmup", "4", "--steps", "8", "--quiet", NULL };
 	const char *env[] = { ldpath, "FAKECUDA_DEVICE_BYTES=4G", "FAKECUDA_RECLAIM=0",
 			      "KVTIER_ADMIT=auto", "KVTIER_HBM_BUDGET=256M",
 			      "KVTIER_POLICY=kv => managed:cxl; device,size>=900M => managed:cxl; * => native",
 			      NULL };
-	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL_FATAL(kvtier_run(&c, "workloads/llamacpp-like", args, env, infos, sizeof infos), 0);
 	CU_ASSERT_EQUAL(c.exit_code, 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "\ncorrupt=0\n"));
-	CU_ASSERT_EQUAL_FATAL(kvt_trace_infos(tr, infos, sizeof infos), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(infos, "\nplace.managed:far=1 1073741824\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(infos, "\nmigrate.admit=auto\n"));
 	CU_ASSERT_TRUE(kvt_info_u64(infos, "migrate.fault_ins", 0) >= 512);
 	CU_ASSERT_TRUE(kvt_info_u64(infos, "migrate.chunks.hbm", 0) > 0);
-	unlink(tr);
 }
 
 /* Without CUPTI the admissions would be invisible to the budget: fault
@@ -324,15 +335,11 @@ static void test_stuck_at_exit(void)
 {
 	static struct kvt_child c;
 	static char infos[8192];
-	char tr[128];
-	snprintf(tr, sizeof tr, "/tmp/kvt-test-stuck.%d.trace", (int)getpid());
-	unlink(tr);
-	const char *argv[] = { kvt_path("kvtier"), "run", "--trace", tr, "--",
-			       kvt_path("workloads/vllm-like"), "--mode", "native", "--kv-over-hbm",
-			       "2", "--warmup", "100", "--steps", "50", "--quiet", NULL };
+	const char *args[] = { "--mode", "native", "--kv-over-hbm", "2", "--warmup", "100",
+			       "--steps", "50", "--quiet", NULL };
 	const char *env[] = { ldpath, "FAKECUDA_PACE=10", "FAKECUDA_RECLAIM=0",
 			      "FAKECUDA_CUPTI_FLUSH_MS=5000", "FAKECUDA_CUPTI_EXIT_MS=4000", NULL };
-	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL_FATAL(kvtier_run(&c, "workloads/vllm-like", args, env, infos, sizeof infos), 0);
 	CU_ASSERT_EQUAL(c.exit_code, 0);
 	CU_ASSERT_PTR_NULL(strstr(c.err, "fakecupti:"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "\ncorrupt=0\n"));
@@ -342,10 +349,8 @@ static void test_stuck_at_exit(void)
 	CU_ASSERT_TRUE(w && (strstr(w, "it has been in reading its evidence sources (cuptiActivityFlushAll)") ||
 			     strstr(w, "it has been in stopping its sources")));
 	/* the trace says so, and kvtier run's summary */
-	CU_ASSERT_EQUAL_FATAL(kvt_trace_infos(tr, infos, sizeof infos), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(infos, "\nmigrate.stop=left after "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "\n  migration thread left at exit: 1 of 1 process (left after "));
-	unlink(tr);
 }
 
 static void test_sources_option(void)
