@@ -772,7 +772,7 @@ static void *thread_main(void *arg)
 		kvt_cuda_release_primary(d->dev);
 		d->bound = 0;
 	}
-	m.started = 0;
+	__atomic_store_n(&m.started, 0, __ATOMIC_RELEASE);
 	return NULL;
 }
 
