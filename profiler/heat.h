@@ -17,6 +17,7 @@
 #define KVT_CHUNK_BYTES (1ull << KVT_CHUNK_SHIFT)
 #define KVT_HEAT_MAX_RANGES 1024       /* a 126-layer model with separate K and V: 252 */
 #define KVT_HEAT_MAX_CHUNKS (1u << 20)        /* 2 TiB tracked, 16 MiB of tables */
+#define KVT_HEAT_ARENA_ALIGN (2u << 20)      /* the arena starts on a huge page (heat.c) */
 
 struct kvt_heat_chunk {
 	uint64_t hv;            /* float heat (low 32 bits) | uint32 t_ms (high): one CAS */

@@ -4,6 +4,8 @@
  * bound, and the range table (track/find/untrack, bounded evidence). */
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "kvt_test.h"
 #include "../cuda_shim/shim.h"
@@ -44,6 +46,55 @@ static void test_chunk_is_small(void)
 {
 	CU_ASSERT_TRUE(sizeof(struct kvt_heat_chunk) <= 32);
 	CU_ASSERT_EQUAL(sizeof(struct kvt_heat_chunk), 16);
+}
+
+/* Whether the VMA holding addr carries VmFlags flag (e.g. "hg"): -1 when
+ * /proc/self/smaps has no such mapping or cannot be read. */
+static int vma_has_flag(uintptr_t addr, const char *flag)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	if (!f)
+		return -1;
+	char line[512];
+	int in = 0, r = -1;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = addr >= lo && addr < hi;
+		else if (in && !strncmp(line, "VmFlags:", 8)) {
+			char want[8];
+			snprintf(want, sizeof want, " %s", flag);
+			r = strstr(line, want) != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return r;
+}
+
+/* The arena starts on a huge-page boundary and is advised for huge pages:
+ * collect's reads and the touches are scattered over 16 MiB. */
+static void test_arena_huge_pages(void)
+{
+	const uint64_t A = 0x40000000ull;
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 8ull << 20, 0, 1, 0), 0);
+	struct kvt_heat_range r;
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_range_get(kvt_heat_find(A), &r), 0);
+	uintptr_t base = (uintptr_t)(kvt_heat_chunks(&r) - r.first);
+	CU_ASSERT_EQUAL(base % KVT_HEAT_ARENA_ALIGN, 0);
+	char mode[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	if (f) {
+		if (!fgets(mode, sizeof mode, f))
+			mode[0] = 0;
+		fclose(f);
+	}
+	if (!mode[0] || strstr(mode, "[never]"))
+		printf("\n    (transparent huge pages unavailable here: only the alignment checked) ");
+	else
+		CU_ASSERT_EQUAL(vma_has_flag(base, "hg"), 1);
+	kvt_heat_reset();
 }
 
 /*  range A: [0x40000000, +10 MiB) = 5 chunks, range B: [0x80000000, +3 MiB) = 2 chunks
@@ -483,6 +534,7 @@ int main(void)
 		{ "decay across the 32-bit clock wrap", test_clock_wrap },
 		{ "a chunk costs 16 bytes", test_chunk_is_small },
 		{ "ranges: track, find, evidence, untrack, reuse", test_ranges },
+		{ "the arena is huge-page aligned and advised", test_arena_huge_pages },
 		{ "the tables are bounded", test_table_bounded },
 		{ "collect: the migrator's working set", test_collect_working_set },
 		{ "launch sampling: no aliasing with periodic launches", test_launch_sampling_periodic },
