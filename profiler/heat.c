@@ -152,7 +152,7 @@ int kvt_heat_init(uint32_t tau_ms)
 			 * miss. Huge pages where the system allows them (THP
 			 * "madvise" or "always"; otherwise this does nothing).
 			 * Aligned by hand, as older kernels do not align
-			 * anonymous maps; the slack before it is never touched. */
+			 * anonymous maps; the slack around it is never touched. */
 			uintptr_t a = ((uintptr_t)p + KVT_HEAT_ARENA_ALIGN - 1) &
 				      ~(uintptr_t)(KVT_HEAT_ARENA_ALIGN - 1);
 			(void)madvise((void *)a, len, MADV_HUGEPAGE);

@@ -59,7 +59,7 @@ static int vma_has_flag(uintptr_t addr, const char *flag)
 	int in = 0, r = -1;
 	while (fgets(line, sizeof line, f)) {
 		unsigned long lo, hi;
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)    /* a mapping's first line */
 			in = addr >= lo && addr < hi;
 		else if (in && !strncmp(line, "VmFlags:", 8)) {
 			char want[8];
