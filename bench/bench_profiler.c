@@ -16,7 +16,7 @@
  *                             applying the plan's bookkeeping
  *   profiler.core_share       epoch_ms / KVTIER_EPOCH_MS (default 50)
  *
- * The epoch is the migrator's (cuda_shim/migrator.c epoch(): the same
+ * The epoch is the migrator's (tier/migrator.c epoch(): the same
  * kvt_heat_collect() and kvt_plan_epoch() calls with its parameters:
  * watermarks 99%/97%, residence 4 epochs, promote 4, demote 1, 8 GiB/s),
  * then apply()'s per-chunk tier/moved_ms stores. Not counted:

@@ -8,8 +8,8 @@
 #include <sys/mman.h>
 
 #include "shim.h"
-#include "../preload/hooks.h"
-#include "../preload/kvt.h"
+#include "real.h"
+#include "../base/kvt.h"
 
 typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t,
 			   CUdriverProcAddressQueryResult *);

@@ -38,7 +38,7 @@ int kvt_cuda_accessed_by(CUdeviceptr p, size_t bytes, CUdevice dev);
  * the graph's node handles: for instantiation, not for every launch. */
 int kvt_cuda_graph_kernels(CUgraph g, void (*fn)(void **params, void *arg), void *arg);
 
-/* The migrator (cuda_shim/migrator.c): its thread binds each device's
+/* The migrator (tier/migrator.c): its thread binds each device's
  * primary context (retained, made current, *ctx kept to switch back to it),
  * makes a lowest-priority non-blocking stream per device and prefetches
  * with the CUmemLocation ABI (cuMemPrefetchAsync_v2). */

@@ -20,7 +20,7 @@ POLICY_HDRS  := $(wildcard include/kvtier/*.h)
 # what each target links besides the target file (outside calls are stubbed
 # in the target: kvt_log/kvt_sys_write_all, kvt_sys_mmap/munmap)
 FUZZ_SRCS_policy  := $(POLICY_SRCS)
-FUZZ_SRCS_options := $(POLICY_SRCS) preload/options.c
+FUZZ_SRCS_options := $(POLICY_SRCS) base/options.c
 FUZZ_SRCS_trace   := $(POLICY_SRCS) profiler/trace_read.c profiler/trace_replay.c \
                      profiler/registry.c profiler/names.c
 # longest input tried (a policy is at most 4096 bytes; a trace record 64 KiB)
@@ -28,8 +28,8 @@ FUZZ_LEN_policy  := 4300
 FUZZ_LEN_options := 8192
 FUZZ_LEN_trace   := 16384
 
-$(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%): $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(POLICY_HDRS) preload/kvt.h profiler/trace_read.h \
-		    $(POLICY_SRCS) preload/options.c profiler/trace_read.c \
+$(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%): $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(POLICY_HDRS) base/kvt.h profiler/trace_read.h \
+		    $(POLICY_SRCS) base/options.c profiler/trace_read.c \
 		    profiler/trace_replay.c profiler/registry.c profiler/names.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRCS_$*)

@@ -4,8 +4,8 @@
  * CUDA driver or runtime entry point is swapped for kvtier's hook by pointer
  * identity (so cudart's dlsym(h, "cuGetProcAddress_v2") gets our resolver).
  * Never allocates; never records. */
-#include "kvt.h"
-#include "hooks.h"
+#include "../base/kvt.h"
+#include "../cuda_shim/real.h"
 
 KVT_NO_SANITIZE __attribute__((visibility("hidden"))) void *kvt_dlsym_hook(void *handle, const char *name)
 {

@@ -7,8 +7,8 @@
 
 #include <cuda.h>
 
-#include "kvt.h"
-#include "hooks.h"
+#include "../base/kvt.h"
+#include "../cuda_shim/real.h"
 #include "record.h"
 
 /* Declares `real` for export `exp`; returns early when it cannot be found

@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "kvt.h"
+#include "../base/kvt.h"
 #include "../profiler/trace.h"
 
 static void before_exec(void)

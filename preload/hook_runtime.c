@@ -7,8 +7,8 @@
  * only when nothing underneath did (e.g. the runtime failed early). */
 #include <cuda_runtime_api.h>
 
-#include "kvt.h"
-#include "hooks.h"
+#include "../base/kvt.h"
+#include "../cuda_shim/real.h"
 #include "record.h"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"

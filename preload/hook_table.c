@@ -7,8 +7,8 @@
 #include <dlfcn.h>
 #include <string.h>
 
-#include "kvt.h"
-#include "hooks.h"
+#include "../base/kvt.h"
+#include "../cuda_shim/real.h"
 
 #define DECL_DRV(base, exp) extern char kvt_hook_##exp __asm__(#exp);
 #define DECL_RT(name) extern char kvt_hook_##name __asm__(#name);

@@ -14,11 +14,11 @@
 
 #include "kvtier/api.h"
 
-#include "kvt.h"
+#include "../base/kvt.h"
 #include "record.h"
 #include "place.h"
 #include "../profiler/trace.h"
-#include "../cuda_shim/migrator.h"
+#include "../tier/migrator.h"
 
 extern char **environ;
 

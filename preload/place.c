@@ -13,11 +13,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "kvt.h"
+#include "../base/kvt.h"
 #include "place.h"
 #include "record.h"
 #include "topo.h"
-#include "../cuda_shim/migrator.h"
+#include "../tier/migrator.h"
 #include "../cuda_shim/shim.h"
 #include "../profiler/heat.h"
 #include "../profiler/trace.h"

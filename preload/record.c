@@ -3,7 +3,7 @@
  * Runs inside hooks: no malloc, no stdio, no locks of its own. */
 #include <string.h>
 
-#include "kvt.h"
+#include "../base/kvt.h"
 #include "record.h"
 #include "place.h"
 #include "../profiler/trace.h"

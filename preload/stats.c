@@ -19,7 +19,7 @@
 #include "kvtier/planner.h"
 #include "kvtier/stats_format.h"
 
-#include "kvt.h"
+#include "../base/kvt.h"
 #include "place.h"
 #include "record.h"
 #include "stats.h"

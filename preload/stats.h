@@ -29,7 +29,7 @@ void kvt_stats_on_alloc(uint8_t kind, uint8_t placement, uint64_t bytes);
 void kvt_stats_on_free(uint8_t kind, uint8_t placement, uint64_t bytes);
 void kvt_stats_on_rehome(uint8_t from_placement, uint8_t to_placement, uint64_t bytes);
 
-/* The migration thread, once per epoch (cuda_shim/migrator.c): its
+/* The migration thread, once per epoch (tier/migrator.c): its
  * counters, read with atomic loads by KVT_STATS_MIGR(ctr). */
 struct kvt_stats_migr {
 	uint64_t epochs, nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kvt.h"
+#include "../base/kvt.h"
 #include "topo.h"
 
 /* ---- libcxl through dlopen ---------------------------------------------------- */

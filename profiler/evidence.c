@@ -27,7 +27,7 @@
 
 #include "evidence.h"
 #include "heat.h"
-#include "../preload/kvt.h"
+#include "../base/kvt.h"
 
 static unsigned enabled;
 static uint64_t nr_events[KVT_SRC__COUNT];

@@ -12,7 +12,7 @@
 
 #include "heat.h"
 #include "kvtier/planner.h"
-#include "../preload/kvt.h"
+#include "../base/kvt.h"
 
 static struct kvt_heat_chunk *arena;
 static uint32_t arena_used;          /* chunks handed out (bump) */

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "../preload/kvt.h"
+#include "../base/kvt.h"
 #include "registry.h"
 
 #define NR_STRIPES 256u

@@ -16,7 +16,7 @@
 #include "evidence.h"
 #include "heat.h"
 #include "kvtier/planner.h"
-#include "../preload/kvt.h"
+#include "../base/kvt.h"
 
 #define NR_BUFS 4
 #define BUF_BYTES (64 << 10)

@@ -26,7 +26,7 @@
 #include "regions.h"
 #include "kvtier/planner.h"
 #include "../cuda_shim/shim.h"
-#include "../preload/kvt.h"
+#include "../base/kvt.h"
 
 #define KVT_SAMPLE_MAX_REGIONS KVT_REGIONS_MAX
 #define KVT_SAMPLE_PROBES     16     /* probes an epoch: ~70 us of driver time each on an H200 */

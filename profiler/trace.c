@@ -15,7 +15,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "../preload/kvt.h"
+#include "../base/kvt.h"
 #include "trace.h"
 
 #define STACK_SLOTS (1u << 16)          /* distinct stacks kept */

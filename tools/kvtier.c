@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "../preload/kvt.h"
+#include "../base/kvt.h"
 
 static void usage(FILE *f)
 {

@@ -30,7 +30,7 @@ struct kvt_plan_chunk {
  * table that leaves out chunks says where): moves never merge across it. */
 #define KVT_PLAN_F_GAP 0x1
 
-/* The migrator's watermarks (cuda_shim/migrator.c; here so that the profiler
+/* The migrator's watermarks (tier/migrator.c; here so that the profiler
  * benchmark plans with the same): demote when HBM holds more than 99 % of
  * the budget, down to 97 %. (95/90 left 17 of 175 budgeted chunks idle on
  * zipf-decode: 0.85x the tokens/s.) */

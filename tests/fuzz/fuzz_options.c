@@ -2,7 +2,7 @@
 /* libFuzzer target: the KVTIER_* options table reader (kvt_options_load
  * over a fuzzed environment vector, then kvt_options_print) and the value
  * readers under it (kvt_parse_size/bool/int, kvt_format_size). The log and
- * write calls of preload/options.c are stubbed here: the stub formats each
+ * write calls of base/options.c are stubbed here: the stub formats each
  * message as kvt_log would and counts it.
  * The first input byte picks the target; the rest is text. In an
  * environment vector, one entry a line; a line "\x01<b>rest" stands for
@@ -21,11 +21,11 @@
 #include <sys/types.h>
 
 #include "kvtier/units.h"
-#include "../../preload/kvt.h"
+#include "../../base/kvt.h"
 
 #define MAX_ENV 64
 
-/* ---- stubs for preload/options.c's two outside calls ------------------- */
+/* ---- stubs for base/options.c's two outside calls ------------------- */
 
 static unsigned nr_messages, nr_unnamed;
 
@@ -63,7 +63,7 @@ static int is_bool(int v)
 	return v == 0 || v == 1;
 }
 
-/* Ranges from the table in preload/options.c (and the README). */
+/* Ranges from the table in base/options.c (and the README). */
 static void check_resolved(const struct kvt_options *o)
 {
 	if (!is_bool(o->disable) || !is_bool(o->verbose) || !is_bool(o->inherit) ||

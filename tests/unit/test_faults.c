@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "kvt_test.h"
-#include "../preload/kvt.h"
+#include "../base/kvt.h"
 
 static char preload[600], mmap_ops[512], rt_stress[512], fakedir[512], workdir[128];
 

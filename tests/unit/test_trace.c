@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "kvt_test.h"
-#include "../preload/kvt.h"
+#include "../base/kvt.h"
 #include "../profiler/trace.h"
 #include "../profiler/trace_read.h"
 #include "kvtier/units.h"

@@ -17,8 +17,8 @@
 
 #include "kvtier/planner.h"
 #include "migrator.h"
-#include "shim.h"
-#include "../preload/kvt.h"
+#include "../cuda_shim/shim.h"
+#include "../base/kvt.h"
 #include "../preload/place.h"
 #include "../preload/record.h"
 #include "../profiler/evidence.h"

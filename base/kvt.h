@@ -76,7 +76,7 @@ void kvt_log(int level, const char *fmt, ...)
 #define kvt_warn_once(...) do { static int once_; \
 	if (!__atomic_exchange_n(&once_, 1, __ATOMIC_RELAXED)) kvt_warn(__VA_ARGS__); } while (0)
 
-/* ---- platform: the only OS/loader calls (preload/platform.c) --------------- */
+/* ---- platform: the only OS/loader calls (base/platform.c) --------------- */
 
 /* The real dlsym (never the interposed one). NULL only if glibc has none. */
 void *kvt_real_dlsym(void *handle, const char *name);
@@ -96,7 +96,7 @@ long kvt_sys_move_pages(unsigned long count, void **pages, const int *nodes,
 /* Address span of libkvtier.so itself (for "is this pointer ours"). */
 int kvt_self_contains(const void *p);
 
-/* ---- options (preload/options.c) ------------------------------------------- */
+/* ---- options (base/options.c) ------------------------------------------- */
 
 struct kvt_options {
 	int disable;                 /* KVTIER_DISABLE */
@@ -135,6 +135,6 @@ void kvt_options_print(const struct kvt_options *o, int fd);
 int kvt_option_info(unsigned i, const char **name, const char **def,
 		    const char **unit, const char **help);
 
-#include "stats.h"          /* live counters: hooks and the migrator publish */
+#include "../preload/stats.h" /* live counters: hooks and the migrator publish */
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The migration thread (cuda_shim/migrator.c): every KVTIER_EPOCH_MS it
+/* The migration thread (tier/migrator.c): every KVTIER_EPOCH_MS it
  * gathers evidence, decays chunk heat, asks the planner for promotions and
  * demotions and issues them with cuMemPrefetchAsync_v2 on its own
  * lowest-priority stream. Application threads only ever touch atomics and
