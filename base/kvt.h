@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Internal interface of the preload library: process state, the per-thread
- * hook guard, logging, the platform layer and the options table.
- * Everything here is hidden (-fvisibility=hidden); hooks are the only exports. */
+/* The base layer every other folder of the library stands on: the thread
+ * state, logging, the platform layer (base/platform.c) and the options table.
+ * It includes nothing of kvtier's but include/kvtier/ and calls nothing above
+ * it. Everything here is hidden (-fvisibility=hidden); hooks are the only
+ * exports. */
 #ifndef KVT_H
 #define KVT_H
 
@@ -21,45 +23,21 @@
 #define KVT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define KVT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* ---- process state ------------------------------------------------------ */
+/* ---- thread state --------------------------------------------------------- */
 
-enum kvt_run_state { KVT_STATE_NEW = 0, KVT_STATE_INIT, KVT_STATE_READY,
-		     KVT_STATE_INERT, KVT_STATE_DOWN };
+/* kvtier's constructor has begun (base/platform.c; preload/init.c sets it). */
+extern int kvt_started;
 
-extern int kvt_state;                 /* enum kvt_run_state, atomic */
-extern int kvt_started;               /* kvtier's constructor has begun */
-
-/* Per-thread: hook nesting depth (kvtier's own calls pass straight through)
- * and the runtime API in progress (so cudaMalloc -> cuMemAlloc is one event). */
+/* Per-thread (defined in base/platform.c): hook nesting depth (kvtier's own
+ * calls pass straight through: a thread that raises it is not recorded) and
+ * the runtime API in progress (so cudaMalloc -> cuMemAlloc is one event).
+ * The hook guard that reads it is preload/guard.h. */
 struct kvt_tls {
 	int depth;
 	uint16_t rt_api;
 	uint8_t rt_seen;
 };
 extern KVT_TLS struct kvt_tls kvt_tls;
-
-/* Makes sure init ran; true when hooks may record now (ready, not nested). */
-int kvt_ready(void);
-/* True when kvtier is inert (disabled, AT_SECURE, or failed init). */
-int kvt_inert(void);
-
-static inline int kvt_hook_enter(void)
-{
-	if (KVT_UNLIKELY(kvt_tls.depth > 0) || !kvt_ready())
-		return 0;
-	kvt_tls.depth++;
-	return 1;
-}
-
-static inline void kvt_hook_exit(void)
-{
-	kvt_tls.depth--;
-}
-
-/* fork(): the anonymous-map lock (preload/hook_mmap.c). */
-void kvt_mmap_fork_prepare(void);
-void kvt_mmap_fork_parent(void);
-void kvt_mmap_fork_child(void);
 
 /* ---- logging (write(2) on the stack, prefixed "kvtier: ", rate-limited) ---- */
 
@@ -134,7 +112,5 @@ void kvt_options_print(const struct kvt_options *o, int fd);
  * returns 0 and fills the pointers, or -1 past the end. */
 int kvt_option_info(unsigned i, const char **name, const char **def,
 		    const char **unit, const char **help);
-
-#include "../preload/stats.h" /* live counters: hooks and the migrator publish */
 
 #endif

@@ -43,6 +43,7 @@ KVT_NO_SANITIZE void *kvt_real_dlsym(void *handle, const char *name)
 }
 
 int kvt_started;
+KVT_TLS struct kvt_tls kvt_tls;
 
 KVT_NO_SANITIZE void *kvt_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {

@@ -236,6 +236,6 @@ int kvt_cuda_graph_kernels(CUgraph g, void (*fn)(void **params, void *arg), void
 			k++;
 		}
 	}
-	munmap(nodes, bytes);
+	kvt_sys_munmap(nodes, bytes);
 	return k;
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The hook tables. Driver hooks are substituted by pointer identity: a
- * pointer the driver's resolver (or dlsym) returns is swapped for a hook
- * only when it is exactly the export whose ABI the hook implements. Each
- * hook calls the real function through its own slot. */
-#ifndef KVT_HOOKS_H
-#define KVT_HOOKS_H
+/* The real entry points (cuda_shim/real.c): the list of driver and runtime
+ * functions kvtier interposes, one slot each for the real function, and its
+ * resolution (the driver object the resolver was seen in, then RTLD_NEXT;
+ * never one of kvtier's own exports). Each hook calls the real function
+ * through its slot; the substitution that puts the hooks in front of the
+ * application is preload/hook_table.c's. No malloc; safe inside hooks. */
+#ifndef KVT_REAL_H
+#define KVT_REAL_H
 
 /* X(base name as cuGetProcAddress sees it, export name = ABI) */
 #define KVT_DRIVER_HOOKS(X) \
@@ -112,9 +114,17 @@ static inline void *kvt_rt_real(unsigned idx)
 #define DRV_REAL(exp) ((__typeof__(&exp))kvt_drv_real(KVT_H_##exp))
 #define RT_REAL(name) ((__typeof__(&name))kvt_rt_real(KVT_R_##name))
 
-/* A pointer the driver's resolver, cudaGetDriverEntryPoint* or dlsym
- * returned for `name` (base or export name): our hook when it is exactly an
- * ABI we hook, else p unchanged. */
-void *kvt_substitute(const char *name, void *p);
+/* The names of slot idx: as cuGetProcAddress sees it (base) and as the
+ * object exports it (the ABI). Runtime slots have one name, given twice. */
+const char *kvt_real_drv_base(unsigned idx);
+const char *kvt_real_drv_export(unsigned idx);
+const char *kvt_real_rt_name(unsigned idx);
+/* Substitution found the real function: keep it (release store). */
+void kvt_real_set_drv(unsigned idx, void *p);
+void kvt_real_set_rt(unsigned idx, void *p);
+/* The driver object whose pointers were substituted, for resolving the
+ * slots of programs linked with -lcuda that never used dlsym. The first
+ * path given is kept; a path too long for the slot is not. */
+void kvt_real_set_driver_path(const char *path);
 
 #endif

@@ -6,6 +6,7 @@
  * Never allocates; never records. */
 #include "../base/kvt.h"
 #include "../cuda_shim/real.h"
+#include "hook_table.h"
 
 KVT_NO_SANITIZE __attribute__((visibility("hidden"))) void *kvt_dlsym_hook(void *handle, const char *name)
 {

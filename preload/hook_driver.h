@@ -8,7 +8,9 @@
 #include <cuda.h>
 
 #include "../base/kvt.h"
+#include "guard.h"
 #include "../cuda_shim/real.h"
+#include "hook_table.h"
 #include "record.h"
 
 /* Declares `real` for export `exp`; returns early when it cannot be found

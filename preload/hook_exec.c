@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "../base/kvt.h"
+#include "stats.h"
+#include "guard.h"
 #include "../profiler/trace.h"
 
 static void before_exec(void)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../base/kvt.h"
+#include "guard.h"
 #include "record.h"
 #include "place.h"
 #include "../profiler/trace.h"

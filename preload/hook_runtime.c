@@ -8,7 +8,9 @@
 #include <cuda_runtime_api.h>
 
 #include "../base/kvt.h"
+#include "guard.h"
 #include "../cuda_shim/real.h"
+#include "hook_table.h"
 #include "record.h"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"

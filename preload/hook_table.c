@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: MIT
-/* The hook tables and pointer-identity substitution (contract in hooks.h).
- * Runs inside the resolver wrappers and the dlsym hook: no malloc; the
- * loader calls go through the platform layer's real dlsym.
- * cuda.h is deliberately not included: hooks are referenced by their
- * export names through asm labels, whatever ABI each one has. */
+/* Pointer-identity substitution (contract in hook_table.h): the hooks put in
+ * front of the application in place of what a resolver returned. The real
+ * functions' slots are cuda_shim/real.c's. Runs inside the resolver wrappers
+ * and the dlsym hook: no malloc; the loader calls go through the platform
+ * layer's real dlsym. cuda.h is deliberately not included: hooks are
+ * referenced by their export names through asm labels, whatever ABI each
+ * one has. */
 #include <dlfcn.h>
 #include <string.h>
 
 #include "../base/kvt.h"
+#include "guard.h"
+#include "hook_table.h"
 #include "../cuda_shim/real.h"
 
 #define DECL_DRV(base, exp) extern char kvt_hook_##exp __asm__(#exp);
@@ -15,89 +19,33 @@
 KVT_DRIVER_HOOKS(DECL_DRV)
 KVT_RUNTIME_HOOKS(DECL_RT)
 
-struct drv_desc {
-	const char *base, *export;
-	void *hook;
-};
-
-#define DRV_DESC(b, exp) { #b, #exp, &kvt_hook_##exp },
-static const struct drv_desc drv[KVT_H__COUNT] = { KVT_DRIVER_HOOKS(DRV_DESC) };
-
-#define RT_DESC(name) { #name, #name, &kvt_hook_##name },
-static const struct drv_desc rt[KVT_R__COUNT] = { KVT_RUNTIME_HOOKS(RT_DESC) };
-
-void *kvt_drv_slot[KVT_H__COUNT];
-void *kvt_rt_slot[KVT_R__COUNT];
-
-/* Path of the driver object whose pointers we substituted (for the PLT
- * path of programs linked with -lcuda that never used dlsym). */
-static char driver_path[512];
-
-static void *driver_handle(void)
-{
-	void *h = NULL;
-	if (driver_path[0])
-		h = dlopen(driver_path, RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-	return h;
-}
-
-static void set_slot(void **slot, void *p)
-{
-	__atomic_store_n(slot, p, __ATOMIC_RELEASE);
-}
-
-void *kvt_drv_resolve(unsigned idx)
-{
-	void *p = NULL;
-	void *h = driver_handle();
-	if (h) {
-		p = kvt_real_dlsym(h, drv[idx].export);
-		dlclose(h);
-	}
-	if (!p || p == drv[idx].hook)
-		p = kvt_real_dlsym(RTLD_NEXT, drv[idx].export);
-	if (p && p != drv[idx].hook)
-		set_slot(&kvt_drv_slot[idx], p);
-	else
-		p = NULL;
-	return p;
-}
-
-void *kvt_rt_resolve(unsigned idx)
-{
-	void *p = kvt_real_dlsym(RTLD_NEXT, rt[idx].export);
-	if (p && p != rt[idx].hook)
-		set_slot(&kvt_rt_slot[idx], p);
-	else
-		p = NULL;
-	return p;
-}
+#define DRV_HOOK(b, exp) &kvt_hook_##exp,
+static void *const drv_hook[KVT_H__COUNT] = { KVT_DRIVER_HOOKS(DRV_HOOK) };
+#define RT_HOOK(name) &kvt_hook_##name,
+static void *const rt_hook[KVT_R__COUNT] = { KVT_RUNTIME_HOOKS(RT_HOOK) };
 
 /* The export `exp` of the object holding p, looked up in that object. */
-static void *export_in_object_of(void *p, const char *exp, Dl_info *di)
+static void *export_in_object_of(const char *exp, Dl_info *di)
 {
 	void *h = dlopen(di->dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	if (!h)
 		return NULL;
 	void *q = kvt_real_dlsym(h, exp);
 	dlclose(h);
-	(void)p;
 	return q;
 }
 
 static void *substitute_driver(const char *name, void *p, Dl_info *di)
 {
 	for (unsigned i = 0; i < KVT_H__COUNT; i++) {
-		if (strcmp(drv[i].base, name) && strcmp(drv[i].export, name))
+		const char *exp = kvt_real_drv_export(i);
+		if (strcmp(kvt_real_drv_base(i), name) && strcmp(exp, name))
 			continue;
-		if (export_in_object_of(p, drv[i].export, di) != p)
+		if (export_in_object_of(exp, di) != p)
 			continue;
-		set_slot(&kvt_drv_slot[i], p);
-		if (!driver_path[0] && strlen(di->dli_fname) < sizeof driver_path)
-			strcpy(driver_path, di->dli_fname);
-		return drv[i].hook;
+		kvt_real_set_drv(i, p);
+		kvt_real_set_driver_path(di->dli_fname);
+		return drv_hook[i];
 	}
 	return p;
 }
@@ -105,14 +53,14 @@ static void *substitute_driver(const char *name, void *p, Dl_info *di)
 static void *substitute_runtime(const char *name, void *p)
 {
 	for (unsigned i = 0; i < KVT_R__COUNT; i++) {
-		if (strcmp(rt[i].export, name))
+		if (strcmp(kvt_real_rt_name(i), name))
 			continue;
 		void *cur = kvt_rt_real(i);
 		if (!cur) {           /* runtime opened RTLD_LOCAL: adopt it */
-			set_slot(&kvt_rt_slot[i], p);
+			kvt_real_set_rt(i, p);
 			cur = p;
 		}
-		return cur == p ? rt[i].hook : p;
+		return cur == p ? rt_hook[i] : p;
 	}
 	return p;
 }

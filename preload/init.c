@@ -15,6 +15,8 @@
 #include "kvtier/api.h"
 
 #include "../base/kvt.h"
+#include "guard.h"
+#include "stats.h"
 #include "record.h"
 #include "place.h"
 #include "../profiler/trace.h"
@@ -23,10 +25,6 @@
 extern char **environ;
 
 int kvt_state;
-KVT_TLS struct kvt_tls kvt_tls;
-struct kvt_registry *kvt_mem_reg;
-struct kvt_registry *kvt_vmm_reg;
-struct kvt_registry *kvt_host_reg;
 
 int kvt_inert(void)
 {
@@ -126,6 +124,13 @@ static void open_trace(void)
 	kvt_trace_info("kvtier.trace_format", "1");
 }
 
+/* All the migration loop knows of its host (tier/migrator.h). */
+static const struct kvt_tier_host tier_host = {
+	.hbm_budget = kvt_place_hbm_budget,
+	.kv_start_free = kvt_place_kv_start_free,
+	.epoch_done = kvt_stats_publish_epoch,
+};
+
 static void init_once(void)
 {
 	if (getauxval(AT_SECURE)) {     /* set-user-ID etc.: read nothing */
@@ -151,7 +156,7 @@ static void init_once(void)
 	}
 	open_trace();
 	kvt_place_init();
-	kvt_migrator_start();
+	kvt_migrator_start(&tier_host);
 	kvt_stats_init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&kvt_state, KVT_STATE_READY, __ATOMIC_RELEASE);

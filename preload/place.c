@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include "../base/kvt.h"
+#include "stats.h"
 #include "place.h"
 #include "record.h"
 #include "topo.h"
+#include "../tier/admit.h"
 #include "../tier/migrator.h"
 #include "../cuda_shim/shim.h"
 #include "../profiler/heat.h"
@@ -41,17 +43,6 @@ static uint64_t nr_fallback[KVT_FB__COUNT];
 static uint64_t nr_placed[KVT_PLACE__COUNT], bytes_placed[KVT_PLACE__COUNT];
 static uint64_t nr_rehomed, nr_mismatch;
 
-/* KVTIER_ADMIT=fault or auto (enum kvt_admit; 0 = remote): far memory is
- * not mapped for the GPU (no accessed-by), so the GPU's first touch of a far
- * chunk faults and the driver migrates it to HBM, where the migrator counts
- * it (CUPTI's fault-driven migration records) and demotes the coldest chunks
- * to keep the budget; auto also maps remotely, chunk by chunk, what the
- * driver keeps evicting and faulting back (the migrator). Set at init;
- * cleared (and the accessed-by advice restored on every far range) when the
- * CUPTI source cannot run, since the migrator would not see the admissions,
- * or when GPU faults map far memory instead of migrating it. */
-static int admit_fault;
-
 static const char *const fallback_names[KVT_FB__COUNT] = {
 	"managed_alloc_failed", "numa_home_refused", "stream_capture", "no_driver",
 	"far_node_refused", "register_failed", "no_far_tier", "ipc_export",
@@ -62,11 +53,6 @@ void kvt_place_fallback(enum kvt_fallback why)
 	if (__atomic_fetch_add(&nr_fallback[why], 1, __ATOMIC_RELAXED) == 0)
 		kvt_warn("placement fallback: %s (counted; further ones are not logged)",
 			 fallback_names[why]);
-}
-
-int kvt_place_far_node(void)
-{
-	return far_node;
 }
 
 uint64_t kvt_place_hbm_budget(void)
@@ -180,7 +166,7 @@ void kvt_place_init(void)
 				 "far memory is read remotely (KVTIER_ADMIT=remote)", kvt_opt.admit,
 				 kvt_opt.sources);
 		else
-			admit_fault = automatic ? KVT_ADMIT_AUTO : KVT_ADMIT_FAULT;
+			kvt_admit_set(automatic ? KVT_ADMIT_AUTO : KVT_ADMIT_FAULT);
 	} else if (strcmp(kvt_opt.admit, "remote")) {
 		kvt_warn("KVTIER_ADMIT='%s': not remote, fault or auto; using remote", kvt_opt.admit);
 	}
@@ -321,41 +307,21 @@ static int home_far(CUdeviceptr d, uint64_t size, int node)
 	 * the node. */
 	if (!ok) {
 		kvt_place_fallback(KVT_FB_NUMA_HOME);
-		if (!__atomic_load_n(&admit_fault, __ATOMIC_RELAXED))
+		if (!kvt_admit_fault())
 			kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
 					CU_MEM_LOCATION_TYPE_HOST, 0);
 	}
-	if (__atomic_load_n(&admit_fault, __ATOMIC_RELAXED))
+	if (kvt_admit_fault())
 		return 0;
 	kvt_cuda_advise(d, size, CU_MEM_ADVISE_SET_ACCESSED_BY, CU_MEM_LOCATION_TYPE_DEVICE, dev);
 	return 1;
 }
 
-int kvt_place_admit_fault(void)
+/* The migrator tracks a managed range with the node it demotes to: its
+ * own, or the first far node for a provisional managed:hbm one. */
+static void track(uint64_t base, uint64_t size, int32_t node)
 {
-	return __atomic_load_n(&admit_fault, __ATOMIC_RELAXED);
-}
-
-int kvt_place_admit_auto(void)
-{
-	return __atomic_load_n(&admit_fault, __ATOMIC_RELAXED) == KVT_ADMIT_AUTO;
-}
-
-/* Back to remote admission: every far range tracked so far is mapped for the
- * GPU again (the migrator thread, once, when CUPTI turns out unusable or
- * GPU faults map far memory); one placed but not yet tracked is mapped by
- * kvt_place_commit, which reads the mode after tracking it. */
-void kvt_place_admit_remote(const char *why)
-{
-	if (!__atomic_exchange_n(&admit_fault, 0, __ATOMIC_SEQ_CST))
-		return;
-	kvt_warn("KVTIER_ADMIT=%s gives way to remote admission (%s): far memory is "
-		 "mapped for the GPU and read over the link until promoted", kvt_opt.admit, why);
-	struct kvt_heat_range r;
-	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++)       /* each for its own device */
-		if (!kvt_heat_range_get(s, &r))
-			kvt_cuda_advise(r.base, r.size, CU_MEM_ADVISE_SET_ACCESSED_BY,
-					CU_MEM_LOCATION_TYPE_DEVICE, r.dev);
+	kvt_migrator_track(base, size, node >= 0 ? node : far_node);
 }
 
 static void rehome(uint64_t base, uint64_t size)
@@ -425,12 +391,12 @@ void kvt_place_commit(struct kvt_place *pl, uint64_t base, uint64_t size)
 	}
 	if (base && pl->placement != KVT_PLACE_NATIVE) {
 		if (is_managed(pl->placement))      /* the migrator's chunks */
-			kvt_migrator_track(base, size, pl->node);
+			track(base, size, pl->node);
 		/* placed for fault admission, which gave way to remote before the
-		 * range was tracked (kvt_place_admit_remote saw only tracked ones).
+		 * range was tracked (kvt_admit_remote saw only tracked ones).
 		 * A read-modify-write, ordered with that exchange: either it sees
 		 * 0 here, or the exchange comes after and sees the range tracked. */
-		if (pl->unmapped && !__atomic_fetch_or(&admit_fault, 0, __ATOMIC_SEQ_CST)) {
+		if (pl->unmapped && !kvt_admit_fault_sc()) {
 			CUdevice dev = 0;
 			kvt_cuda_current_device(&dev);
 			kvt_cuda_advise(base, size, CU_MEM_ADVISE_SET_ACCESSED_BY,
@@ -456,7 +422,7 @@ void kvt_place_before_free(const struct kvt_alloc *rec)
 void kvt_place_free_failed(const struct kvt_alloc *rec)
 {
 	if (is_managed(rec->placement))
-		kvt_migrator_track(rec->base, rec->size, rec->node);
+		track(rec->base, rec->size, rec->node);
 }
 
 void kvt_place_on_free(const struct kvt_alloc *rec)

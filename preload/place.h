@@ -38,17 +38,6 @@ enum kvt_fallback {
 /* Once, from the constructor: the rules (KVTIER_POLICY or the default;
  * a bad text warns and places nothing unless KVTIER_STRICT=1), the far node. */
 void kvt_place_init(void);
-int kvt_place_far_node(void);
-/* KVTIER_ADMIT in effect: 0 remote, else far memory is not mapped for the
- * GPU at placement (fault; auto also maps, chunk by chunk, what the
- * driver keeps evicting and faulting back). */
-enum kvt_admit { KVT_ADMIT_REMOTE, KVT_ADMIT_FAULT, KVT_ADMIT_AUTO };
-int kvt_place_admit_fault(void);        /* fault or auto */
-int kvt_place_admit_auto(void);
-/* Fault admission cannot work (why: CUPTI cannot report the admissions, or
- * faults map): back to remote admission, the far ranges tracked so far
- * mapped for the GPU again. Idempotent. */
-void kvt_place_admit_remote(const char *why);
 /* The HBM budget for redirected memory: KVTIER_HBM_BUDGET, or what was
  * derived when the KV allocations began (0 = not yet, or nothing left). */
 uint64_t kvt_place_hbm_budget(void);

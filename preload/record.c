@@ -6,20 +6,12 @@
 #include "../base/kvt.h"
 #include "record.h"
 #include "place.h"
+#include "stats.h"
 #include "../profiler/trace.h"
 
-uint16_t kvt_attribute_api(uint16_t api)
-{
-	/* host calls are never the runtime's: a signal handler's mmap that
-	 * lands inside cudaMalloc must not take the runtime call's name */
-	if (api >= KVT_API_mmap)
-		return api;
-	if (kvt_tls.rt_api && !kvt_tls.rt_seen) {
-		kvt_tls.rt_seen = 1;
-		return kvt_tls.rt_api;
-	}
-	return api;
-}
+struct kvt_registry *kvt_mem_reg;
+struct kvt_registry *kvt_vmm_reg;
+struct kvt_registry *kvt_host_reg;
 
 void kvt_rec_alloc_placed(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 			  int ok, uint64_t addr, uint64_t size, uint64_t aux,
@@ -88,33 +80,4 @@ void kvt_rec_free_end(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 		};
 		kvt_trace_event(&ev);
 	}
-}
-
-void kvt_rec_event(uint16_t op, uint8_t kind, uint16_t api, uint64_t addr,
-		   uint64_t size, uint64_t aux, uint64_t aux2, int32_t result)
-{
-	if (!kvt_trace_active())
-		return;
-	struct kvt_rec_event ev = {
-		.op = op, .api = kvt_attribute_api(api), .addr = addr, .size = size,
-		.aux = aux, .aux2 = aux2, .result = result, .kind = kind,
-	};
-	kvt_trace_event(&ev);
-}
-
-int kvt_rt_enter(uint16_t api)
-{
-	if (kvt_tls.depth > 0 || kvt_tls.rt_api || !kvt_ready())
-		return 0;
-	kvt_tls.rt_api = api;
-	kvt_tls.rt_seen = 0;
-	return 1;
-}
-
-int kvt_rt_exit(void)
-{
-	int unseen = !kvt_tls.rt_seen;
-	kvt_tls.rt_api = 0;
-	kvt_tls.rt_seen = 0;
-	return unseen;
 }

@@ -10,14 +10,11 @@
 #include "kvtier/api.h"
 #include "kvtier/trace_format.h"
 #include "../profiler/registry.h"
+#include "../profiler/trace.h"      /* kvt_rec_event(), kvt_attribute_api() */
 
 extern struct kvt_registry *kvt_mem_reg;   /* address ranges */
 extern struct kvt_registry *kvt_vmm_reg;   /* cuMemCreate handles */
 extern struct kvt_registry *kvt_host_reg;  /* cuMemHostRegister'ed ranges */
-
-/* The API to attribute an event to: the runtime call in progress on this
- * thread if any (marking it seen), else the driver/host call itself. */
-uint16_t kvt_attribute_api(uint16_t api);
 
 struct kvt_place;
 
@@ -38,16 +35,5 @@ int kvt_rec_free_begin(struct kvt_registry *reg, uint64_t addr, struct kvt_alloc
 void kvt_rec_free_end(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 		      int tracked, const struct kvt_alloc *rec, uint64_t addr,
 		      int ok, int32_t result);
-
-/* Any other event (memset, copy, launch, meminfo, advise, prefetch...). */
-void kvt_rec_event(uint16_t op, uint8_t kind, uint16_t api, uint64_t addr,
-		   uint64_t size, uint64_t aux, uint64_t aux2, int32_t result);
-
-/* Runtime hooks: mark the runtime call in progress / finished. Returns 0
- * when kvtier must not record (inert or nested in kvtier itself). */
-int kvt_rt_enter(uint16_t api);
-/* True when no driver hook recorded the call underneath (the runtime hook
- * then records it itself); clears the marker. */
-int kvt_rt_exit(void);
 
 #endif

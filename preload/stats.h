@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "../tier/migrator.h"   /* struct kvt_stats_migr */
+
 /* Life (preload/init.c, hook_exec.c): create and publish the first
  * snapshot; unlink and unmap at exit; a fork child drops the parent's
  * mapping and publishes nothing (it may _exit without a destructor);
@@ -29,23 +31,8 @@ void kvt_stats_on_alloc(uint8_t kind, uint8_t placement, uint64_t bytes);
 void kvt_stats_on_free(uint8_t kind, uint8_t placement, uint64_t bytes);
 void kvt_stats_on_rehome(uint8_t from_placement, uint8_t to_placement, uint64_t bytes);
 
-/* The migration thread, once per epoch (tier/migrator.c): its
- * counters, read with atomic loads by KVT_STATS_MIGR(ctr). */
-struct kvt_stats_migr {
-	uint64_t epochs, nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
-	uint64_t prefetch_issued, prefetch_failed, tracked, track_failed;
-};
-#define KVT_STATS_LD(c, f) __atomic_load_n(&(c).f, __ATOMIC_RELAXED)
-#define KVT_STATS_MIGR(c) (&(const struct kvt_stats_migr){                        \
-	.epochs = KVT_STATS_LD(c, epochs),                                        \
-	.nr_promoted = KVT_STATS_LD(c, nr_promoted),                              \
-	.bytes_promoted = KVT_STATS_LD(c, bytes_promoted),                        \
-	.nr_demoted = KVT_STATS_LD(c, nr_demoted),                                \
-	.bytes_demoted = KVT_STATS_LD(c, bytes_demoted),                          \
-	.prefetch_issued = KVT_STATS_LD(c, prefetch_issued),                      \
-	.prefetch_failed = KVT_STATS_LD(c, prefetch_failed),                      \
-	.tracked = KVT_STATS_LD(c, tracked),                                      \
-	.track_failed = KVT_STATS_LD(c, track_failed) })
+/* The migration thread, once per epoch (tier/migrator.c, through the
+ * epoch_done callback preload/init.c hands it): its counters. */
 void kvt_stats_publish_epoch(const struct kvt_stats_migr *m);
 
 #endif

@@ -310,7 +310,7 @@ void kvt_prof_graph_publish(const struct kvt_graph_ev *g)
 		struct graph_slot *none = NULL;
 		if (!__atomic_compare_exchange_n(&graphs, &none, p, 0, __ATOMIC_ACQ_REL,
 						 __ATOMIC_ACQUIRE))
-			munmap(p, GRAPH_SLOTS * sizeof *t);        /* another thread's won */
+			kvt_sys_munmap(p, GRAPH_SLOTS * sizeof *t);        /* another thread's won */
 		t = __atomic_load_n(&graphs, __ATOMIC_ACQUIRE);
 	}
 	for (uint32_t n = 0, h = graph_hash(g->exec); n < GRAPH_PROBES; n++, h = (h + 1) & (GRAPH_SLOTS - 1)) {

@@ -15,6 +15,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include "kvtier/api.h"
 #include "../base/kvt.h"
 #include "trace.h"
 
@@ -299,6 +300,31 @@ void kvt_trace_event(struct kvt_rec_event *ev)
 	ev->t_ns = kvt_now_ns() - tr.start_mono_ns;
 	append_locked(ev, sizeof *ev, 1);
 	pthread_mutex_unlock(&tr.lock);
+}
+
+uint16_t kvt_attribute_api(uint16_t api)
+{
+	/* host calls are never the runtime's: a signal handler's mmap that
+	 * lands inside cudaMalloc must not take the runtime call's name */
+	if (api >= KVT_API_mmap)
+		return api;
+	if (kvt_tls.rt_api && !kvt_tls.rt_seen) {
+		kvt_tls.rt_seen = 1;
+		return kvt_tls.rt_api;
+	}
+	return api;
+}
+
+void kvt_rec_event(uint16_t op, uint8_t kind, uint16_t api, uint64_t addr,
+		   uint64_t size, uint64_t aux, uint64_t aux2, int32_t result)
+{
+	if (!kvt_trace_active())
+		return;
+	struct kvt_rec_event ev = {
+		.op = op, .api = kvt_attribute_api(api), .addr = addr, .size = size,
+		.aux = aux, .aux2 = aux2, .result = result, .kind = kind,
+	};
+	kvt_trace_event(&ev);
 }
 
 void kvt_trace_info(const char *key, const char *value)

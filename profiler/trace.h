@@ -23,6 +23,14 @@ const char *kvt_trace_path(void);
 
 /* Fill in head, t_ns and tid, then append. */
 void kvt_trace_event(struct kvt_rec_event *ev);
+/* The API to attribute an event to: the runtime call in progress on this
+ * thread if any (marking it seen), else the driver/host call itself. */
+uint16_t kvt_attribute_api(uint16_t api);
+/* One EVENT record that is not an allocation or a free (memset, copy,
+ * launch, meminfo, advise, prefetch...), attributed as above; nothing when
+ * tracing is off. */
+void kvt_rec_event(uint16_t op, uint8_t kind, uint16_t api, uint64_t addr,
+		   uint64_t size, uint64_t aux, uint64_t aux2, int32_t result);
 /* Capture the caller's stack (frames inside libkvtier skipped), dedup it,
  * and return its id (0 = none: depth 0, tracing off, or table full). */
 uint32_t kvt_trace_callsite(void);

@@ -15,29 +15,17 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "kvtier/api.h"
 #include "kvtier/planner.h"
 #include "migrator.h"
 #include "../cuda_shim/shim.h"
 #include "../base/kvt.h"
-#include "../preload/place.h"
-#include "../preload/record.h"
+#include "admit.h"
 #include "../profiler/evidence.h"
 #include "../profiler/heat.h"
 #include "../profiler/trace.h"
 
 #define MAX_MOVES 1024
-/* KVTIER_ADMIT=auto maps a chunk for the GPU after this many quick
- * come-backs in a row from driver evictions (1 also mapped zipf-decode's
- * hot chunks: 0.6x its tokens/s; 2 now and then mapped some). */
-#define AUTO_STRIKES 3
-/* Under fault admission a chunk in HBM ranks by how recently it was used:
- * this heat when touched now, halving every tau ln 2 (below KVTIER_DEMOTE
- * after ~4 tau idle). Heat as a decayed count ranked a chunk that had just
- * come in below the incumbents, and the planner demoted it to come back. */
-#define RECENCY_HEAT 64.0f
-/* KVTIER_ADMIT=fault or auto gives way to remote when this many GPU faults
- * on far memory migrated none of it (the driver maps it instead). */
-#define ADMIT_CHECK_FAULTS 64
 #define MIN_RESIDENCE_EPOCHS 4
 /* Devices one process may have redirected memory on that the thread keeps
  * apart (a node's GPUs; a process of vLLM or SGLang uses one, llama.cpp
@@ -78,13 +66,13 @@ static struct {
 	uint64_t last_budget;        /* for the trace: the last device's */
 } m = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static pthread_mutex_t src_lock = PTHREAD_MUTEX_INITIALIZER;   /* start_sources_once */
+static struct kvt_tier_host host;    /* what the host handed kvt_migrator_start */
 
 static struct {
 	uint64_t epochs, epoch_ns, epoch_ns_max;
 	uint64_t nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
 	uint64_t prefetch_issued, prefetch_failed, bind_failed;
 	uint64_t chunks_hbm, chunks_far, tracked, track_failed;
-	uint64_t auto_mapped, auto_advices, advise_failed;
 } ctr;
 
 #define CTR_ADD(f, v) __atomic_fetch_add(&ctr.f, (v), __ATOMIC_RELAXED)
@@ -123,6 +111,11 @@ static void doing(enum doing what)
 static int stopping(void)
 {
 	return __atomic_load_n(&m.stop, __ATOMIC_ACQUIRE);
+}
+
+static void advising(void)
+{
+	doing(DOING_ADVISE);
 }
 
 /* ---- start and stop ---- */
@@ -174,12 +167,13 @@ static int spawn(void)
 	return 0;
 }
 
-void kvt_migrator_start(void)
+void kvt_migrator_start(const struct kvt_tier_host *h)
 {
 	unsigned mask = 0;
 	char bad[32] = "";
 	if (!kvt_opt.migrate)
 		return;
+	host = *h;
 	if (kvt_prof_sources_parse(kvt_opt.sources, &mask, bad, sizeof bad)) {
 		kvt_warn("KVTIER_SOURCES='%s': unknown source '%s'; using the default 'launch,copy,cupti'",
 			 kvt_opt.sources, bad);
@@ -306,8 +300,7 @@ void kvt_migrator_track(uint64_t base, uint64_t size, int32_t node)
 		return;
 	CUdevice dev = 0;            /* the allocating thread's: the one it was placed for */
 	kvt_cuda_current_device(&dev);
-	int r = kvt_heat_track(base, size, KVT_PLAN_TIER_FAR, node >= 0 ? node : kvt_place_far_node(),
-			       dev);
+	int r = kvt_heat_track(base, size, KVT_PLAN_TIER_FAR, node, dev);
 	if (r) {
 		CTR_ADD(track_failed, 1);
 		kvt_warn_once("cannot track %#llx (+%llu bytes) for migration (%s); it stays where placed",
@@ -320,7 +313,7 @@ void kvt_migrator_track(uint64_t base, uint64_t size, int32_t node)
 	 * nobody saw leave chunks in HBM that kvtier believes far, never
 	 * demoted: llama.cpp's one KV buffer, 4x the budget, stayed whole in
 	 * HBM (simulated) when CUPTI started at the thread's first epoch. */
-	if (kvt_place_admit_fault()) {
+	if (kvt_admit_fault()) {
 		kvt_tls.depth++;     /* CUPTI's own driver calls are not the app's */
 		start_sources_once();
 		kvt_tls.depth--;
@@ -358,12 +351,12 @@ void kvt_migrator_rehomed(uint64_t base)
  * large device (1 GiB of 64 GiB), said once. */
 static uint64_t budget_now(struct mdev *d)
 {
-	uint64_t b = kvt_place_hbm_budget();
+	uint64_t b = host.hbm_budget();
 	if (b)
 		return b;
 	if (!d->budget) {
 		size_t fr = 0, tot = 0;
-		uint64_t at_kv = d == &m.d[0] ? kvt_place_kv_start_free() : 0;
+		uint64_t at_kv = d == &m.d[0] ? host.kv_start_free() : 0;
 		if (kvt_cuda_mem_info(&fr, &tot) == CUDA_SUCCESS) {
 			uint64_t f = at_kv && at_kv <= tot ? at_kv : fr;
 			d->budget = f > tot / 64 ? f - tot / 64 : 0;
@@ -396,13 +389,13 @@ static void stop_at_exit(void)
 static void start_sources(void)
 {
 	kvt_prof_sources_start();
-	if (kvt_place_admit_fault()) {
+	if (kvt_admit_fault()) {
 		/* admissions by fault are only seen through CUPTI's records */
 		const char *st = kvt_prof_source_state(KVT_SRC_CUPTI);
 		if (strncmp(st, "active", 6)) {
 			char why[160];
 			snprintf(why, sizeof why, "it needs the cupti source, which is %s", st);
-			kvt_place_admit_remote(why);
+			kvt_admit_remote(why);
 		}
 		else
 			kvt_cupti_track_fault_ins(1);
@@ -473,134 +466,6 @@ static int bind_device(struct mdev *d)
 	return 0;
 }
 
-/* KVTIER_ADMIT=auto: a chunk that came back by fault quickly AUTO_STRIKES
- * times in a row after the driver had evicted it (HBM full: more HBM time
- * cannot help it) and has no mapping from kvtier yet. */
-static int auto_wants(uint8_t f)
-{
-	return !(f & KVT_HEAT_F_MAPPED) && (f & KVT_HEAT_F_REFAULTS) >= AUTO_STRIKES;
-}
-
-/* Give the GPU accessed-by on chunks [i0, i1) of range r (pinned):
- * wherever the driver or the migrator puts them next, the GPU reads them
- * over the link instead of faulting them back in, and the planner promotes
- * them on their heat as under KVTIER_ADMIT=remote. For the life of the
- * allocation: each change would cost a fault and a 2 MiB migration. One
- * advice for the run: a thrashing cache strikes hundreds of neighbours in
- * one epoch, and each advice is a driver call that takes the address
- * space's lock and splits the driver's range at its ends. */
-static void auto_map(const struct kvt_heat_range *r, struct kvt_heat_chunk *c, uint32_t i0,
-		     uint32_t i1)
-{
-	uint64_t addr = r->base + ((uint64_t)i0 << KVT_CHUNK_SHIFT);
-	uint64_t end = r->base + ((uint64_t)i1 << KVT_CHUNK_SHIFT);
-	if (end > r->base + r->size)
-		end = r->base + r->size;
-	if (stopping())
-		return;
-	doing(DOING_ADVISE);
-	CUresult res = kvt_cuda_advise(addr, end - addr, CU_MEM_ADVISE_SET_ACCESSED_BY,
-				       CU_MEM_LOCATION_TYPE_DEVICE, r->dev);
-	if (res != CUDA_SUCCESS) {
-		CTR_ADD(advise_failed, 1);
-		kvt_warn_once("accessed-by advice on %#llx (+%llu) failed with CUresult %d "
-			      "(counted; further ones are not logged)", (unsigned long long)addr,
-			      (unsigned long long)(end - addr), (int)res);
-		return;
-	}
-	for (uint32_t k = i0; k < i1; k++)
-		__atomic_fetch_or(&c[k].flags, KVT_HEAT_F_MAPPED, __ATOMIC_RELAXED);
-	CTR_ADD(auto_mapped, i1 - i0);
-	CTR_ADD(auto_advices, 1);
-}
-
-/* auto: map the chunks of table entries [i, j) (one range) that
- * auto_wants(), one advice per run of neighbours. -1: the range was freed
- * meanwhile. */
-static int auto_map_range(uint32_t i, uint32_t j)
-{
-	uint32_t slot = m.table[i].range;
-	const struct kvt_heat_range *r = &m.r[slot];
-	struct kvt_heat_chunk *c = kvt_heat_chunks(r);
-	uint32_t run0 = 0, run1 = 0;    /* chunk indices [run0, run1): pending */
-	int pinned = 0;
-	for (uint32_t k = i; k <= j; k++) {
-		uint32_t idx = k < j ? m.table[k].tag : 0;
-		int want = k < j && auto_wants(__atomic_load_n(&c[idx].flags, __ATOMIC_RELAXED));
-		if (want && run1 > run0 && idx == run1) {
-			run1++;
-			continue;
-		}
-		if (run1 > run0)
-			auto_map(r, c, run0, run1);
-		run0 = run1 = 0;
-		if (!want)
-			continue;
-		if (!pinned && kvt_heat_pin((int)slot, r->gen))
-			return -1;
-		pinned = 1;
-		run0 = idx;
-		run1 = idx + 1;
-	}
-	if (pinned)
-		kvt_heat_unpin();
-	return 0;
-}
-
-/* KVTIER_ADMIT=fault or auto, on the epoch's table (the working set: every
- * chunk that faulted in is there). A far chunk the GPU has no mapping of
- * comes to HBM by fault when it is used, so the plan never promotes it (its
- * heat is left out of this epoch's table): such a promotion only makes room,
- * by demotion, for what the GPU may not touch (0.6-0.8x the tokens/s on
- * zipf-decode, simulated). Chunks in HBM rank by recency (RECENCY_HEAT),
- * except those auto mapped: with the far ones, they rank by heat as under
- * remote admission (a mapped far chunk's count outranked every recency
- * score, and the planner churned: vllm-like 4x 0.76x remote).
- * auto: map the chunks auto_wants(). */
-static void admit_scan(uint32_t n, int automatic, uint32_t now_ms)
-{
-	float d = m.params.demote, top = RECENCY_HEAT * (d > 1.0f ? d : 1.0f);
-	uint32_t tau = kvt_heat_tau_ms();
-	for (uint32_t i = 0; i < n;) {
-		uint32_t j = i + 1, slot = m.table[i].range;
-		while (j < n && m.table[j].range == slot)
-			j++;
-		const struct kvt_heat_range *r = &m.r[slot];
-		struct kvt_heat_chunk *c = kvt_heat_chunks(r);
-		if (automatic && auto_map_range(i, j)) {
-			i = j;                                   /* freed meanwhile */
-			continue;
-		}
-		for (uint32_t k = i; k < j; k++) {
-			uint32_t idx = m.table[k].tag;
-			uint8_t f = __atomic_load_n(&c[idx].flags, __ATOMIC_RELAXED);
-			if (m.table[k].tier == KVT_PLAN_TIER_FAR && !(f & KVT_HEAT_F_MAPPED)) {
-				m.table[k].heat = 0.0f;
-			} else if (!(f & KVT_HEAT_F_MAPPED)) {       /* in HBM, came by fault */
-				m.table[k].heat = kvt_heat_recency(c + idx, top, now_ms, tau);
-			}
-		}
-		i = j;
-	}
-}
-
-/* Admission by fault needs faults that migrate. A driver may instead map
- * far memory for the GPU on a fault (CUDA documents that for a host
- * preferred location): then nothing would ever come in and, with
- * promotions left to faults, everything would be read over the link. */
-static void admit_check(uint32_t n, uint32_t now_ms)
-{
-	uint64_t ff = kvt_cupti_far_faults();
-	if (ff >= ADMIT_CHECK_FAULTS && !kvt_heat_fault_ins()) {
-		char why[160];
-		snprintf(why, sizeof why, "%llu GPU faults on far memory migrated none of it: "
-			 "this driver maps it instead", (unsigned long long)ff);
-		kvt_place_admit_remote(why);
-		return;
-	}
-	admit_scan(n, kvt_place_admit_auto(), now_ms);
-}
-
 static void apply(const struct mdev *d, const struct kvt_plan_move *mv, uint32_t now_ms)
 {
 	const struct kvt_heat_range *r = &m.r[mv->range];
@@ -651,8 +516,13 @@ static void epoch_device(struct mdev *d, uint32_t now_ms)
 	uint32_t n = kvt_heat_collect(m.table, KVT_HEAT_MAX_CHUNKS, now_ms, m.r, d->dev);
 	if (stopping())
 		return;
-	if (kvt_place_admit_fault())
-		admit_check(n, now_ms);
+	if (kvt_admit_fault()) {
+		struct kvt_admit_epoch e = {
+			.table = m.table, .n = n, .r = m.r, .demote = m.params.demote,
+			.now_ms = now_ms, .stopping = stopping, .advising = advising,
+		};
+		kvt_admit_epoch(&e);
+	}
 	struct kvt_planner *pl = d->planner;
 	doing(DOING_MEMINFO);
 	pl->p.budget_bytes = budget_now(d);
@@ -707,7 +577,8 @@ static void epoch(void)
 	CTR_ADD(epoch_ns, dt);
 	if (dt > __atomic_load_n(&ctr.epoch_ns_max, __ATOMIC_RELAXED))
 		__atomic_store_n(&ctr.epoch_ns_max, dt, __ATOMIC_RELAXED);
-	kvt_stats_publish_epoch(KVT_STATS_MIGR(ctr));
+	if (host.epoch_done)
+		host.epoch_done(KVT_STATS_MIGR(ctr));
 }
 
 /* ---- the thread ---- */
@@ -824,16 +695,7 @@ void kvt_migrator_trace_counters(void)
 	for (unsigned i = 0; i < nd && o < sizeof val - 12; i++)
 		o += (size_t)snprintf(val + o, sizeof val - o, "%s%d", i ? "," : "", (int)m.d[i].dev);
 	kvt_trace_info("migrate.devices", val);
-	if (kvt_place_admit_fault())
-		kvt_trace_info("migrate.admit", kvt_place_admit_auto() ? "auto" : "fault");
-	else if (!strcmp(kvt_opt.admit, "fault") || !strcmp(kvt_opt.admit, "auto")) {
-		snprintf(val, sizeof val, "remote (%s gave way)", kvt_opt.admit);
-		kvt_trace_info("migrate.admit", val);
-	} else
-		kvt_trace_info("migrate.admit", "remote");
-	info_u64("migrate.auto_mapped", CTR_LD(auto_mapped));
-	info_u64("migrate.auto_advices", CTR_LD(auto_advices));
-	info_u64("migrate.advise_failed", CTR_LD(advise_failed));
+	kvt_admit_trace_counters();
 	info_u64("migrate.fault_ins", kvt_heat_fault_ins());
 	info_u64("migrate.refaults", kvt_heat_refaults());
 	info_u64("migrate.far_faults", kvt_cupti_far_faults());
