@@ -20,10 +20,11 @@ LDFLAGS   += $(SANFLAGS)
 
 # ---- the preload library -------------------------------------------------
 # Files named hook_*.c / *.S define interposed symbols, init.c has the
-# constructor, record.c and place.c the in-process glue, cuda_shim/ kvtier's
-# own driver calls: they go only into the shared object. Everything else also goes into libkvtier.a for tools and unit tests.
+# constructor, record.c, place*.c and stats.c the in-process glue, tier/ the
+# migration loop, cuda_shim/ the real entry points and kvtier's own driver
+# calls: they go only into the shared object. Everything else also goes into libkvtier.a for tools and unit tests.
 HOOK_SRCS := $(wildcard preload/hook_*.c) $(wildcard preload/*.S) preload/init.c preload/record.c \
-             preload/place.c preload/stats.c $(wildcard tier/*.c) $(wildcard cuda_shim/*.c)
+             $(wildcard preload/place*.c) preload/stats.c $(wildcard tier/*.c) $(wildcard cuda_shim/*.c)
 CORE_SRCS := $(filter-out $(HOOK_SRCS),$(wildcard base/*.c preload/*.c profiler/*.c policy/*.c))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 HOOK_OBJS := $(patsubst %.S,$(BUILD)/obj/%.o,$(HOOK_SRCS:%.c=$(BUILD)/obj/%.o))

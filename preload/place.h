@@ -2,7 +2,11 @@
 /* Placement: carries out the policy's decisions inside the process. The
  * hooks ask kvt_place_decide() before allocating, allocate (redirected or
  * native), then kvt_place_commit(). Every failure falls back to native,
- * counted once per reason. The policy engine runs under one lock. */
+ * counted once per reason. The policy engine runs under one lock.
+ * Three files, read top to bottom: place.c decides (the policy engine,
+ * verdicts, what the migrator tracks), place_act.c acts (managed memory
+ * homed, pinned memory and maps bound), place_account.c counts (far nodes'
+ * bytes, placements, fallbacks). */
 #ifndef KVT_PLACE_H
 #define KVT_PLACE_H
 

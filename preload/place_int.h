@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* Between the three placement files (not for hooks: they use place.h).
+ * place.c decides and calls down into place_act.c (what is done to memory)
+ * and place_account.c (what is counted); place_act.c counts through
+ * place_account.c. Inside hooks: no malloc, no locks here. */
+#ifndef KVT_PLACE_INT_H
+#define KVT_PLACE_INT_H
+
+#include <stdint.h>
+
+#include <cuda.h>
+
+struct kvt_topo_choice;
+
+/* place.c: whether rules are in force (0 after a bad KVTIER_POLICY). */
+int kvt_place_placing(void);
+
+/* place_act.c: home managed memory [d, d+size) on far node `node` (a plain
+ * host home where the driver keeps none), mapped for the current device
+ * unless fault admission is on. 1 when mapped for the GPU, 0 when not. */
+int kvt_place_home_far(CUdeviceptr d, uint64_t size, int node);
+
+/* place_account.c: the far nodes topology chose (once, at init); the first
+ * (-1: none); the one for the next `size` bytes (spread by weight); bytes
+ * now on a node (+/-). */
+void kvt_place_far_init(const struct kvt_topo_choice *ch);
+int kvt_place_far_first(void);
+int kvt_place_pick_far(uint64_t size);
+void kvt_place_account_far(int node, int64_t bytes);
+/* Counts (atomic adds), and their reset in a fork child. */
+void kvt_place_count_placed(uint8_t placement, uint64_t bytes);
+void kvt_place_count_rehomed(void);
+void kvt_place_count_mismatch(void);
+void kvt_place_counters_reset(void);
+
+#endif
