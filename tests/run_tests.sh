@@ -22,6 +22,19 @@ esac
 passed=0; failed=0; crashed=0
 logdir="$BUILD/test-logs"
 mkdir -p "$logdir"
+# The layering check (README "Layout"): one test, no build needed.
+echo "=== check_layers"
+python3 "$(dirname "$0")/check_layers.py" --self-test >"$logdir/check_layers.log" 2>&1
+rc_self=$?
+python3 "$(dirname "$0")/check_layers.py" >>"$logdir/check_layers.log" 2>&1
+rc_tree=$?
+cat "$logdir/check_layers.log"
+if [ $rc_self -eq 0 ] && [ $rc_tree -eq 0 ]; then
+	passed=$((passed+1))
+else
+	failed=$((failed+1))
+	echo "--- check_layers failed: an include cycle among folders, an include upward, or policy/ impure"
+fi
 for t in "$BUILD"/tests/unit/test_*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
