@@ -7,6 +7,8 @@
 #ifndef KVT_H
 #define KVT_H
 
+#include <dlfcn.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,10 +60,12 @@ void kvt_log(int level, const char *fmt, ...)
 
 /* The real dlsym (never the interposed one). NULL only if glibc has none. */
 void *kvt_real_dlsym(void *handle, const char *name);
-/* Raw system calls that never re-enter hooks. 0/ptr or -errno. */
+/* Raw system calls that never re-enter hooks. mmap: pointer or MAP_FAILED;
+ * the rest 0/count/pointer or -errno (the contract atop platform.c). */
 void *kvt_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int kvt_sys_munmap(void *addr, size_t len);
-ssize_t kvt_sys_write_all(int fd, const void *buf, size_t len); /* bytes or -errno */
+/* Writes all of buf, retrying EINTR and short writes. Bytes or -errno. */
+ssize_t kvt_sys_write_all(int fd, const void *buf, size_t len);
 pid_t kvt_gettid(void);
 void kvt_platform_after_fork(void);
 uint64_t kvt_now_ns(void);          /* CLOCK_MONOTONIC */
@@ -71,8 +75,50 @@ long kvt_sys_mbind(void *addr, size_t len, int mode, const unsigned long *mask,
 		   unsigned long maxnode, unsigned flags);
 long kvt_sys_move_pages(unsigned long count, void **pages, const int *nodes,
 			int *status, int flags);
+/* The loader, for kvtier's own needs (never the interposed dlsym):
+ * dlopen (it may allocate: never inside a hook with RTLD_NOW on an object
+ * not yet loaded; RTLD_NOLOAD lookups are fine), dlclose, dladdr (1 when
+ * found) and dl_iterate_phdr, as glibc's. The page size, read once. */
+void *kvt_dl_open(const char *path, int flags);
+int kvt_dl_close(void *handle);
+int kvt_dl_addr(const void *p, Dl_info *di);
+int kvt_dl_each_object(int (*fn)(struct dl_phdr_info *info, size_t size, void *arg),
+		       void *arg);
+uint64_t kvt_page_bytes(void);
 /* Address span of libkvtier.so itself (for "is this pointer ours"). */
 int kvt_self_contains(const void *p);
+/* mremap(2), raw (the preload exports mremap). Address or -errno. */
+long kvt_sys_mremap(void *old, size_t old_size, size_t new_size, int flags, void *new_addr);
+int kvt_sys_madvise(void *addr, size_t len, int advice);          /* 0 or -errno */
+/* process_vm_readv(2) with flags 0 (a bad remote address is an error, never
+ * a fault). Bytes or -errno. */
+struct iovec;
+ssize_t kvt_sys_process_vm_readv(pid_t pid, const struct iovec *local, unsigned long nlocal,
+				 const struct iovec *remote, unsigned long nremote);
+/* Files: one libc call each, no EINTR retry (callers keep their loops). */
+struct stat;
+int kvt_sys_open(const char *path, int flags, mode_t mode);       /* fd or -errno */
+ssize_t kvt_sys_read(int fd, void *buf, size_t len);              /* bytes or -errno */
+ssize_t kvt_sys_pread(int fd, void *buf, size_t len, off_t off);  /* bytes or -errno */
+int kvt_sys_close(int fd);                                        /* 0 or -errno */
+int kvt_sys_fstat(int fd, struct stat *sb);                       /* 0 or -errno */
+int kvt_sys_stat(const char *path, struct stat *sb);              /* 0 or -errno */
+int kvt_sys_unlink(const char *path);                             /* 0 or -errno */
+int kvt_sys_ftruncate(int fd, off_t len);                         /* 0 or -errno */
+int kvt_sys_fchmod(int fd, mode_t mode);                          /* 0 or -errno */
+int kvt_sys_access(const char *path, int mode);                   /* 0 or -errno */
+/* Bytes placed in buf (not NUL-terminated) or -errno. */
+ssize_t kvt_sys_readlink(const char *path, char *buf, size_t cap);
+/* fn(name, arg) for each entry of directory path, "." and ".." included, in
+ * the kernel's order, at most max of them; stops early when fn returns
+ * nonzero. An unreadable rest ends the walk. Entries seen or -errno. */
+int kvt_sys_dir_each(const char *path, unsigned max,
+		     int (*fn)(const char *name, void *arg), void *arg);
+int kvt_sys_kill(pid_t pid, int sig);                             /* 0 or -errno */
+/* This thread's name (PR_GET_NAME) into buf, NUL-terminated. 0 or -errno. */
+int kvt_sys_thread_name(char buf[16]);
+/* exit_group(2): ends the process without running anything. */
+__attribute__((noreturn)) void kvt_sys_exit_group(int status);
 
 /* ---- options (base/options.c) ------------------------------------------- */
 

@@ -1,14 +1,29 @@
 // SPDX-License-Identifier: MIT
-/* The platform layer: the only place that talks to the loader (dlsym/dlvsym,
- * dl_iterate_phdr) and makes raw system calls for kvtier's own needs.
- * Contract: never calls an interposed symbol, never allocates, returns
- * 0/pointer or a negative errno. Safe to call from inside any hook. */
+/* The platform layer: the only place in the library that talks to the
+ * loader or makes raw system calls for kvtier's own needs. It owns:
+ *   loader    the real dlsym (dlvsym), dlopen/dlclose/dladdr, the loaded
+ *             objects (dl_iterate_phdr), kvtier's own span, the page size;
+ *   memory    mmap/munmap/mremap, madvise, mbind, move_pages, reads of this
+ *             process's memory (process_vm_readv);
+ *   files     open, read, pread, close, fstat, stat, unlink, ftruncate,
+ *             fchmod, access, readlink, directory listing, write_all;
+ *   process   thread id and name, kill, exit_group, the clocks.
+ * Contract, once for all of them (unless a declaration in kvt.h says
+ * otherwise): result parameters are non-NULL; returns 0/count/pointer on
+ * success or a negative errno; never calls an interposed symbol; never
+ * allocates. Safe to call from inside any hook. Nothing here retries on
+ * EINTR unless its declaration says so: callers keep their own loops. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -165,4 +180,172 @@ long kvt_sys_move_pages(unsigned long count, void **pages, const int *nodes,
 			int *status, int flags)
 {
 	return syscall(SYS_move_pages, 0, count, pages, nodes, status, flags) ? -errno : 0;
+}
+
+/* ---- memory ---- */
+
+KVT_NO_SANITIZE long kvt_sys_mremap(void *old, size_t old_size, size_t new_size, int flags,
+				    void *new_addr)
+{
+	long r = syscall(SYS_mremap, old, old_size, new_size, flags, new_addr);
+	return r == -1 ? -errno : r;
+}
+
+int kvt_sys_madvise(void *addr, size_t len, int advice)
+{
+	return madvise(addr, len, advice) ? -errno : 0;
+}
+
+ssize_t kvt_sys_process_vm_readv(pid_t pid, const struct iovec *local, unsigned long nlocal,
+				 const struct iovec *remote, unsigned long nremote)
+{
+	long n = syscall(SYS_process_vm_readv, (long)pid, local, nlocal, remote, nremote, 0L);
+	return n < 0 ? -errno : (ssize_t)n;
+}
+
+/* ---- files ---- */
+
+int kvt_sys_open(const char *path, int flags, mode_t mode)
+{
+	int fd = open(path, flags, mode);
+	return fd < 0 ? -errno : fd;
+}
+
+ssize_t kvt_sys_read(int fd, void *buf, size_t len)
+{
+	ssize_t n = read(fd, buf, len);
+	return n < 0 ? -errno : n;
+}
+
+ssize_t kvt_sys_pread(int fd, void *buf, size_t len, off_t off)
+{
+	ssize_t n = pread(fd, buf, len, off);
+	return n < 0 ? -errno : n;
+}
+
+int kvt_sys_close(int fd)
+{
+	return close(fd) ? -errno : 0;
+}
+
+int kvt_sys_fstat(int fd, struct stat *sb)
+{
+	return fstat(fd, sb) ? -errno : 0;
+}
+
+int kvt_sys_stat(const char *path, struct stat *sb)
+{
+	return stat(path, sb) ? -errno : 0;
+}
+
+int kvt_sys_unlink(const char *path)
+{
+	return unlink(path) ? -errno : 0;
+}
+
+int kvt_sys_ftruncate(int fd, off_t len)
+{
+	return ftruncate(fd, len) ? -errno : 0;
+}
+
+int kvt_sys_fchmod(int fd, mode_t mode)
+{
+	return fchmod(fd, mode) ? -errno : 0;
+}
+
+int kvt_sys_access(const char *path, int mode)
+{
+	return access(path, mode) ? -errno : 0;
+}
+
+ssize_t kvt_sys_readlink(const char *path, char *buf, size_t cap)
+{
+	ssize_t n = readlink(path, buf, cap);
+	return n < 0 ? -errno : n;
+}
+
+/* struct linux_dirent64, as getdents64(2) fills it. */
+struct dirent64_raw {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* getdents64 into a stack buffer (opendir would malloc its DIR). */
+int kvt_sys_dir_each(const char *path, unsigned max,
+		     int (*fn)(const char *name, void *arg), void *arg)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	_Alignas(8) char buf[4096];
+	unsigned seen = 0;
+	while (seen < max) {
+		long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+		if (n <= 0)
+			break;               /* end, or an error: as readdir's NULL */
+		for (long off = 0; off < n && seen < max;) {
+			const struct dirent64_raw *d = (const void *)(buf + off);
+			off += d->d_reclen;
+			seen++;
+			if (fn(d->d_name, arg))
+				goto out;
+		}
+	}
+out:
+	close(fd);
+	return (int)seen;
+}
+
+/* ---- process ---- */
+
+int kvt_sys_kill(pid_t pid, int sig)
+{
+	return kill(pid, sig) ? -errno : 0;
+}
+
+int kvt_sys_thread_name(char buf[16])
+{
+	return prctl(PR_GET_NAME, buf, 0, 0, 0) ? -errno : 0;
+}
+
+void kvt_sys_exit_group(int status)
+{
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+/* ---- loader ---- */
+
+void *kvt_dl_open(const char *path, int flags)
+{
+	return dlopen(path, flags);
+}
+
+int kvt_dl_close(void *handle)
+{
+	return dlclose(handle);
+}
+
+int kvt_dl_addr(const void *p, Dl_info *di)
+{
+	return dladdr(p, di);
+}
+
+int kvt_dl_each_object(int (*fn)(struct dl_phdr_info *info, size_t size, void *arg), void *arg)
+{
+	return dl_iterate_phdr(fn, arg);
+}
+
+uint64_t kvt_page_bytes(void)
+{
+	static uint64_t pg;
+	uint64_t v = __atomic_load_n(&pg, __ATOMIC_RELAXED);
+	if (!v) {
+		v = (uint64_t)sysconf(_SC_PAGESIZE);
+		__atomic_store_n(&pg, v, __ATOMIC_RELAXED);
+	}
+	return v;
 }

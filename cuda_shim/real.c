@@ -47,9 +47,9 @@ static void *driver_handle(void)
 {
 	void *h = NULL;
 	if (driver_path[0])
-		h = dlopen(driver_path, RTLD_LAZY | RTLD_NOLOAD);
+		h = kvt_dl_open(driver_path, RTLD_LAZY | RTLD_NOLOAD);
 	if (!h)
-		h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+		h = kvt_dl_open("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
 	return h;
 }
 
@@ -65,7 +65,7 @@ void *kvt_drv_resolve(unsigned idx)
 	void *h = driver_handle();
 	if (h) {
 		p = kvt_real_dlsym(h, drv[idx].export);
-		dlclose(h);
+		kvt_dl_close(h);
 	}
 	if (!p || is_ours(p))
 		p = kvt_real_dlsym(RTLD_NEXT, drv[idx].export);

@@ -7,8 +7,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
-#include <sys/syscall.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../base/kvt.h"
@@ -69,8 +67,7 @@ KVT_EXPORT void _exit(int status)
 		kvt_trace_close_if_owner();
 	if (real)
 		real(status);
-	syscall(SYS_exit_group, status);
-	__builtin_unreachable();
+	kvt_sys_exit_group(status);
 }
 
 KVT_EXPORT void _Exit(int status)

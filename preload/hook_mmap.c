@@ -8,7 +8,6 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../base/kvt.h"
@@ -155,8 +154,12 @@ KVT_EXPORT KVT_NO_SANITIZE void *mremap(void *old, size_t old_size, size_t new_s
 		va_end(ap);
 	}
 	if (KVT_UNLIKELY(!*(volatile int *)&kvt_started)) {
-		long r = syscall(SYS_mremap, old, old_size, new_size, flags, new_addr);
-		return r == -1 ? MAP_FAILED : (void *)r;
+		long r = kvt_sys_mremap(old, old_size, new_size, flags, new_addr);
+		if (r < 0 && r > -4096) {
+			errno = (int)-r;
+			return MAP_FAILED;
+		}
+		return (void *)r;
 	}
 	return do_mremap(old, old_size, new_size, flags, new_addr);
 }

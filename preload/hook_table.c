@@ -27,11 +27,11 @@ static void *const rt_hook[KVT_R__COUNT] = { KVT_RUNTIME_HOOKS(RT_HOOK) };
 /* The export `exp` of the object holding p, looked up in that object. */
 static void *export_in_object_of(const char *exp, Dl_info *di)
 {
-	void *h = dlopen(di->dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	void *h = kvt_dl_open(di->dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	if (!h)
 		return NULL;
 	void *q = kvt_real_dlsym(h, exp);
-	dlclose(h);
+	kvt_dl_close(h);
 	return q;
 }
 
@@ -75,7 +75,7 @@ void *kvt_substitute(const char *name, void *p)
 	if (!strncmp(name, "cuda", 4))
 		return substitute_runtime(name, p);
 	Dl_info di;
-	if (!dladdr(p, &di) || !di.dli_fname)
+	if (!kvt_dl_addr(p, &di) || !di.dli_fname)
 		return p;
 	return substitute_driver(name, p, &di);
 }

@@ -38,7 +38,7 @@ static void drop_from_ld_preload(void)
 {
 	Dl_info di;
 	const char *pre = getenv("LD_PRELOAD");
-	if (!pre || !dladdr((void *)&drop_from_ld_preload, &di) || !di.dli_fname)
+	if (!pre || !kvt_dl_addr((void *)&drop_from_ld_preload, &di) || !di.dli_fname)
 		return;
 	const char *me = strrchr(di.dli_fname, '/');
 	me = me ? me + 1 : di.dli_fname;

@@ -178,7 +178,7 @@ static int site_frame(void *arg, unsigned i, const char **sym, const char **modu
 		return -1;
 	*sym = NULL;
 	*module = NULL;
-	if (dladdr((char *)c->ip[i] - 1, &di)) {
+	if (kvt_dl_addr((char *)c->ip[i] - 1, &di)) {
 		*sym = di.dli_sname;
 		*module = di.dli_fname;
 	}

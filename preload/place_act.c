@@ -102,7 +102,7 @@ void kvt_place_advise(uint64_t d, uint64_t size, struct kvt_place *pl)
 
 static uint64_t page_round(uint64_t n)
 {
-	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t pg = kvt_page_bytes();
 	return (n + pg - 1) & ~(pg - 1);
 }
 
@@ -112,7 +112,7 @@ static unsigned pages_on_node(void *p, uint64_t len, int node, unsigned *sampled
 {
 	void *pages[64];
 	int status[64];
-	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t pg = kvt_page_bytes();
 	uint64_t nr = len / pg;
 	unsigned n = nr < 64 ? (unsigned)nr : 64, on = 0;
 	for (unsigned i = 0; i < n; i++)
@@ -161,7 +161,7 @@ void *kvt_place_pinned(uint64_t size, unsigned alloc_flags, struct kvt_place *pl
 		kvt_place_fallback(KVT_FB_HOST_BIND);
 		goto native;
 	}
-	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t pg = kvt_page_bytes();
 	for (uint64_t off = 0; off < len; off += pg)      /* populate on the node */
 		((volatile char *)p)[off] = 0;
 	unsigned reg = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP;

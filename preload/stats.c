@@ -4,11 +4,10 @@
  * O_EXCL|O_NOFOLLOW, 0600; never follows or overwrites what is there.
  * Hook entry points: atomics and a clock read; publishing is a seqlocked
  * copy into the mapping under a try-lock. No malloc, no stdio, no waiting. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,15 +174,15 @@ static int is_segment_of(const char *path, int32_t pid)
 {
 	struct kvt_stats_seg old;
 	struct stat sb, ns;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	int fd = kvt_sys_open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0);
 	if (fd < 0)
 		return 0;
-	int ok = !fstat(fd, &sb) && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
+	int ok = !kvt_sys_fstat(fd, &sb) && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
 		 (sb.st_mode & 07777) == 0600 && sb.st_size == SEG_BYTES &&
-		 pread(fd, &old, sizeof old, 0) == (ssize_t)sizeof old &&
+		 kvt_sys_pread(fd, &old, sizeof old, 0) == (ssize_t)sizeof old &&
 		 old.magic == KVT_STATS_MAGIC && old.pid == pid &&
-		 !stat("/proc/self/ns/pid", &ns) && old.pidns_ino == (uint64_t)ns.st_ino;
-	close(fd);
+		 !kvt_sys_stat("/proc/self/ns/pid", &ns) && old.pidns_ino == (uint64_t)ns.st_ino;
+	kvt_sys_close(fd);
 	return ok;
 }
 
@@ -202,28 +201,29 @@ static int is_our_stale(const char *path)
  * SWEEP_SCAN directory entries are looked at. A fork child does not sweep
  * (it makes no segment); an exec'd image does once. */
 #define SWEEP_SCAN 4096
+static int sweep_entry(const char *name, void *arg)
+{
+	unsigned *removed = arg;
+	const size_t plen = strlen(KVT_STATS_PREFIX);
+	if (strncmp(name, KVT_STATS_PREFIX, plen))
+		return 0;
+	char *end;
+	long pid = strtol(name + plen, &end, 10);
+	if (end == name + plen || *end || pid <= 0 || pid > INT32_MAX ||
+	    pid == st.pid || kvt_sys_kill((pid_t)pid, 0) != -ESRCH)
+		return 0;
+	char path[sizeof KVT_STATS_DIR + 1 + NAME_MAX + 1];
+	snprintf(path, sizeof path, "%s/%s", KVT_STATS_DIR, name);
+	if (is_segment_of(path, (int32_t)pid) && !kvt_sys_unlink(path))
+		(*removed)++;
+	return 0;
+}
+
 static void sweep_stale(void)
 {
-	DIR *d = opendir(KVT_STATS_DIR);
-	if (!d)
+	unsigned removed = 0;
+	if (kvt_sys_dir_each(KVT_STATS_DIR, SWEEP_SCAN, sweep_entry, &removed) < 0)
 		return;
-	const size_t plen = strlen(KVT_STATS_PREFIX);
-	unsigned seen = 0, removed = 0;
-	struct dirent *e;
-	while (seen++ < SWEEP_SCAN && (e = readdir(d))) {
-		if (strncmp(e->d_name, KVT_STATS_PREFIX, plen))
-			continue;
-		char *end;
-		long pid = strtol(e->d_name + plen, &end, 10);
-		if (end == e->d_name + plen || *end || pid <= 0 || pid > INT32_MAX ||
-		    pid == st.pid || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
-		char path[sizeof KVT_STATS_DIR + 1 + sizeof e->d_name];
-		snprintf(path, sizeof path, "%s/%s", KVT_STATS_DIR, e->d_name);
-		if (is_segment_of(path, (int32_t)pid) && !unlink(path))
-			removed++;
-	}
-	closedir(d);
 	if (removed)
 		kvt_info("stats: removed %u segment(s) of exited processes from %s", removed,
 			 KVT_STATS_DIR);
@@ -231,13 +231,13 @@ static void sweep_stale(void)
 
 static int open_segment(void)
 {
-	int fd = open(st.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	int e = fd < 0 ? (errno == ELOOP ? EEXIST : errno) : 0;   /* ELOOP: a symlink is there */
+	int fd = kvt_sys_open(st.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int e = fd < 0 ? (fd == -ELOOP ? EEXIST : -fd) : 0;   /* ELOOP: a symlink is there */
 	if (fd < 0 && e == EEXIST && is_our_stale(st.path)) {
 		kvt_info("stats: removing %s, left by an earlier process with this pid", st.path);
-		unlink(st.path);
-		fd = open(st.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		e = fd < 0 ? errno : 0;
+		kvt_sys_unlink(st.path);
+		fd = kvt_sys_open(st.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		e = fd < 0 ? -fd : 0;
 	}
 	if (fd < 0) {
 		if (e == EEXIST)
@@ -259,21 +259,21 @@ static int create_segment(void)
 	int fd = open_segment();
 	if (fd < 0)
 		return fd;
-	int r = 0;
-	if (fchmod(fd, 0600) || ftruncate(fd, SEG_BYTES))
-		r = -errno;
+	int r = kvt_sys_fchmod(fd, 0600);
+	if (!r)
+		r = kvt_sys_ftruncate(fd, SEG_BYTES);
 	void *p = r ? MAP_FAILED : kvt_sys_mmap(NULL, SEG_BYTES, PROT_READ | PROT_WRITE,
 					       MAP_SHARED, fd, 0);
-	close(fd);
+	kvt_sys_close(fd);
 	if (p == MAP_FAILED) {
 		kvt_warn("stats: cannot size or map %s (%s); no live counters",
 			 st.path, strerror(r ? -r : ENOMEM));
-		unlink(st.path);
+		kvt_sys_unlink(st.path);
 		return r ? r : -ENOMEM;
 	}
 	st.seg = p;
 	fill_static(st.seg);
-	st.seg->pidns_ino = stat("/proc/self/ns/pid", &ns) ? 0 : (uint64_t)ns.st_ino;
+	st.seg->pidns_ino = kvt_sys_stat("/proc/self/ns/pid", &ns) ? 0 : (uint64_t)ns.st_ino;
 	__atomic_store_n(&st.state, SEG_ON, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -281,7 +281,7 @@ static int create_segment(void)
 static void drop_segment(int remove)
 {
 	if (remove)
-		unlink(st.path);
+		kvt_sys_unlink(st.path);
 	if (st.seg)
 		kvt_sys_munmap(st.seg, SEG_BYTES);
 	st.seg = NULL;
@@ -341,7 +341,7 @@ void kvt_stats_at_exit(void)
 	if (getpid() == st.pid &&
 	    __atomic_compare_exchange_n(&st.state, &expect, SEG_OFF, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE))
-		unlink(st.path);
+		kvt_sys_unlink(st.path);
 }
 
 void kvt_stats_exec_failed(void)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Topology discovery from sysfs/proc under a ROOT prefix, and the pure
  * choice of the far tier. Runs once at init or in `kvtier topo`: reads
- * files with open/read into stack buffers (no malloc, no stdio, no
- * logging), fills fixed arrays, and reaches CXL only through the ops table. */
+ * files with kvt_sys_open/kvt_sys_read into stack buffers (no malloc, no
+ * stdio, no logging), fills fixed arrays, and reaches CXL only through the
+ * ops table. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base/kvt.h"
 #include "topo.h"
 
 #define NODE_DIR "/sys/devices/system/node"
@@ -33,19 +35,19 @@ static ssize_t topo_read(const struct kvt_topo *t, const char *rel, char *buf, s
 	int rc = topo_path(t, rel, path, sizeof path);
 	if (rc)
 		return rc;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = kvt_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	size_t n = 0;
 	while (n < cap - 1) {
-		ssize_t r = read(fd, buf + n, cap - 1 - n);
-		if (r < 0 && errno == EINTR)
+		ssize_t r = kvt_sys_read(fd, buf + n, cap - 1 - n);
+		if (r == -EINTR)
 			continue;
 		if (r <= 0)
 			break;
 		n += (size_t)r;
 	}
-	close(fd);
+	kvt_sys_close(fd);
 	buf[n] = 0;
 	return (ssize_t)n;
 }
@@ -53,7 +55,7 @@ static ssize_t topo_read(const struct kvt_topo *t, const char *rel, char *buf, s
 static int topo_exists(const struct kvt_topo *t, const char *rel)
 {
 	char path[PATH_MAX];
-	return !topo_path(t, rel, path, sizeof path) && access(path, F_OK) == 0;
+	return !topo_path(t, rel, path, sizeof path) && kvt_sys_access(path, F_OK) == 0;
 }
 
 /* Unsigned number from a one-value file (base 0: "0x" allowed, or 16). */
@@ -219,14 +221,14 @@ static void topo_read_zoneinfo(struct kvt_topo *t)
 	char path[PATH_MAX], buf[4096];
 	if (topo_path(t, "/proc/zoneinfo", path, sizeof path))
 		return;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = kvt_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return;
 	struct zone_scan z = { .node = -1 };
 	size_t have = 0;
 	for (;;) {
-		ssize_t r = read(fd, buf + have, sizeof buf - 1 - have);
-		if (r < 0 && errno == EINTR)
+		ssize_t r = kvt_sys_read(fd, buf + have, sizeof buf - 1 - have);
+		if (r == -EINTR)
 			continue;
 		if (r <= 0)
 			break;
@@ -243,8 +245,8 @@ static void topo_read_zoneinfo(struct kvt_topo *t)
 			have = 0;                /* an absurd line: drop it */
 		memmove(buf, line, have);
 	}
-	close(fd);
-	long page = sysconf(_SC_PAGESIZE);
+	kvt_sys_close(fd);
+	long page = (long)kvt_page_bytes();
 	for (int n = 0; n < KVT_TOPO_MAX_NODES; n++) {
 		struct kvt_topo_node *nd = &t->node[n];
 		if (!(z.seen >> n & 1))

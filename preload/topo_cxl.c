@@ -71,7 +71,7 @@ static void libcxl_close(void *ctx)
 	if (cx.ctx)
 		cx.cxl_unref(cx.ctx);
 	if (cx.lib)
-		dlclose(cx.lib);
+		kvt_dl_close(cx.lib);
 	memset(&cx, 0, sizeof cx);
 }
 
@@ -79,7 +79,7 @@ static void libcxl_close(void *ctx)
 static int libcxl_load(void)
 {
 	memset(&cx, 0, sizeof cx);
-	cx.lib = dlopen("libcxl.so.1", RTLD_NOW | RTLD_LOCAL);
+	cx.lib = kvt_dl_open("libcxl.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!cx.lib)
 		return -ENOSYS;
 #define X(ret, name, args) \
@@ -106,7 +106,7 @@ static int libcxl_open(const char *root, void **ctx)
 	/* libcxl always reads the real /sys: it cannot answer for a fixture root. */
 	if (root && strcmp(root, "/"))
 		return -ENOSYS;
-	if (access("/sys/bus/cxl/devices", F_OK))
+	if (kvt_sys_access("/sys/bus/cxl/devices", F_OK))
 		return -ENODEV;              /* no CXL bus: skip loading the library */
 	int rc = libcxl_load();
 	if (rc)
@@ -210,11 +210,11 @@ static int fixture_open(const char *root, void **ctx)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/cxl.list", strcmp(root, "/") ? root : "");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = kvt_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return -ENODEV;
-	ssize_t n = read(fd, fx.text, sizeof fx.text - 1);
-	close(fd);
+	ssize_t n = kvt_sys_read(fd, fx.text, sizeof fx.text - 1);
+	kvt_sys_close(fd);
 	if (n < 0)
 		return -EIO;
 	fx.text[n] = 0;

@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -65,7 +64,7 @@ void kvt_prof_set_kick(void (*fn)(void), unsigned every)
 static size_t read_self(void *dst, uint64_t src, size_t len)
 {
 	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)src, len };
-	long n = syscall(SYS_process_vm_readv, (long)getpid(), &l, 1L, &r, 1L, 0L);
+	ssize_t n = kvt_sys_process_vm_readv(getpid(), &l, 1, &r, 1);
 	return n > 0 ? (size_t)n : 0;
 }
 
@@ -79,7 +78,7 @@ static unsigned read_slots(uint64_t *val, const uint64_t *slot, unsigned n)
 		r[i] = (struct iovec){ (void *)(uintptr_t)slot[i], 8 };
 	if (!n)
 		return 0;
-	long got = syscall(SYS_process_vm_readv, (long)getpid(), &l, 1L, r, (long)n, 0L);
+	ssize_t got = kvt_sys_process_vm_readv(getpid(), &l, 1, r, n);
 	return got > 0 ? (unsigned)(got / 8) : 0;
 }
 

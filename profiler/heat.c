@@ -155,7 +155,7 @@ int kvt_heat_init(uint32_t tau_ms)
 			 * anonymous maps; the slack around it is never touched. */
 			uintptr_t a = ((uintptr_t)p + KVT_HEAT_ARENA_ALIGN - 1) &
 				      ~(uintptr_t)(KVT_HEAT_ARENA_ALIGN - 1);
-			(void)madvise((void *)a, len, MADV_HUGEPAGE);
+			(void)kvt_sys_madvise((void *)a, len, MADV_HUGEPAGE);
 			dirty = (uint64_t *)(a + bytes);
 			act = dirty + BM_WORDS;
 			__atomic_store_n(&arena, (struct kvt_heat_chunk *)a, __ATOMIC_RELEASE);

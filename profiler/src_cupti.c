@@ -130,7 +130,7 @@ static int unavailable(const char *what, int r, int ran)
 	kvt_prof_set_state(KVT_SRC_CUPTI, why);
 	kvt_warn("CUPTI %s: profiling carries on with the other evidence sources", why);
 	if (cu.h && !ran)
-		dlclose(cu.h);
+		kvt_dl_close(cu.h);
 	cu.h = NULL;
 	return -1;
 }
@@ -139,7 +139,7 @@ static int unavailable(const char *what, int r, int ran)
 
 static int cupti_start(void)
 {
-	cu.h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
+	cu.h = kvt_dl_open("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
 	if (!cu.h)
 		return unavailable("libcupti.so.13 not found", 0, 0);
 	if (!SYM(register_cb, "cuptiActivityRegisterCallbacks") ||

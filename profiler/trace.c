@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The trace writer (contract in trace.h). Runs inside hooks: memory comes
- * from mmap, output goes through write(2), messages through kvt_log.
+ * from mmap, output goes through write(2), messages through kvt_log; maps,
+ * files and the thread's name go through base/platform.c (kvt_sys_*).
  * One mutex guards the buffer; a second (taken first) guards the stack
  * table's inserts, whose lookups are lock-free. */
 #include <errno.h>
@@ -9,7 +10,6 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #define UNW_LOCAL_ONLY
@@ -87,19 +87,18 @@ int kvt_trace_expand(const char *pattern, int pid, char *out, unsigned len)
 
 static int open_excl(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	return fd < 0 ? -errno : fd;
+	return kvt_sys_open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
 /* The pid in an existing trace file's header (0 when unreadable). */
 static int owner_pid(const char *path)
 {
 	struct kvt_trace_header h;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = kvt_sys_open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
-	ssize_t n = read(fd, &h, sizeof h);
-	close(fd);
+	ssize_t n = kvt_sys_read(fd, &h, sizeof h);
+	kvt_sys_close(fd);
 	return n == (ssize_t)sizeof h && !memcmp(h.magic, KVT_TRACE_MAGIC, 8) ? (int)h.pid : 0;
 }
 
@@ -216,7 +215,7 @@ static void write_header_locked(void)
 	h.start_mono_ns = tr.start_mono_ns;
 	h.pid = (uint32_t)getpid();
 	h.ppid = (uint32_t)getppid();
-	prctl(PR_GET_NAME, h.exe, 0, 0, 0);
+	kvt_sys_thread_name(h.exe);
 	append_locked(&h, sizeof h, 0);
 }
 
@@ -374,7 +373,7 @@ static int emit_module(struct dl_phdr_info *info, size_t size, void *arg)
 	const char *path = info->dlpi_name;
 	char exe[512];
 	if (!path || !*path) {          /* the main program */
-		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		ssize_t n = kvt_sys_readlink("/proc/self/exe", exe, sizeof exe - 1);
 		exe[n > 0 ? n : 0] = 0;
 		path = exe;
 	}
@@ -424,7 +423,7 @@ static uint32_t add_stack_locked(uint64_t key, unsigned slot, void *const *ip, i
 	open_pending_locked();     /* the file, and its module list, start here */
 	for (int i = 0; i < n; i++) {
 		if (!module_known((uint64_t)(uintptr_t)ip[i])) {
-			dl_iterate_phdr(emit_module, NULL);
+			kvt_dl_each_object(emit_module, NULL);
 			break;
 		}
 	}
@@ -532,7 +531,7 @@ static void close_locked(void)
 	e.nr_stacks = tr.st.nr_stacks;
 	append_locked(&e, sizeof e, 0);
 	flush_locked();
-	close(tr.fd);
+	kvt_sys_close(tr.fd);
 	__atomic_store_n(&tr.fd, -1, __ATOMIC_RELAXED);
 }
 
@@ -585,7 +584,7 @@ void kvt_trace_fork_child(void)
 	if (tr.fd < 0 && !tr.pending)
 		return;
 	if (tr.fd >= 0)
-		close(tr.fd);            /* the parent's file stays the parent's */
+		kvt_sys_close(tr.fd);    /* the parent's file stays the parent's */
 	tr.fd = -1;
 	tr.pid = (int)getpid();
 	memset(&tr.st, 0, sizeof tr.st);
