@@ -2,15 +2,22 @@
 /* What the preload test programs that read hot chunks share (sample_hot,
  * multi_dev, graph_hot): the driver's resolver, found as libcudart finds it
  * (dlopen, then cuGetProcAddress_v2, so kvtier's resolver hooks see every
- * entry point they fetch), and a millisecond clock. */
+ * entry point they fetch), a millisecond clock, and the migration thread's
+ * epoch count from kvtier's live counters (so a program can run for a
+ * number of epochs, not of milliseconds: a loaded machine runs fewer). */
 #ifndef KVT_HOT_PROG_H
 #define KVT_HOT_PROG_H
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cuda.h>
+
+#include "kvtier/stats_format.h"
 
 typedef CUresult (*gpa_t)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 
@@ -27,6 +34,21 @@ static inline uint64_t now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Epochs the migration thread has finished (kvtier's /dev/shm/kvtier.PID,
+ * published after each epoch); -1 when there is no segment (yet). */
+static inline int64_t hot_prog_epochs(void)
+{
+	char path[64];
+	struct kvt_stats_seg seg;
+	snprintf(path, sizeof path, "%s/%s%d", KVT_STATS_DIR, KVT_STATS_PREFIX, (int)getpid());
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = pread(fd, &seg, sizeof seg, 0);
+	close(fd);
+	return n == (ssize_t)sizeof seg ? (int64_t)seg.epochs : -1;
 }
 
 #endif

@@ -459,6 +459,16 @@ static void fork_one(unsigned i)
 	while ((r = waitpid(pid, &st, WNOHANG)) == 0 && now_ms() - t0 < CHILD_WAIT_MS)
 		usleep(1000);
 	if (r == 0) {
+		/* KVT_TEST_HANG_GDB=1: where the hung child is, before it goes
+		 * (diagnosis only; gdb's output goes to stderr) */
+		const char *g = getenv("KVT_TEST_HANG_GDB");
+		if (g && *g == '1') {
+			char cmd[128];
+			snprintf(cmd, sizeof cmd, "gdb -p %d -batch -ex 'thread apply all bt' 1>&2",
+				 (int)pid);
+			if (system(cmd) == -1)
+				fprintf(stderr, "child %u: cannot run gdb\n", i);
+		}
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);
 		ADD(child_hung, 1);

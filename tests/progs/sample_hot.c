@@ -3,19 +3,27 @@
  * is handed only a tensor's base pointer and reads a few chunks of it at
  * offsets it computes, which no launch parameter shows.
  *
- *   sample_hot MS     one 128 MiB device buffer (64 chunks; kvtier redirects
- *                     it to managed memory on the far tier); for MS
- *                     milliseconds, steps of: one touch-kernel launch that
- *                     names only the first 4 KiB of the buffer, then reads of
+ *   sample_hot hot LIMIT_MS      one 128 MiB device buffer (64 chunks; kvtier
+ *   sample_hot epochs N LIMIT_MS redirects it to managed memory on the far
+ *                     tier) and steps of: one touch-kernel launch that names
+ *                     only the first 4 KiB of the buffer, then reads of
  *                     64 KiB in each hot chunk (HOT below) through
  *                     fakecuda_access, the stand-in's GPU access that no
  *                     hook sees: the "kernel's" computed addresses.
+ *   Two phases, each ended by progress, never by the clock alone (a loaded
+ *   machine runs fewer epochs in a second):
+ *     hot     until chunk 0 and the hot chunks are all in HBM, then
+ *             MEASURE_STEPS more steps measured;
+ *     epochs  until the migration thread has run N/2 epochs (kvtier's live
+ *             counters), then measured until it has run N.
+ *   LIMIT_MS bounds each phase; reaching it prints limit_hit=1 (the test
+ *   then fails, saying so) instead of hanging.
  *
  * Prints key=value lines: hot chunks resident in HBM at the end
  * (hot_in_hbm), other chunks in HBM except chunk 0 (cold_in_hbm), and the
- * bytes of the hot reads of the second half served from HBM and over the
- * link (hot_hbm_bytes, hot_remote_bytes). Exit 0, 77 without the stand-in,
- * 1 on a failed call. Resolves the driver as libcudart does (dlopen,
+ * bytes of the hot reads of the measured phase served from HBM and over
+ * the link (hot_hbm_bytes, hot_remote_bytes), steps, epochs. Exit 0, 77
+ * without the stand-in, 1 on a failed call or bad arguments. Resolves the driver as libcudart does (dlopen,
  * cuGetProcAddress), so kvtier's hooks see every call. */
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -33,6 +41,7 @@
 #define CHUNK (2ull << 20)
 #define NR_CHUNKS 64
 #define READ_BYTES (64u << 10)
+#define MEASURE_STEPS 400u
 
 static const unsigned hot[] = { 9, 22, 41, 57 };
 #define NR_HOT (sizeof hot / sizeof hot[0])
@@ -108,31 +117,74 @@ static int on_device(CUdeviceptr p)
 	return !d.location((const void *)(uintptr_t)p, &t, &id) && t == CU_MEM_LOCATION_TYPE_DEVICE;
 }
 
+static CUdeviceptr base;
+
+/* chunk 0 and every hot chunk in HBM */
+static int all_hot_in(void)
+{
+	if (!on_device(base))
+		return 0;
+	for (unsigned i = 0; i < NR_HOT; i++)
+		if (!on_device(base + hot[i] * CHUNK))
+			return 0;
+	return 1;
+}
+
+enum mode { UNTIL_HOT, UNTIL_EPOCHS };
+
+/* Steps until done(n) (checked every 8 steps) or limit_ms; 1 on the limit,
+ * -1 on a failed step. */
+static int phase(enum mode mode, int64_t epochs, unsigned steps, unsigned *n, unsigned limit_ms,
+		 uint64_t *hbm, uint64_t *remote)
+{
+	uint64_t t0 = now_ms();
+	for (unsigned i = 0;; i++, (*n)++) {
+		if (i % 8 == 0) {
+			int done = mode == UNTIL_HOT ? (steps ? i >= steps : all_hot_in())
+						     : hot_prog_epochs() >= epochs;
+			if (done)
+				return 0;
+			if (now_ms() - t0 >= limit_ms)
+				return 1;
+		}
+		if (step(base, *n, hbm, remote)) {
+			fprintf(stderr, "sample_hot: step %u failed\n", *n);
+			return -1;
+		}
+		usleep(500);
+	}
+}
+
 int main(int argc, char **argv)
 {
-	unsigned ms = argc > 1 ? (unsigned)atoi(argv[1]) : 1500;
+	enum mode mode = argc == 3 && !strcmp(argv[1], "hot") ? UNTIL_HOT :
+			 argc == 4 && !strcmp(argv[1], "epochs") ? UNTIL_EPOCHS : (enum mode)-1;
+	if ((int)mode < 0) {
+		fprintf(stderr, "usage: sample_hot hot LIMIT_MS | sample_hot epochs N LIMIT_MS\n");
+		return 1;
+	}
+	int64_t epochs = mode == UNTIL_EPOCHS ? atoll(argv[2]) : 0;
+	unsigned limit_ms = (unsigned)atoi(argv[argc - 1]);
 	int r = resolve();
 	if (r)
 		return r == -1 ? 1 : 77;
 	CUdevice dev;
 	CUcontext ctx;
-	CUdeviceptr base;
 	if (d.init(0) || d.dev_get(&dev, 0) || d.retain(&ctx, dev) || d.set_current(ctx) ||
 	    d.alloc(&base, NR_CHUNKS * CHUNK)) {
 		fprintf(stderr, "sample_hot: driver set-up failed\n");
 		return 1;
 	}
 	arg.r[0] = (struct fakecuda_range){ base, 4096, 0 };
-	uint64_t t0 = now_ms(), hbm = 0, remote = 0, junk_h = 0, junk_r = 0;
+	uint64_t hbm = 0, remote = 0, junk_h = 0, junk_r = 0;
 	unsigned n = 0;
-	for (; now_ms() - t0 < ms; n++) {
-		int late = now_ms() - t0 >= ms / 2;
-		if (step(base, n, late ? &hbm : &junk_h, late ? &remote : &junk_r)) {
-			fprintf(stderr, "sample_hot: step %u failed\n", n);
-			return 1;
-		}
-		usleep(500);
-	}
+	int lim = phase(mode, epochs / 2, 0, &n, limit_ms, &junk_h, &junk_r);
+	unsigned warm = n;
+	if (lim >= 0)
+		lim |= phase(mode, epochs, mode == UNTIL_HOT ? MEASURE_STEPS : 0, &n, limit_ms,
+			     &hbm, &remote);
+	if (lim < 0)
+		return 1;
 	unsigned hot_hbm = 0, cold_hbm = 0;
 	for (unsigned c = 1; c < NR_CHUNKS; c++) {
 		int is_hot = 0;
@@ -141,8 +193,9 @@ int main(int argc, char **argv)
 		if (on_device(base + c * CHUNK))
 			*(is_hot ? &hot_hbm : &cold_hbm) += 1;
 	}
-	printf("steps=%u\nhot_chunks=%zu\nhot_in_hbm=%u\ncold_in_hbm=%u\nhot_hbm_bytes=%" PRIu64
-	       "\nhot_remote_bytes=%" PRIu64 "\n", n, NR_HOT, hot_hbm, cold_hbm, hbm, remote);
+	printf("steps=%u\nwarm_steps=%u\nepochs=%lld\nlimit_hit=%d\nhot_chunks=%zu\nhot_in_hbm=%u\n"
+	       "cold_in_hbm=%u\nhot_hbm_bytes=%" PRIu64 "\nhot_remote_bytes=%" PRIu64 "\n", n, warm,
+	       (long long)hot_prog_epochs(), lim, NR_HOT, hot_hbm, cold_hbm, hbm, remote);
 	if (d.free(base)) {
 		fprintf(stderr, "sample_hot: cuMemFree failed\n");
 		return 1;
