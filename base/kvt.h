@@ -85,6 +85,8 @@ int kvt_dl_addr(const void *p, Dl_info *di);
 int kvt_dl_each_object(int (*fn)(struct dl_phdr_info *info, size_t size, void *arg),
 		       void *arg);
 uint64_t kvt_page_bytes(void);
+/* The span [*lo, *hi) of a loaded object's PT_LOAD segments (*hi 0: none). */
+void kvt_dl_object_span(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi);
 /* Address span of libkvtier.so itself (for "is this pointer ours"). */
 int kvt_self_contains(const void *p);
 /* mremap(2), raw (the preload exports mremap). Address or -errno. */

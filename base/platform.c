@@ -130,6 +130,22 @@ uint64_t kvt_realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+void kvt_dl_object_span(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi)
+{
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uint64_t s = info->dlpi_addr + ph->p_vaddr;
+		if (s < *lo)
+			*lo = s;
+		if (s + ph->p_memsz > *hi)
+			*hi = s + ph->p_memsz;
+	}
+}
+
 static uintptr_t self_lo, self_hi;
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
@@ -144,19 +160,10 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 		uintptr_t hi = lo + ph->p_memsz;
 		if (me >= lo && me < hi) {
 			/* Found our object: record the span of all its segments. */
-			uintptr_t a = UINTPTR_MAX, b = 0;
-			for (int j = 0; j < info->dlpi_phnum; j++) {
-				const ElfW(Phdr) *q = &info->dlpi_phdr[j];
-				if (q->p_type != PT_LOAD)
-					continue;
-				uintptr_t s = info->dlpi_addr + q->p_vaddr;
-				if (s < a)
-					a = s;
-				if (s + q->p_memsz > b)
-					b = s + q->p_memsz;
-			}
-			self_lo = a;
-			self_hi = b;
+			uint64_t a, b;
+			kvt_dl_object_span(info, &a, &b);
+			self_lo = (uintptr_t)a;
+			self_hi = (uintptr_t)b;
 			return 1;
 		}
 	}

@@ -357,17 +357,8 @@ static int emit_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	(void)arg;
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uint64_t s = info->dlpi_addr + ph->p_vaddr;
-		if (s < lo)
-			lo = s;
-		if (s + ph->p_memsz > hi)
-			hi = s + ph->p_memsz;
-	}
+	uint64_t lo, hi;
+	kvt_dl_object_span(info, &lo, &hi);
 	if (!hi || module_known(lo) || nr_modules == MAX_MODULES)
 		return 0;
 	const char *path = info->dlpi_name;
