@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -451,11 +452,84 @@ static uint32_t stack_id_of(void *const *ip, int n)
 	return 0;
 }
 
+/* ---- unwinding across fork() ----
+ * libunwind holds a process-wide lock while it steps (its global cache of
+ * register states). A fork() while another thread is inside it leaves the
+ * child with that lock held by a thread that does not exist there, and the
+ * child's first call site waits forever (seen with gdb in a fork child of
+ * tests/progs/rt_migr_faults: pthread_mutex_lock inside _ULx86_64_step,
+ * under kvt_trace_callsite from its first mmap). So every unwind passes a
+ * gate: it counts itself in (a counter per tid shard, so threads do not
+ * share a cache line), and fork_prepare closes the gate and waits until
+ * no other thread is inside. The forking thread's own unwinds (a signal
+ * handler that forks mid-unwind) are not waited for: it exists in the
+ * child. Unwinds that arrive while the gate is closed wait for the fork,
+ * as the registry's stripe locks already make every recording hook do. */
+#define UNWIND_SHARDS 16
+static struct { _Alignas(64) int n; } unwinding[UNWIND_SHARDS];
+static int unwind_gate_closed;
+static KVT_TLS int my_unwinds;
+
+static int *unwind_shard(void)
+{
+	return &unwinding[(unsigned)kvt_gettid() % UNWIND_SHARDS].n;
+}
+
+static void unwind_enter(void)
+{
+	int *c = unwind_shard();
+	my_unwinds++;
+	for (;;) {
+		__atomic_fetch_add(c, 1, __ATOMIC_SEQ_CST);
+		if (!__atomic_load_n(&unwind_gate_closed, __ATOMIC_SEQ_CST))
+			return;
+		__atomic_fetch_sub(c, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&unwind_gate_closed, __ATOMIC_ACQUIRE))
+			sched_yield();
+	}
+}
+
+static void unwind_exit(void)
+{
+	__atomic_fetch_sub(unwind_shard(), 1, __ATOMIC_RELEASE);
+	my_unwinds--;
+}
+
+/* fork_prepare: close the gate, wait until only this thread's own unwinds
+ * (if any) are inside libunwind. */
+static void unwind_gate_close(void)
+{
+	__atomic_store_n(&unwind_gate_closed, 1, __ATOMIC_SEQ_CST);
+	for (;;) {
+		int inside = 0;
+		for (unsigned i = 0; i < UNWIND_SHARDS; i++)
+			inside += __atomic_load_n(&unwinding[i].n, __ATOMIC_SEQ_CST);
+		if (inside <= my_unwinds)
+			return;
+		sched_yield();
+	}
+}
+
+static void unwind_gate_open(void)
+{
+	__atomic_store_n(&unwind_gate_closed, 0, __ATOMIC_RELEASE);
+}
+
 /* The stack, innermost first. libunwind's fast path keeps a per-thread
  * cache whose destructor runs after ThreadSanitizer has retired the thread
  * (TSan then crashes in its own bookkeeping), so TSan builds take the
  * step-by-step walk, which keeps no per-thread state. */
+static int unwind_ips(void **ip, int max);
+
 static int backtrace_ips(void **ip, int max)
+{
+	unwind_enter();
+	int n = unwind_ips(ip, max);
+	unwind_exit();
+	return n;
+}
+
+static int unwind_ips(void **ip, int max)
 {
 #if defined(__SANITIZE_THREAD__)
 	unw_context_t uc;
@@ -552,6 +626,7 @@ void kvt_trace_flush(void)
 
 void kvt_trace_fork_prepare(void)
 {
+	unwind_gate_close();
 	pthread_mutex_lock(&stack_lock);
 	pthread_mutex_lock(&tr.lock);
 	flush_locked();      /* nothing buffered is written twice */
@@ -561,6 +636,7 @@ void kvt_trace_fork_parent(void)
 {
 	pthread_mutex_unlock(&tr.lock);
 	pthread_mutex_unlock(&stack_lock);
+	unwind_gate_open();
 }
 
 /* The child's file is created at its first record or when it ends (exit,
@@ -572,6 +648,7 @@ void kvt_trace_fork_child(void)
 {
 	pthread_mutex_init(&tr.lock, NULL);
 	pthread_mutex_init(&stack_lock, NULL);
+	unwind_gate_open();
 	if (tr.fd < 0 && !tr.pending)
 		return;
 	if (tr.fd >= 0)

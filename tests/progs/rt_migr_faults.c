@@ -391,10 +391,12 @@ static void *child_thread(void *arg)
 			p[k] = seed ^ k;
 		for (size_t k = 0; k < len / 8; k += 8192)
 			fail += p[k] != (seed ^ k);
+#if !defined(__SANITIZE_ADDRESS__)      /* see child_main */
 		char *m = malloc(1000 + i * 100);
 		if (!m)
 			fail++;
 		free(m);
+#endif
 		if (munmap(p, len))
 			fail++;
 	}
@@ -404,10 +406,17 @@ static void *child_thread(void *arg)
 static void child_main(unsigned i)
 {
 	uintptr_t fail = 0;
-#if defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 	/* TSan still counts the parent's threads as alive in the child and
 	 * aborts when glibc gives a child thread one of their descriptors
-	 * ("dup thread with used id"): the same work, one after the other */
+	 * ("dup thread with used id"). ASan (GCC 12's libasan) takes no lock of
+	 * its allocator around fork(): a child inherits a size class's region
+	 * mutex held by a parent thread that was allocating, and its first
+	 * allocation of that class waits forever (seen with gdb: both child
+	 * threads in SizeClassAllocator64::GetFromAllocator, called from the
+	 * calloc in pthread_getattr_np of ASan's thread start; no kvtier frame;
+	 * docs/reliability.md). So under either, the same maps one after the
+	 * other on this thread, and under ASan no malloc in the child. */
 	for (uintptr_t k = 0; k < CHILD_THREADS; k++)
 		fail += (uintptr_t)child_thread((void *)(k + 1 + i * 10));
 #else
@@ -459,16 +468,6 @@ static void fork_one(unsigned i)
 	while ((r = waitpid(pid, &st, WNOHANG)) == 0 && now_ms() - t0 < CHILD_WAIT_MS)
 		usleep(1000);
 	if (r == 0) {
-		/* KVT_TEST_HANG_GDB=1: where the hung child is, before it goes
-		 * (diagnosis only; gdb's output goes to stderr) */
-		const char *g = getenv("KVT_TEST_HANG_GDB");
-		if (g && *g == '1') {
-			char cmd[128];
-			snprintf(cmd, sizeof cmd, "gdb -p %d -batch -ex 'thread apply all bt' 1>&2",
-				 (int)pid);
-			if (system(cmd) == -1)
-				fprintf(stderr, "child %u: cannot run gdb\n", i);
-		}
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);
 		ADD(child_hung, 1);
