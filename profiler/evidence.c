@@ -3,9 +3,9 @@
  * launch-parameter scan and the copy/memset ranges. Runs inside hooks: no
  * malloc, no locks of its own (the device test it is handed looks in the
  * registry, whose striped locks are never held across a call), no stdio;
- * every read of application memory whose
- * validity kvtier cannot know goes through process_vm_readv (a bad address
- * is an error return, never a fault).
+ * every read of application memory whose validity kvtier cannot know goes
+ * through process_vm_readv (a bad address is an error return, never a
+ * fault).
  *
  * What the launch scan can see: kernelParams[i] points to argument i, and
  * without cuFuncGetParamInfo kvtier does not know how many there are, so it
@@ -21,10 +21,11 @@
  * never followed: host code cannot read it on a discrete GPU, and where it
  * could (a coherent platform) the read would cross the link; it still
  * counts against KVT_LAUNCH_FOLLOW, so a launch costs at most that many
- * lookups. Managed memory (where redirected KV lives) is followed.
- * It cannot see: addresses computed inside the kernel (a block table's indices, offsets
- * from a base), device-side pointer arrays, arguments passed by value in
- * structs wider than the window, or `extra`-packed parameters. */
+ * lookups. Managed memory (where redirected KV lives) is followed. It
+ * cannot see: addresses computed inside the kernel (a block table's
+ * indices, offsets from a base), device-side pointer arrays, arguments
+ * passed by value in structs wider than the window, or `extra`-packed
+ * parameters. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>

@@ -119,9 +119,10 @@ struct fc_alloc {
 	int dev;              /* ordinal current when it was made (DEVICE_ORDINAL) */
 	/* Where the driver reads and writes the bytes at base (every kind but
 	 * MANAGED, whose bytes move between stores: fc_block_store). Device
-	 * memory (DEVICE, VMM) is hidden from host code, as on a discrete GPU:
-	 * base is PROT_NONE and the bytes live in this private mapping; for host
-	 * memory (HOST, REGISTERED) it is base itself. */
+	 * memory (DEVICE, VMM of a device handle) is hidden from host code, as
+	 * on a discrete GPU: base is PROT_NONE and the bytes live in this
+	 * private mapping (for VMM, of the handle's memfd, host handles too);
+	 * for host memory (HOST, REGISTERED) it is base itself. */
 	char *view;
 	int access;           /* VMM: PROT_* the GPU was granted by cuMemSetAccess */
 };
