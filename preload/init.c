@@ -19,6 +19,7 @@
 #include "stats.h"
 #include "record.h"
 #include "place.h"
+#include "../profiler/evidence.h"
 #include "../profiler/trace.h"
 #include "../tier/migrator.h"
 
@@ -155,6 +156,7 @@ static void init_once(void)
 		return;
 	}
 	open_trace();
+	kvt_prof_set_device_test(kvt_rec_device_memory);   /* the launch scan skips it */
 	kvt_place_init();
 	kvt_migrator_start(&tier_host);
 	kvt_stats_init();

@@ -3,6 +3,8 @@
  * Runs inside hooks: no malloc, no stdio, no locks of its own. */
 #include <string.h>
 
+#include <cuda.h>
+
 #include "../base/kvt.h"
 #include "record.h"
 #include "place.h"
@@ -79,5 +81,29 @@ void kvt_rec_free_end(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 			.placement = tracked ? rec->placement : KVT_PLACE_NATIVE,
 		};
 		kvt_trace_event(&ev);
+	}
+}
+
+/* ---- device memory (the launch scan's device test) ---- */
+
+/* Native device allocations and stream-ordered ones (whose pool kvtier does
+ * not record: a host-NUMA pool's memory counts as device too), and VMM
+ * mappings unless their handle is known to live on a host node (a handle
+ * released while mapped is no longer known). Redirected allocations are
+ * managed memory, which host code may read. */
+int kvt_rec_device_memory(uint64_t addr)
+{
+	struct kvt_alloc a, h;
+	if (!kvt_mem_reg || kvt_reg_find(kvt_mem_reg, addr, &a))
+		return 0;
+	switch (a.kind) {
+	case KVT_KIND_DEVICE:
+	case KVT_KIND_ASYNC:
+		return a.placement == KVT_PLACE_NATIVE;
+	case KVT_KIND_VMM:
+		return kvt_reg_lookup(kvt_vmm_reg, a.aux, &h) ||
+		       (h.aux >> 32) != (uint64_t)CU_MEM_LOCATION_TYPE_HOST_NUMA;
+	default:
+		return 0;
 	}
 }

@@ -36,4 +36,10 @@ void kvt_rec_free_end(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 		      int tracked, const struct kvt_alloc *rec, uint64_t addr,
 		      int ok, int32_t result);
 
+/* Whether addr lies in device memory the application allocated (native
+ * cuMemAlloc* and cudaMalloc*, stream-ordered, VMM mappings of device
+ * handles): memory host code cannot read on a discrete GPU. One registry
+ * lookup (two for a VMM mapping); no malloc. */
+int kvt_rec_device_memory(uint64_t addr);
+
 #endif

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Evidence sources (contract in evidence.h): the operations table, the
  * launch-parameter scan and the copy/memset ranges. Runs inside hooks: no
- * malloc, no locks, no stdio; every read of application memory whose
- * validity kvtier cannot know goes through process_vm_readv (a bad address
- * is an error return, never a fault).
+ * malloc, no locks of its own (the device test it is handed looks in the
+ * registry, whose striped locks are never held across a call), no stdio;
+ * every read of application memory whose validity kvtier cannot know goes
+ * through process_vm_readv (a bad address is an error return, never a
+ * fault).
  *
  * What the launch scan can see: kernelParams[i] points to argument i, and
  * without cuFuncGetParamInfo kvtier does not know how many there are, so it
@@ -14,10 +16,16 @@
  * like a user-space pointer is followed once: a KVT_LAUNCH_WINDOW-byte window
  * behind it (rotating over KVT_LAUNCH_SPAN bytes) is scanned for 8-byte
  * values inside tracked ranges, each an exact chunk; a value followed by a
- * plausible length (pointer, size pairs) credits that span. It cannot see:
- * addresses computed inside the kernel (a block table's indices, offsets
- * from a base), device-side pointer arrays, arguments passed by value in
- * structs wider than the window, or `extra`-packed parameters. */
+ * plausible length (pointer, size pairs) credits that span. A value inside
+ * device memory the application allocated (kvt_prof_set_device_test) is
+ * never followed: host code cannot read it on a discrete GPU, and where it
+ * could (a coherent platform) the read would cross the link; it still
+ * counts against KVT_LAUNCH_FOLLOW, so a launch costs at most that many
+ * lookups. Managed memory (where redirected KV lives) is followed. It
+ * cannot see: addresses computed inside the kernel (a block table's
+ * indices, offsets from a base), device-side pointer arrays, arguments
+ * passed by value in structs wider than the window, or `extra`-packed
+ * parameters. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -37,6 +45,7 @@ static unsigned kick_every;
 static uint32_t nr_launch_hits;
 static int left;                 /* kvt_prof_leave(): no CUPTI or driver call from here on */
 static int (*capturing_fn)(uint64_t stream);
+static int (*device_fn)(uint64_t addr);
 
 void kvt_prof_leave(void)
 {
@@ -51,6 +60,11 @@ int kvt_prof_left(void)
 void kvt_prof_set_capturing(int (*fn)(uint64_t stream))
 {
 	__atomic_store_n(&capturing_fn, fn, __ATOMIC_RELEASE);
+}
+
+void kvt_prof_set_device_test(int (*fn)(uint64_t addr))
+{
+	__atomic_store_n(&device_fn, fn, __ATOMIC_RELEASE);
 }
 
 void kvt_prof_set_kick(void (*fn)(void), unsigned every)
@@ -85,6 +99,13 @@ static unsigned read_slots(uint64_t *val, const uint64_t *slot, unsigned n)
 static int user_pointer(uint64_t v)
 {
 	return v >= 65536 && v < (1ull << 47) && !(v & 7);
+}
+
+/* Whether the bytes behind v may be read: not device memory. */
+static int host_readable(uint64_t v)
+{
+	int (*on_device)(uint64_t) = __atomic_load_n(&device_fn, __ATOMIC_ACQUIRE);
+	return !on_device || !on_device(v);
 }
 
 /* Exact-address evidence from a window of 8-byte words. */
@@ -151,9 +172,11 @@ static unsigned param_values(void **params, uint64_t val[KVT_LAUNCH_SLOTS])
 }
 
 /* The window behind host pointer v (rotating over KVT_LAUNCH_SPAN bytes,
- * else its start): bytes read into win. */
+ * else its start): bytes read into win; none behind device memory. */
 static size_t follow(uint64_t v, uint64_t win[KVT_LAUNCH_WINDOW / 8])
 {
+	if (!host_readable(v))
+		return 0;
 	uint32_t turn = __atomic_fetch_add(&window_turn, 1, __ATOMIC_RELAXED);
 	uint64_t off = (uint64_t)(turn % (KVT_LAUNCH_SPAN / KVT_LAUNCH_WINDOW)) * KVT_LAUNCH_WINDOW;
 	size_t n = read_self(win, v + off, KVT_LAUNCH_WINDOW);
@@ -262,7 +285,7 @@ void kvt_prof_graph_scan(struct kvt_graph_ev *g, void **params)
 		    graph_has(g, val[i] | GRAPH_FOLLOW))
 			continue;
 		followed++;
-		size_t n = read_self(win, val[i], sizeof win) / 8;
+		size_t n = host_readable(val[i]) ? read_self(win, val[i], sizeof win) / 8 : 0;
 		for (size_t k = 0; k < n; k++)
 			if (kvt_heat_maybe(win[k]) && kvt_heat_find(win[k]) >= 0) {
 				graph_keep(g, val[i] | GRAPH_FOLLOW);

@@ -47,6 +47,11 @@ void kvt_prof_on_launch(void **params, uint64_t stream);
 /* fn(stream) = 1 when stream is being captured into a graph: a launch
  * there does not run, and gives no evidence (the graph's launches will). */
 void kvt_prof_set_capturing(int (*fn)(uint64_t stream));
+/* fn(addr) = 1 when addr lies in device memory the application allocated
+ * (host code cannot read it on a discrete GPU): the launch scan then never
+ * reads behind it. Called at most KVT_LAUNCH_FOLLOW times per scanned
+ * launch (KVT_GRAPH_FOLLOW per scanned graph launch); NULL: no test. */
+void kvt_prof_set_device_test(int (*fn)(uint64_t addr));
 void kvt_prof_on_copy(uint64_t dst, uint64_t src, uint64_t bytes);
 void kvt_prof_on_memset(uint64_t dst, uint64_t bytes);
 /* From the CUPTI source: a GPU page fault at addr (its record's address). */

@@ -40,6 +40,7 @@ struct fakecuda_counters {
  *   FAKECUDA_FAIL=<call>:<every-nth|probability>[,...] failure injection
  *   FAKECUDA_PACE       (default 0)     synchronisation waits for p x virtual time
  *   FAKECUDA_RECLAIM    (default 1)     0: migrations keep both copies' pages
+ *   FAKECUDA_COHERENT   (default 0)     1: host code can read device memory
  * (docs/simulated-device.md has them all) */
 
 int  fakecuda_get_counters(struct fakecuda_counters *out);   /* 0 or CUresult */
@@ -86,5 +87,15 @@ struct fakecuda_device_counters {
 };
 /* 0, or CUDA_ERROR_INVALID_VALUE (out NULL) / CUDA_ERROR_INVALID_DEVICE. */
 int fakecuda_device_counters(int ordinal, struct fakecuda_device_counters *out);
+
+/* Device memory (cuMemAlloc*, device pools, cuMemMap of a device handle) is
+ * hidden from host code, as on a discrete GPU: a dereference at its address
+ * faults and process_vm_readv fails. A test that must look at its bytes
+ * without a copy (which would run the cost model) asks for the driver's own
+ * view of [ptr, ptr+len): a host address valid until the memory is freed or
+ * unmapped. Memory host code can read anyway (managed, pinned, registered,
+ * host pools): ptr itself. NULL for memory the driver does not know or a
+ * range that runs past its allocation. Test-only: no real driver has it. */
+void *fakecuda_view(const void *ptr, size_t len);
 
 #endif

@@ -3,7 +3,8 @@
  * chunks of a device buffer are read by kernels that reach the driver other
  * than through cuLaunchKernel.
  *
- *   graph_hot MODE MS   one 128 MiB device buffer (64 chunks; kvtier
+ *   graph_hot MODE MS [devarg]
+ *                       one 128 MiB device buffer (64 chunks; kvtier
  *                       redirects it to managed memory on the far tier);
  *                       for MS milliseconds, steps of one touch kernel over
  *                       64 KiB of each hot chunk (HOT below, a different
@@ -14,9 +15,14 @@
  *             (cuStreamBeginCapture/EndCapture), the graph instantiated and
  *             destroyed (as PyTorch does), and each step updates the ranges
  *             array the kernel reads and calls cuGraphLaunch.
+ *   devarg      the ranges array lives in device memory (a 4 KiB cuMemAlloc,
+ *               filled with cuMemcpyHtoD before each step), as a real
+ *               kernel's would: kvtier's launch scan must not read it.
  *
  * Prints key=value lines: hot chunks resident in HBM at the end
- * (hot_in_hbm), other chunks in HBM (cold_in_hbm), steps. Exit 0, 77
+ * (hot_in_hbm), other chunks in HBM (cold_in_hbm), steps, and the bytes
+ * the simulated GPU accessed (gpu_bytes: the kernel did read its ranges).
+ * Exit 0, 77
  * without the stand-in, 1 on a failed call. Resolves the driver as
  * libcudart does (dlopen, cuGetProcAddress), so kvtier's hooks see every
  * call. */
@@ -46,6 +52,7 @@ static struct {
 	CUresult (*set_current)(CUcontext);
 	CUresult (*alloc)(CUdeviceptr *, size_t);
 	CUresult (*free)(CUdeviceptr);
+	CUresult (*htod)(CUdeviceptr, const void *, size_t);
 	CUresult (*stream_create)(CUstream *, unsigned);
 	CUresult (*stream_sync)(CUstream);
 	CUresult (*stream_destroy)(CUstream);
@@ -60,6 +67,7 @@ static struct {
 	CUresult (*exec_destroy)(CUgraphExec);
 	CUfunction (*touch)(void);
 	int (*location)(const void *, CUmemLocationType *, int *);
+	int (*counters)(struct fakecuda_counters *);
 } d;
 
 /* The kernel's argument, alone on its page: updated before every step. */
@@ -80,6 +88,7 @@ static int resolve(void)
 	GET(set_current, "cuCtxSetCurrent", 4000);
 	GET(alloc, "cuMemAlloc", 3020);
 	GET(free, "cuMemFree", 3020);
+	GET(htod, "cuMemcpyHtoD", 3020);
 	GET(stream_create, "cuStreamCreate", 2000);
 	GET(stream_sync, "cuStreamSynchronize", 2000);
 	GET(stream_destroy, "cuStreamDestroy", 4000);
@@ -94,7 +103,8 @@ static int resolve(void)
 #undef GET
 	*(void **)&d.touch = dlsym(h, "fakecuda_touch_kernel");
 	*(void **)&d.location = dlsym(h, "fakecuda_block_location");
-	return d.touch && d.location ? 0 : -2;
+	*(void **)&d.counters = dlsym(h, "fakecuda_get_counters");
+	return d.touch && d.location && d.counters ? 0 : -2;
 }
 
 /* Step n's 64 KiB of each hot chunk, into the array the kernel reads. */
@@ -109,6 +119,13 @@ static void fill(CUdeviceptr base, unsigned n)
 static const struct fakecuda_range *rp = arg.r;
 static unsigned nr = NR_HOT;
 static void *params[] = { &rp, &nr, NULL };
+static CUdeviceptr dev_arg;          /* devarg: the array the kernel reads */
+
+/* devarg: the step's ranges into the device copy the kernel reads. */
+static int publish(void)
+{
+	return dev_arg && d.htod(dev_arg, arg.r, NR_HOT * sizeof arg.r[0]) ? -1 : 0;
+}
 
 static int launch_eager(CUstream s)
 {
@@ -134,8 +151,9 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "graph";
 	unsigned ms = argc > 2 ? (unsigned)atoi(argv[2]) : 1500;
 	int graph = !strcmp(mode, "graph"), ex = !strcmp(mode, "ex");
-	if (!graph && !ex && strcmp(mode, "eager")) {
-		fprintf(stderr, "usage: graph_hot eager|ex|graph [MS]\n");
+	int devarg = argc > 3 && !strcmp(argv[3], "devarg");
+	if ((!graph && !ex && strcmp(mode, "eager")) || (argc > 3 && !devarg)) {
+		fprintf(stderr, "usage: graph_hot eager|ex|graph [MS [devarg]]\n");
 		return 2;
 	}
 	int r = resolve();
@@ -150,8 +168,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "graph_hot: driver set-up failed\n");
 		return 1;
 	}
+	if (devarg && d.alloc(&dev_arg, sizeof arg)) {
+		fprintf(stderr, "graph_hot: device argument allocation failed\n");
+		return 1;
+	}
+	if (devarg)
+		rp = (const struct fakecuda_range *)(uintptr_t)dev_arg;
 	CUgraphExec exec = NULL;
 	fill(base, 0);
+	if (publish()) {
+		fprintf(stderr, "graph_hot: copy of the ranges failed\n");
+		return 1;
+	}
 	if (graph) {
 		CUgraph g = NULL;
 		if (d.begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) || launch_eager(s) ||
@@ -160,17 +188,22 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	struct fakecuda_counters c0, c1;
+	d.counters(&c0);
 	uint64_t t0 = now_ms();
 	unsigned n = 0;
 	for (; now_ms() - t0 < ms; n++) {
 		fill(base, n);
-		int bad = graph ? d.graph_launch(exec, s) != CUDA_SUCCESS : ex ? launch_ex(s) : launch_eager(s);
+		int bad = publish() ||
+			  (graph ? d.graph_launch(exec, s) != CUDA_SUCCESS
+				 : ex ? launch_ex(s) : launch_eager(s));
 		if (bad || d.stream_sync(s)) {
 			fprintf(stderr, "graph_hot: step %u failed\n", n);
 			return 1;
 		}
 		usleep(500);
 	}
+	d.counters(&c1);
 	unsigned hot_hbm = 0, cold_hbm = 0;
 	for (unsigned c = 0; c < NR_CHUNKS; c++) {
 		int is_hot = 0;
@@ -179,10 +212,12 @@ int main(int argc, char **argv)
 		if (on_device(base + c * CHUNK))
 			*(is_hot ? &hot_hbm : &cold_hbm) += 1;
 	}
-	printf("steps=%u\nhot_chunks=%zu\nhot_in_hbm=%u\ncold_in_hbm=%u\n", n, NR_HOT, hot_hbm,
-	       cold_hbm);
+	printf("steps=%u\nhot_chunks=%zu\nhot_in_hbm=%u\ncold_in_hbm=%u\ngpu_bytes=%llu\n", n,
+	       NR_HOT, hot_hbm, cold_hbm,
+	       (unsigned long long)(c1.bytes_hbm + c1.bytes_remote - c0.bytes_hbm - c0.bytes_remote));
 	fflush(stdout);
-	if ((graph && d.exec_destroy(exec)) || d.stream_destroy(s) || d.free(base)) {
+	if ((graph && d.exec_destroy(exec)) || d.stream_destroy(s) || d.free(base) ||
+	    (dev_arg && d.free(dev_arg))) {
 		fprintf(stderr, "graph_hot: teardown failed\n");
 		return 1;
 	}

@@ -281,7 +281,9 @@ static void test_cumemalloc_never_evicted(void)
 	for (int i = 0; i < 32; i++)
 		D.access((void *)(m + i * BLK), 64, 0);
 	CU_ASSERT_EQUAL(ctr().managed_resident_bytes, 12 * BLK);
-	CU_ASSERT_EQUAL(((uint32_t *)d1)[40 * MiB / 4 - 1], 0xabcdef01);
+	uint32_t last = 0;     /* device memory: read back with a copy */
+	CU_ASSERT_EQUAL(D.DtoH(&last, d1 + 40 * MiB - 4, 4), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(last, 0xabcdef01);
 	CU_ASSERT_EQUAL(D.MemAlloc(&d2, 40 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
 	size_t fr = 0, tot = 0;
 	CU_ASSERT_EQUAL(D.MemGetInfo(&fr, &tot), CUDA_SUCCESS);
@@ -494,7 +496,9 @@ static void test_vmm(void)
 	CUmemAccessDesc ad = { { CU_MEM_LOCATION_TYPE_DEVICE, 0 }, CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
 	CU_ASSERT_EQUAL(D.SetAccess(va + BLK, 2 * BLK, &ad, 1), CUDA_SUCCESS);
 	CU_ASSERT_EQUAL(D.MemsetD8(va + BLK, 0x77, 2 * BLK), CUDA_SUCCESS);
-	CU_ASSERT_EQUAL(((unsigned char *)va)[3 * BLK - 1], 0x77);
+	unsigned char last = 0;   /* device memory: read back with a copy */
+	CU_ASSERT_EQUAL(D.DtoH(&last, va + 3 * BLK - 1, 1), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(last, 0x77);
 	CU_ASSERT_EQUAL(D.Release(hd), CUDA_SUCCESS);          /* still mapped */
 	CU_ASSERT_EQUAL(ctr().device_used_bytes, 2 * BLK);
 	CU_ASSERT_EQUAL(D.Unmap(va + BLK, 2 * BLK), CUDA_SUCCESS);

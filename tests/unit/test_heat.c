@@ -527,6 +527,89 @@ static void test_launch_sampling_periodic(void)
 	kvt_heat_init(1000);
 }
 
+/* The launch scan never reads behind a device pointer. Two "tables" of
+ * host memory, each holding addresses in a tracked range (A's, B's), four
+ * in each 1 KiB window (a zero after each: no length; 8 chunks a launch,
+ * under KVT_LAUNCH_MAX_CHUNKS): the device test calls B's
+ * table device memory. A kernel handed both follows A's table (A is
+ * credited) and never B's (B stays cold), and the test is asked at most
+ * KVT_LAUNCH_FOLLOW times per launch; with no device test both are read.
+ * A graph node naming B's table keeps nothing of it. */
+static uint64_t dev_lo, dev_hi;
+static unsigned nr_device_asked;
+
+static int fake_device(uint64_t addr)
+{
+	__atomic_fetch_add(&nr_device_asked, 1, __ATOMIC_RELAXED);
+	return addr >= dev_lo && addr < dev_hi;
+}
+
+struct device_case { uint64_t a, b; float ha, hb; unsigned launches; uint32_t graph_nr; };
+
+static uint64_t host_table[512] __attribute__((aligned(4096)));
+static uint64_t device_table[512] __attribute__((aligned(4096)));
+
+static void *device_thread(void *arg)        /* a fresh thread: its first launch is scanned */
+{
+	struct device_case *dc = arg;
+	for (int i = 0; i < 512; i += 128)           /* 4 in each 1 KiB window */
+		for (int k = 0; k < 8; k += 2) {
+			host_table[i + k] = dc->a + (uint64_t)k * (1ull << 20);
+			device_table[i + k] = dc->b + (uint64_t)k * (1ull << 20);
+		}
+	uint64_t dv = (uint64_t)(uintptr_t)device_table, hv = (uint64_t)(uintptr_t)host_table;
+	void *params[16] = { &dv, &hv };
+	for (unsigned n = 0; n < dc->launches; n++)
+		kvt_prof_on_launch(params, 0);
+	dc->ha = heat_at(dc->a);
+	dc->hb = heat_at(dc->b);
+	void *node[16] = { &dv };
+	static struct kvt_graph_ev ev;
+	ev = (struct kvt_graph_ev){ .exec = 0xde71ceull };
+	kvt_prof_graph_scan(&ev, node);
+	dc->graph_nr = ev.nr;
+	return NULL;
+}
+
+static void run_device_case(struct device_case *dc)
+{
+	pthread_t th;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, device_thread, dc), 0);
+	pthread_join(th, NULL);
+}
+
+static void test_launch_skips_device(void)
+{
+	const uint64_t M = 1ull << 20;
+	struct device_case dc = { .a = 0x6800000000ull, .b = 0x6900000000ull, .launches = 800 };
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(0), 0);          /* tau 0: exact sums */
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(dc.a, 8 * M, KVT_PLAN_TIER_FAR, 0, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(dc.b, 8 * M, KVT_PLAN_TIER_FAR, 0, 0), 0);
+	unsigned was = kvt_prof_sources_enabled();
+	kvt_prof_sources_enable(1u << KVT_SRC_LAUNCH);
+	dev_lo = (uint64_t)(uintptr_t)device_table;
+	dev_hi = dev_lo + sizeof device_table;
+	kvt_prof_set_device_test(fake_device);
+	run_device_case(&dc);
+	unsigned asked = __atomic_load_n(&nr_device_asked, __ATOMIC_RELAXED);
+	CU_ASSERT(dc.ha > 0);                                 /* the host table: followed */
+	CU_ASSERT_EQUAL(dc.hb, 0);                            /* the device one: never read */
+	CU_ASSERT_EQUAL(dc.graph_nr, 0);
+	CU_ASSERT(asked > 0);
+	CU_ASSERT(asked <= KVT_LAUNCH_FOLLOW * dc.launches + KVT_LAUNCH_FOLLOW);
+	/* without the test, both tables are read (what the skip prevents) */
+	kvt_prof_set_device_test(NULL);
+	float ha_before = dc.ha;
+	run_device_case(&dc);
+	CU_ASSERT(dc.ha > ha_before);
+	CU_ASSERT(dc.hb > 0);
+	CU_ASSERT_EQUAL(dc.graph_nr, 1);
+	CU_ASSERT_EQUAL(__atomic_load_n(&nr_device_asked, __ATOMIC_RELAXED), asked);
+	kvt_prof_sources_enable(was);
+	kvt_heat_reset();
+	kvt_heat_init(1000);
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -541,6 +624,7 @@ int main(void)
 		{ "set_tier: a re-homed range is in HBM", test_set_tier },
 		{ "collect and devices: ranges of several devices", test_collect_per_device },
 		{ "graphs: instantiated kernels' evidence credited at launch", test_graph_evidence },
+		{ "launch scan: never reads behind a device pointer", test_launch_skips_device },
 		{ "fault_in: tier, residence, refaults", test_fault_in },
 		{ "evicted: strikes for driver evictions only", test_evicted_strikes },
 		CU_TEST_INFO_NULL,

@@ -5,11 +5,15 @@
  * bandwidth, anything else is a GPU page fault that migrates the 2 MiB block
  * to the device. Every access comes from one ordinal; a block resident on
  * another ordinal faults and moves to it.
+ * The bytes of device memory are reached only through its private view
+ * (fc_view), never at the address host code holds.
  * Also the touch kernel, cuLaunchKernel and cuLaunchKernelEx (recorded, not
  * run, on a capturing stream). Callers hold the global lock. */
 #include "fc_internal.h"
 
 #include <cupti_activity.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #define FC_KERNEL_MAGIC 0x66636b6eu   /* "fckn" */
 
@@ -86,7 +90,16 @@ static char *fc_managed_piece(struct fc_block *b, uintptr_t addr, size_t len,
 	return fc_block_store(b) + off;
 }
 
-static CUresult fc_span(uintptr_t addr, size_t len, int write, char **out,
+/* A copy or memset into a VMM mapping needs the access cuMemSetAccess gave
+ * the GPU (the host protection of a device mapping says nothing of it). */
+static bool fc_vmm_denied(const struct fc_alloc *a, int write)
+{
+	return a->kind == FC_KIND_VMM && !(a->access & (write ? PROT_WRITE : PROT_READ));
+}
+
+/* moves: the access moves bytes (a copy or memset), so *out must be where
+ * they are; a kernel's access is accounted only. */
+static CUresult fc_span(uintptr_t addr, size_t len, int write, bool moves, char **out,
 			size_t *contig, struct fc_faults *f)
 {
 	struct fc_alloc *a = fc_reg_find(addr);
@@ -106,9 +119,11 @@ static CUresult fc_span(uintptr_t addr, size_t len, int write, char **out,
 		*out = fc_managed_piece(b, addr, *contig, write, f);
 		return CUDA_SUCCESS;
 	}
+	if (moves && fc_vmm_denied(a, write))
+		return CUDA_ERROR_INVALID_VALUE;
 	*contig = len < room ? len : room;
-	*out = (char *)addr;
-	if (a->kind == FC_KIND_DEVICE || (a->kind == FC_KIND_VMM && a->node < 0))
+	*out = a->view + (addr - a->base);
+	if (fc_is_device(a))
 		fc_cost_hbm(*contig);
 	else
 		fc_cost_remote(*contig);
@@ -127,7 +142,7 @@ CUresult fc_gpu_span(uintptr_t addr, size_t len, int write, int dev, char **out,
 		     size_t *contig)
 {
 	struct fc_faults f = { 0, dev };
-	CUresult r = fc_span(addr, len, write, out, contig, &f);
+	CUresult r = fc_span(addr, len, write, true, out, contig, &f);
 	fc_fault_groups(&f);
 	return r == CUDA_ERROR_NOT_FOUND ? CUDA_SUCCESS : r;
 }
@@ -140,7 +155,7 @@ CUresult fc_gpu_access(uintptr_t addr, size_t len, int write, int dev)
 	while (len && r == CUDA_SUCCESS) {
 		char *p;
 		size_t n;
-		r = fc_span(addr, len, write, &p, &n, &f);
+		r = fc_span(addr, len, write, false, &p, &n, &f);
 		addr += n;
 		len -= n;
 	}
@@ -165,6 +180,21 @@ FC_EXPORT CUfunction fakecuda_touch_kernel(void)
 	return (CUfunction)&fc_touch;
 }
 
+/* Range i of the kernel's argument array, read as a kernel reads it: in
+ * device memory through its view (its address is not host-readable), any
+ * other memory where it is. */
+static CUresult fc_touch_range(const struct fakecuda_range *ranges, unsigned i,
+			       struct fakecuda_range *out)
+{
+	uintptr_t p = (uintptr_t)&ranges[i];
+	struct fc_alloc *a = fc_reg_find(p);
+	const char *src = a && fc_is_device(a) ? fc_view(p, sizeof *out) : (const char *)p;
+	if (!src)
+		return CUDA_ERROR_ILLEGAL_ADDRESS;   /* runs past its allocation */
+	memcpy(out, src, sizeof *out);
+	return CUDA_SUCCESS;
+}
+
 /* The touch kernel's body: one launch's cost, then each range in order. */
 CUresult fc_touch_run(const struct fakecuda_range *ranges, unsigned nr, int dev)
 {
@@ -172,8 +202,12 @@ CUresult fc_touch_run(const struct fakecuda_range *ranges, unsigned nr, int dev)
 	fc_stats.c.launches++;
 	fc_clock_ns(fc_knobs.launch_ns);
 	CUresult r = CUDA_SUCCESS;
-	for (unsigned i = 0; i < nr && r == CUDA_SUCCESS; i++)
-		r = fc_gpu_access(ranges[i].ptr, ranges[i].len, ranges[i].write, dev);
+	for (unsigned i = 0; i < nr && r == CUDA_SUCCESS; i++) {
+		struct fakecuda_range rg;
+		r = fc_touch_range(ranges, i, &rg);
+		if (r == CUDA_SUCCESS)
+			r = fc_gpu_access(rg.ptr, rg.len, rg.write, dev);
+	}
 	fc_unlock();
 	return r == CUDA_SUCCESS ? r : CUDA_ERROR_ILLEGAL_ADDRESS;
 }

@@ -2,7 +2,8 @@
 /* fakecuda copies and memsets — every cuMemcpy and cuMemsetD export (sync,
  * _ptds, Async, _ptsz) of the SIMULATED driver. Both sides of a copy are GPU
  * accesses in the cost model (managed blocks fault in); bytes are moved
- * through the driver's views, never through a managed range's user address.
+ * through the driver's views, never through a managed range's user address
+ * or device memory's (which host code cannot read: fc_view).
  * A copy runs on the ordinal of its stream (a synchronous one: the calling
  * thread's current context). On a capturing stream an Async copy or memset
  * is recorded into the capture's graph instead; the synchronous ones (the

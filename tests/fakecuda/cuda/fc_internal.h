@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* fakecuda internals — shared state of the SIMULATED CUDA driver (test double,
  * never shipped). One recursive global mutex guards everything; code under the
- * lock never touches user virtual addresses of managed ranges (only the
- * driver's private views of the backing stores), so the SIGSEGV path cannot
- * deadlock on it. */
+ * lock never touches user virtual addresses of managed ranges or of device
+ * memory (only the driver's private views: fc_view, fc_block_store), so the
+ * SIGSEGV path cannot deadlock on it and host code sees no device bytes. */
 #ifndef FC_INTERNAL_H
 #define FC_INTERNAL_H
 
@@ -53,6 +53,7 @@ struct fc_knobs {
 	bool fault_maps;             /* FAKECUDA_FAULT_MAPS: every host fault maps */
 	bool evict_lru;              /* FAKECUDA_EVICT=lru: hits refresh the order */
 	int nr_devices;              /* FAKECUDA_DEVICES: ordinals, views of one HBM */
+	bool coherent;               /* FAKECUDA_COHERENT: host code sees device memory */
 };
 extern struct fc_knobs fc_knobs;
 void fc_config_init(void);                 /* idempotent, thread-safe */
@@ -116,12 +117,27 @@ struct fc_alloc {
 	void *owner;          /* fc_mrange for MANAGED, handle for VMM */
 	int node;             /* host node for HOST pools, else -1 */
 	int dev;              /* ordinal current when it was made (DEVICE_ORDINAL) */
+	/* Where the driver reads and writes the bytes at base (every kind but
+	 * MANAGED, whose bytes move between stores: fc_block_store). Device
+	 * memory (DEVICE, VMM of a device handle) is hidden from host code, as
+	 * on a discrete GPU: base is PROT_NONE and the bytes live in this
+	 * private mapping (for VMM, of the handle's memfd, host handles too);
+	 * for host memory (HOST, REGISTERED) it is base itself. */
+	char *view;
+	int access;           /* VMM: PROT_* the GPU was granted by cuMemSetAccess */
 };
 struct fc_alloc *fc_reg_add(uintptr_t base, size_t size, enum fc_kind kind);
 struct fc_alloc *fc_reg_find(uintptr_t addr);          /* containing addr */
 struct fc_alloc *fc_reg_find_base(uintptr_t base, enum fc_kind kind);
 bool fc_reg_overlaps(uintptr_t base, size_t size);
 void fc_reg_remove(struct fc_alloc *a);
+/* The driver's address of the bytes of [addr, addr+len), which must lie in
+ * one allocation other than managed memory: a device allocation's private
+ * view, host memory's own address. NULL for unknown or managed memory and
+ * for a range that runs past its allocation (into another, or none). */
+char *fc_view(uintptr_t addr, size_t len);
+/* Device memory, which host code cannot read at its address. */
+bool fc_is_device(const struct fc_alloc *a);
 
 /* ---- device memory charge (fc_mem.c) ---- */
 CUresult fc_charge_device(uint64_t bytes);   /* evicts managed blocks first */

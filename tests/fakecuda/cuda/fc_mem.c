@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* fakecuda allocations — device memory (cuMemAlloc*, charged against
- * FAKECUDA_DEVICE_BYTES, never evicted, host memory underneath so tests can
- * look at it), pinned and registered host memory, managed allocation entry
- * points, and stream-ordered pools. Every ordinal (FAKECUDA_DEVICES) charges
- * the same FAKECUDA_DEVICE_BYTES: the ordinals are views of one HBM. Part of
- * the SIMULATED driver. */
+ * FAKECUDA_DEVICE_BYTES, never evicted, hidden from host code: its address is
+ * a PROT_NONE reservation and its bytes a private view only the driver
+ * reaches), pinned and registered host memory (host-accessible), managed
+ * allocation entry points, and stream-ordered pools. Every ordinal
+ * (FAKECUDA_DEVICES) charges the same FAKECUDA_DEVICE_BYTES: the ordinals are
+ * views of one HBM. Part of the SIMULATED driver. */
 #include "fc_internal.h"
 
 #include <stdlib.h>
@@ -48,7 +49,36 @@ static uint64_t fc_charge_bytes(size_t size)
 	return ((uint64_t)size + g - 1) / g * g;
 }
 
-/* ---- device memory ---- */
+/* ---- device memory ----
+ * On a discrete GPU host code cannot reach device memory: a dereference
+ * faults and process_vm_readv fails (EFAULT). So the address handed out is
+ * a PROT_NONE reservation (MAP_NORESERVE: no memory behind it), and the
+ * bytes are a second, private anonymous mapping (the allocation's view) that
+ * only the driver's copies, memsets and kernels reach (fc_view). With
+ * FAKECUDA_COHERENT=1 (a platform where the CPU reads GPU memory, as over
+ * NVLink-C2C) the address is the read-write bytes themselves. */
+
+static void *fc_device_map(size_t bytes, char **view)
+{
+	if (fc_knobs.coherent) {
+		*view = fc_map_anon(bytes, PROT_READ | PROT_WRITE);
+		return *view;
+	}
+	void *p = fc_map_anon(bytes, PROT_NONE);
+	*view = p ? fc_map_anon(bytes, PROT_READ | PROT_WRITE) : NULL;
+	if (p && !*view) {
+		munmap(p, bytes);
+		p = NULL;
+	}
+	return p;
+}
+
+static void fc_device_unmap(void *p, char *view, size_t bytes)
+{
+	if (view != p)
+		munmap(view, bytes);
+	munmap(p, bytes);
+}
 
 static CUresult fc_device_alloc(CUdeviceptr *dptr, size_t size, struct fc_pool *pool)
 {
@@ -58,12 +88,17 @@ static CUresult fc_device_alloc(CUdeviceptr *dptr, size_t size, struct fc_pool *
 	uint64_t charge = fc_charge_bytes(size);
 	fc_lock();
 	CUresult r = host ? CUDA_SUCCESS : fc_charge_device(charge);
-	void *p = r == CUDA_SUCCESS ? fc_map_anon(charge, PROT_READ | PROT_WRITE) : NULL;
+	char *view = NULL;
+	void *p = r != CUDA_SUCCESS ? NULL
+		: host ? fc_map_anon(charge, PROT_READ | PROT_WRITE)
+		: fc_device_map(charge, &view);
 	struct fc_alloc *a = p ? fc_reg_add((uintptr_t)p, size,
 					    host ? FC_KIND_HOST : FC_KIND_DEVICE) : NULL;
 	if (a) {
 		a->map_bytes = charge;
 		a->pool = (CUmemoryPool)pool;
+		if (!host)
+			a->view = view;
 		if (pool && !host)
 			a->dev = pool->props.location.id;
 		if (host) {
@@ -72,8 +107,10 @@ static CUresult fc_device_alloc(CUdeviceptr *dptr, size_t size, struct fc_pool *
 		}
 		*dptr = (CUdeviceptr)p;
 	} else if (r == CUDA_SUCCESS) {
-		if (p)
+		if (p && host)
 			munmap(p, charge);
+		else if (p)
+			fc_device_unmap(p, view, charge);
 		if (!host)
 			fc_uncharge_device(charge);
 		r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -93,9 +130,12 @@ static CUresult fc_free_locked(uintptr_t base, bool async)
 	bool pool_host = a->kind == FC_KIND_HOST && a->pool;
 	if (a->kind != FC_KIND_DEVICE && !pool_host)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (a->kind == FC_KIND_DEVICE)
+	if (a->kind == FC_KIND_DEVICE) {
 		fc_uncharge_device(a->map_bytes);
-	munmap((void *)a->base, a->map_bytes);
+		fc_device_unmap((void *)a->base, a->view, a->map_bytes);
+	} else {
+		munmap((void *)a->base, a->map_bytes);
+	}
 	fc_reg_remove(a);
 	return CUDA_SUCCESS;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* fakecuda allocation registry — every range the SIMULATED driver knows
  * (device, pinned host, registered, managed, VMM mappings) in one array sorted
- * by base, and the queries answered from it: cuPointerGetAttribute(s),
- * cuMemGetAddressRange, cuIpcGetMemHandle. Callers hold the global lock. */
+ * by base, the translation of a range to where the driver keeps its bytes
+ * (fc_view: device memory is reached only through its private view), and the
+ * queries answered from it: cuPointerGetAttribute(s), cuMemGetAddressRange,
+ * cuIpcGetMemHandle. Callers hold the global lock. */
 #include "fc_internal.h"
 
 #include <stdlib.h>
@@ -42,7 +44,8 @@ struct fc_alloc *fc_reg_add(uintptr_t base, size_t size, enum fc_kind kind)
 		return NULL;
 	*a = (struct fc_alloc){ .base = base, .size = size, .map_bytes = size,
 				.kind = kind, .buffer_id = fc_next_buffer_id++,
-				.node = -1, .dev = fc_current_dev() };
+				.node = -1, .dev = fc_current_dev(),
+				.view = kind == FC_KIND_MANAGED ? NULL : (char *)base };
 	size_t at = fc_reg_upper(base);
 	memmove(&fc_reg[at + 1], &fc_reg[at], (fc_reg_len - at) * sizeof *fc_reg);
 	fc_reg[at] = a;
@@ -84,6 +87,35 @@ void fc_reg_remove(struct fc_alloc *a)
 		free(a);
 		return;
 	}
+}
+
+/* ---- where the bytes are ---- */
+
+bool fc_is_device(const struct fc_alloc *a)
+{
+	return a->kind == FC_KIND_DEVICE || (a->kind == FC_KIND_VMM && a->node < 0);
+}
+
+char *fc_view(uintptr_t addr, size_t len)
+{
+	struct fc_alloc *a = fc_reg_find(addr);
+	if (!a || a->kind == FC_KIND_MANAGED || !a->view || len > a->base + a->size - addr)
+		return NULL;
+	return a->view + (addr - a->base);
+}
+
+/* Test-only (fakecuda.h): the same, for a test that looks at device memory
+ * without a copy; managed memory is host memory to a test: ptr itself. */
+FC_EXPORT void *fakecuda_view(const void *ptr, size_t len)
+{
+	fc_config_init();
+	fc_lock();
+	struct fc_alloc *a = fc_reg_find((uintptr_t)ptr);
+	bool managed = a && a->kind == FC_KIND_MANAGED &&
+		       len <= a->base + a->size - (uintptr_t)ptr;
+	void *v = managed ? (void *)ptr : fc_view((uintptr_t)ptr, len);
+	fc_unlock();
+	return v;
 }
 
 /* ---- pointer attributes ---- */

@@ -2,8 +2,12 @@
 /* fakecuda virtual memory management — cuMemAddressReserve / cuMemCreate /
  * cuMemMap / cuMemSetAccess / cuMemUnmap / cuMemRelease on host memory: a
  * physical handle is a memfd (charged to HBM when its location is the
- * device, mbind()-ed when it is a host NUMA node), a reservation is a
- * PROT_NONE mapping. Part of the SIMULATED driver (test double). */
+ * device, mbind()-ed when it is a host NUMA node) with a private read-write
+ * view the driver moves bytes through; a reservation is a PROT_NONE mapping.
+ * A mapping of a device handle stays PROT_NONE to host code whatever
+ * cuMemSetAccess grants (that is the GPU's access), as on a discrete GPU; a
+ * host-node handle's mapping gets the access as its host protection. Part of
+ * the SIMULATED driver (test double). */
 #include "fc_internal.h"
 
 #include <stdlib.h>
@@ -18,6 +22,7 @@ struct fc_handle {
 	size_t size;
 	CUmemAllocationProp prop;
 	int refs;            /* 1 until cuMemRelease, +1 per mapping */
+	char *view;          /* the whole handle, read-write, for the driver only */
 };
 
 struct fc_resv { uintptr_t base; size_t size; };
@@ -40,6 +45,7 @@ static void fc_handle_put(struct fc_handle *m)
 		return;
 	if (fc_on_device(m))
 		fc_uncharge_device(m->size);
+	munmap(m->view, m->size);
 	close(m->fd);
 	m->magic = 0;
 	free(m);
@@ -101,18 +107,22 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *out, size_t size,
 	struct fc_handle *m = calloc(1, sizeof *m);
 	if (!m)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*m = (struct fc_handle){ FC_HANDLE_MAGIC, -1, size, *prop, 1 };
+	*m = (struct fc_handle){ FC_HANDLE_MAGIC, -1, size, *prop, 1, NULL };
 	m->fd = memfd_create("fakecuda-vmm", MFD_CLOEXEC);
-	if (m->fd < 0 || ftruncate(m->fd, (off_t)size)) {
+	void *v = m->fd >= 0 && !ftruncate(m->fd, (off_t)size)
+		? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0) : MAP_FAILED;
+	if (v == MAP_FAILED) {
 		if (m->fd >= 0)
 			close(m->fd);
 		free(m);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	m->view = v;
 	fc_lock();
 	CUresult r = fc_on_device(m) ? fc_charge_device(size) : CUDA_SUCCESS;
 	fc_unlock();
 	if (r != CUDA_SUCCESS) {
+		munmap(m->view, size);
 		close(m->fd);
 		free(m);
 		return r;
@@ -202,6 +212,7 @@ CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		goto out;
 	}
 	a->owner = m;
+	a->view = m->view + offset;
 	if (fc_on_device(m)) {
 		a->dev = m->prop.location.id;
 	} else {
@@ -262,8 +273,14 @@ CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
 		if (ok)
 			p = a->base + a->size;
 	}
-	if (ok)
-		ok = mprotect((void *)ptr, size, prot) == 0;
+	for (uintptr_t p = ptr; p < ptr + size && ok;) {
+		struct fc_alloc *a = fc_reg_find(p);
+		uintptr_t end = a->base + a->size < ptr + size ? a->base + a->size : ptr + size;
+		a->access = prot;
+		if (!fc_is_device(a) || fc_knobs.coherent)   /* device memory: GPU access only */
+			ok = mprotect((void *)p, end - p, prot) == 0;
+		p = end;
+	}
 	fc_unlock();
 	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
