@@ -2,6 +2,7 @@
 # kvtier — plain hand-written Makefile (redis style). Everything lands under $(BUILD).
 #   make            build/libkvtier.so, the kvtier tool, the CUDA stand-ins, tests
 #   make test       CUnit suites + preload tests (tests/run_tests.sh)
+#   make test-loaded  the migration suites beside two CPU hogs
 #   make asan|tsan|ubsan  the same suites with a sanitizer build under
 #                   $(BUILD)/asan, $(BUILD)/tsan, $(BUILD)/ubsan (build/asan ... by default)
 #   make clean
@@ -49,7 +50,7 @@ FAKECUDA_LIBS :=
 EXTRA_BINS    :=
 -include mk/*.mk
 
-.PHONY: all test asan tsan ubsan clean demo bench
+.PHONY: all test test-loaded asan tsan ubsan clean demo bench
 all: $(LIBKVTIER) $(LIBCORE) $(KVTIER) $(FAKECUDA_LIBS) $(UNIT_BINS) $(PROG_BINS) $(EXTRA_BINS)
 
 $(BUILD)/obj/%.o: %.c
@@ -97,6 +98,14 @@ $(BUILD)/tests/progs/%: tests/progs/%.c
 
 test: all
 	@BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) SAN=$(SAN) tests/run_tests.sh
+
+# The suites that run the migration thread, with two CPU hogs beside them
+# (a shared machine): their verdicts must not depend on the machine's speed.
+LOADED_SUITES ?= test_migrate test_migrate_faults test_migrate_integrity test_migrate_devices \
+		 test_sample test_launch_graph
+test-loaded: all
+	@BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) SAN=$(SAN) HOGS=2 SUITES="$(LOADED_SUITES)" \
+		tests/run_tests.sh
 
 # Sanitizer builds nest under $(BUILD), so BUILD=build-x gives build-x/asan.
 asan:

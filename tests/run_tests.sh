@@ -2,6 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Runs every CUnit suite under $BUILD/tests/unit and prints one closing line
 # "N passed, N failed" (tests, as counted by CUnit's own run summaries).
+# SUITES="test_a test_b": only those suites (and no layering check).
+# HOGS=N: N busy-looping processes beside the suites for their whole run
+# (make test-loaded), as on a shared machine.
 set -u
 BUILD=${BUILD:-build}
 export BUILD
@@ -22,7 +25,16 @@ esac
 passed=0; failed=0; crashed=0
 logdir="$BUILD/test-logs"
 mkdir -p "$logdir"
+hogs=""
+stop_hogs() { [ -n "$hogs" ] && kill $hogs 2>/dev/null; hogs=""; }
+trap stop_hogs EXIT
+for _ in $(seq 1 "${HOGS:-0}"); do
+	( while :; do :; done ) &
+	hogs="$hogs $!"
+done
+[ -n "$hogs" ] && echo "=== ${HOGS} CPU hogs beside the suites (pids$hogs)"
 # The layering check (README "Layout"): one test, no build needed.
+if [ -z "${SUITES:-}" ]; then
 echo "=== check_layers"
 python3 "$(dirname "$0")/check_layers.py" --self-test >"$logdir/check_layers.log" 2>&1
 rc_self=$?
@@ -35,9 +47,11 @@ else
 	failed=$((failed+1))
 	echo "--- check_layers failed: an include cycle among folders, an include upward, or policy/ impure"
 fi
+fi
 for t in "$BUILD"/tests/unit/test_*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
+	case " ${SUITES:- $name } " in *" $name "*) ;; *) continue ;; esac
 	echo "=== $name"
 	start=$(date +%s)
 	timeout 900 "$t" >"$logdir/$name.log" 2>&1
