@@ -36,19 +36,32 @@ static inline uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Epochs the migration thread has finished (kvtier's /dev/shm/kvtier.PID,
- * published after each epoch); -1 when there is no segment (yet). */
-static inline int64_t hot_prog_epochs(void)
+/* kvtier's live counters (/dev/shm/kvtier.PID, published after each
+ * migration epoch): 0 when read, -1 when there is no segment (yet). */
+static inline int hot_prog_counters(struct kvt_stats_seg *seg)
 {
 	char path[64];
-	struct kvt_stats_seg seg;
 	snprintf(path, sizeof path, "%s/%s%d", KVT_STATS_DIR, KVT_STATS_PREFIX, (int)getpid());
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	ssize_t n = pread(fd, &seg, sizeof seg, 0);
+	ssize_t n = pread(fd, seg, sizeof *seg, 0);
 	close(fd);
-	return n == (ssize_t)sizeof seg ? (int64_t)seg.epochs : -1;
+	return n == (ssize_t)sizeof *seg ? 0 : -1;
+}
+
+/* Epochs the migration thread has finished; -1 without counters. */
+static inline int64_t hot_prog_epochs(void)
+{
+	struct kvt_stats_seg seg;
+	return hot_prog_counters(&seg) ? -1 : (int64_t)seg.epochs;
+}
+
+/* Chunks the migration thread has promoted; -1 without counters. */
+static inline int64_t hot_prog_promoted(void)
+{
+	struct kvt_stats_seg seg;
+	return hot_prog_counters(&seg) ? -1 : (int64_t)seg.nr_promoted;
 }
 
 #endif

@@ -12,8 +12,11 @@
  *                     hook sees: the "kernel's" computed addresses.
  *   Two phases, each ended by progress, never by the clock alone (a loaded
  *   machine runs fewer epochs in a second):
- *     hot     until chunk 0 and the hot chunks are all in HBM, then
- *             MEASURE_STEPS more steps measured;
+ *     hot     until chunk 0 and the hot chunks are all in HBM and the
+ *             migration thread has promoted at least as many chunks
+ *             (kvtier's live counters: a probe's fault also brings a chunk
+ *             in, before any promotion), then MEASURE_STEPS more steps
+ *             measured;
  *     epochs  until the migration thread has run N/2 epochs (kvtier's live
  *             counters), then measured until it has run N.
  *   LIMIT_MS bounds each phase; reaching it prints limit_hit=1 (the test
@@ -119,10 +122,10 @@ static int on_device(CUdeviceptr p)
 
 static CUdeviceptr base;
 
-/* chunk 0 and every hot chunk in HBM */
+/* chunk 0 and every hot chunk in HBM, and as many promoted */
 static int all_hot_in(void)
 {
-	if (!on_device(base))
+	if (!on_device(base) || hot_prog_promoted() < (int64_t)(1 + NR_HOT))
 		return 0;
 	for (unsigned i = 0; i < NR_HOT; i++)
 		if (!on_device(base + hot[i] * CHUNK))

@@ -306,7 +306,8 @@ struct result {
  * (a chunk found hot stays in HBM for the whole run: once there it cannot
  * fault, so only its decay decides, see docs/profiler.md). Its phases end
  * on progress, not on the clock: "hot" runs until the hot chunks are in
- * HBM (then 400 steps measured), "epochs" for 300 migration epochs (the
+ * HBM and kvtier has promoted as many (its live counters; then 400 steps
+ * measured), "epochs" for 300 migration epochs (the
  * second half measured); each phase gives up after 30 s, and says so
  * (limit_hit=1). A loaded machine makes the run longer, never the verdict
  * different. */
