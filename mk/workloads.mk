@@ -14,7 +14,7 @@
 WL_CUDART_DIR ?= $(BUILD)/fakecuda
 WL_NAMES      := vllm-like sglang-like llamacpp-like
 WL_BINS       := $(WL_NAMES:%=$(BUILD)/workloads/%)
-WL_LIB_SRCS   := tests/workloads/wl_common.c tests/workloads/wl_sched.c tests/workloads/wl_decode.c \
+WL_LIB_SRCS   := tests/workloads/wl_common.c tests/workloads/wl_sched.c tests/workloads/wl_decode.c tests/workloads/wl_tables.c \
 		 tests/workloads/wl_real.c
 WL_LIB_OBJS   := $(WL_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 WL_ALL_OBJS   := $(WL_LIB_OBJS) $(patsubst %,$(BUILD)/obj/tests/workloads/%.o,vllm_like sglang_like llamacpp_like rt_probe)

@@ -61,6 +61,29 @@ struct fakecuda_range {
 };
 CUfunction fakecuda_touch_kernel(void);
 
+/* A paged-attention "kernel", launched as servers launch theirs: it is
+ * handed the layer's K and V bases and a block table in device memory, and
+ * computes every row's address itself, so host code (kvtier's launch scan)
+ * sees only the bases. kernelParams:
+ *   [0] CUdeviceptr k         the layer's K base
+ *   [1] CUdeviceptr v         its V base (0: K only)
+ *   [2] CUdeviceptr table     int32 [nr_seqs][stride]: block ids
+ *   [3] CUdeviceptr lens      int32 [nr_seqs]: tokens of each sequence
+ *   [4] unsigned nr_seqs
+ *   [5] unsigned stride       table entries per sequence
+ *   [6] unsigned block_tokens tokens per block (vLLM 16; SGLang's
+ *                             req_to_token and llama.cpp's cells: 1)
+ *   [7] unsigned row_bytes    bytes of one token's row in K (and in V)
+ *   [8] CUdeviceptr ranges    struct fakecuda_range [nr_ranges] accessed as
+ *                             they are (the layer's weights); 0: none
+ *   [9] unsigned nr_ranges
+ * Token j of sequence i is row table[i][j / block_tokens] * block_tokens +
+ * j % block_tokens of K and of V; every token but the last is read, the last
+ * (the one decoded now) written. Table and lengths are read as a kernel
+ * reads memory (device memory through the driver's view) and cost HBM
+ * bandwidth like any read. */
+CUfunction fakecuda_paged_kernel(void);
+
 /* Where the 2 MiB block holding ptr is now: CU_MEM_LOCATION_TYPE_DEVICE
  * (id = device) or CU_MEM_LOCATION_TYPE_HOST_NUMA (id = node).  0 or CUresult. */
 int fakecuda_block_location(const void *ptr, CUmemLocationType *type, int *id);

@@ -86,6 +86,7 @@ static int lcpp_setup(struct wl *w)
 		w->k[l] = (struct wl_region){ (char *)p + (uint64_t)(2 * l) * cells * row, cells };
 		w->v[l] = (struct wl_region){ (char *)p + (uint64_t)(2 * l + 1) * cells * row, cells };
 	}
+	w->table_bt = 1;          /* per-token slots: KV cell indices */
 	void *cbuf;
 	err = wl_malloc(w, &cbuf, compute, "compute");
 	if (err)

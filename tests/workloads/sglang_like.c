@@ -79,6 +79,7 @@ static int sgl_setup(struct wl *w)
 			WL_CK(cudaMemset(p, 0, b));
 			(kv ? w->v : w->k)[l] = (struct wl_region){ p, w->nr_tokens };
 		}
+	w->table_bt = 1;          /* per-token slots: req_to_token */
 	/* HiCache host pool: hicache_ratio x the device pool, one buffer. */
 	sgl.host_tokens = (uint64_t)((double)w->nr_tokens * w->o.host_ratio);
 	if (sgl.host_tokens < w->nr_tokens)

@@ -59,6 +59,7 @@ struct wl_opts {
 	int quiet;
 	int inject_corruption;     /* test of the verifier: damage one stamp */
 	int graphs;                /* kernels replayed from CUDA graphs (simulated GPU) */
+	int host_tables;           /* --tables host: kernels handed host arrays of row ranges */
 };
 
 /* A GPU-visible region: the K (or V) rows of one layer, token-indexed. */
@@ -109,6 +110,7 @@ struct wl_fake {
 	int (*get_counters)(struct fakecuda_counters *out);
 	void (*reset_counters)(void);
 	CUfunction (*touch_kernel)(void);
+	CUfunction (*paged_kernel)(void);
 	int (*block_location)(const void *ptr, CUmemLocationType *type, int *id);
 };
 
@@ -124,6 +126,7 @@ struct wl {
 	uint64_t graph_launches;
 	size_t dev_total;          /* cudaMemGetInfo total */
 	uint64_t kv_budget;        /* what the server would size natively */
+	unsigned table_bt;         /* tokens per block of its block table (0: WL_BLOCK_TOKENS) */
 
 	struct wl_region k[WL_MAX_LAYERS], v[WL_MAX_LAYERS];
 	uint64_t nr_tokens;        /* token capacity of each region */
@@ -193,6 +196,13 @@ int wl_decode(struct wl *w);
 void wl_stamp_kv(struct wl *w);
 uint64_t wl_verify_kv(struct wl *w, uint64_t *checked);
 void wl_stamp(uint64_t seed, int region, uint64_t off, unsigned char out[32]);
+
+/* ---- wl_tables.c: device-resident block tables (the default) ---- */
+bool wl_tables_on(const struct wl *w);
+void wl_tables_init(struct wl *w);
+void wl_tables_step(struct wl *w, int t);     /* fill and upload step t's */
+void wl_tables_launch(struct wl *w, int l);   /* layer l's paged kernel */
+void wl_tables_fini(struct wl *w);
 
 /* ---- wl_real.c: the decode loop on a real GPU (no fakecuda symbols) ---- */
 bool wl_real_init(struct wl *w);

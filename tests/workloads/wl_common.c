@@ -324,6 +324,11 @@ static void wl_usage(const struct wl_ops *ops, FILE *f)
 "  --seed N              everything is deterministic given the seed        [%" PRIu64 "]\n"
 "  --graphs              launch the decode kernels from CUDA graphs, each shape\n"
 "                        captured once and replayed (simulated GPU)\n"
+"  --tables device|host  device: each step uploads int32 block tables and\n"
+"                        lengths to device memory and each layer's kernel gets\n"
+"                        the K/V bases and the table's device pointer, as\n"
+"                        servers do; host: the kernel gets a host array of\n"
+"                        exact row ranges (the older, too generous path) [device]\n"
 "  --quiet               no progress lines on stderr\n"
 "  --inject-corruption   (test of the verifier) damage one KV stamp after prefill\n"
 "\n"
@@ -373,7 +378,7 @@ static void wl_parse(struct wl_opts *o, const struct wl_ops *ops, int argc, char
 		{ "prefix-share", 1, 0, 7 }, { "drift-every", 1, 0, 8 }, { "steps", 1, 0, 's' },
 		{ "oracle-window", 1, 0, 9 }, { "warmup", 1, 0, 13 }, { "weights-frac", 1, 0, 10 },
 		{ "act-frac", 1, 0, 11 }, { "host-ratio", 1, 0, 12 }, { "seed", 1, 0, 'S' },
-		{ "cache-bound", 1, 0, 15 }, { "graphs", 0, 0, 16 },
+		{ "cache-bound", 1, 0, 15 }, { "graphs", 0, 0, 16 }, { "tables", 1, 0, 17 },
 		{ "quiet", 0, 0, 'q' }, { "inject-corruption", 0, 0, 14 }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	int c;
@@ -421,6 +426,14 @@ static void wl_parse(struct wl_opts *o, const struct wl_ops *ops, int argc, char
 		case 13: o->warmup = (int)wl_int(name, optarg, 0, 1 << 24); break;
 		case 15: o->cache_bound = (int)wl_int(name, optarg, 0, 1 << 24); break;
 		case 16: o->graphs = 1; break;
+		case 17:
+			if (!strcmp(optarg, "device")) o->host_tables = 0;
+			else if (!strcmp(optarg, "host")) o->host_tables = 1;
+			else {
+				fprintf(stderr, "%s: --tables must be device or host\n", wl_prog);
+				exit(WL_EXIT_USAGE);
+			}
+			break;
 		case 12: o->host_ratio = wl_double(name, optarg, 0.0, 16.0); break;
 		case 'S': o->seed = (uint64_t)strtoull(optarg, NULL, 0); break;
 		case 'q': o->quiet = 1; break;
@@ -456,6 +469,7 @@ static void wl_find_fake(struct wl *w)
 		wl_fake_sym(drv, "fakecuda_get_counters");
 	w->fake.reset_counters = (void (*)(void))wl_fake_sym(drv, "fakecuda_reset_counters");
 	w->fake.touch_kernel = (CUfunction (*)(void))wl_fake_sym(drv, "fakecuda_touch_kernel");
+	w->fake.paged_kernel = (CUfunction (*)(void))wl_fake_sym(drv, "fakecuda_paged_kernel");
 	w->fake.block_location = (int (*)(const void *, CUmemLocationType *, int *))
 		wl_fake_sym(drv, "fakecuda_block_location");
 	if (drv)
@@ -533,6 +547,7 @@ static void wl_report(struct wl *w, uint64_t checked, uint64_t bad, double wall_
 	printf("device_used_bytes=%" PRIu64 "\nmanaged_resident_bytes=%" PRIu64 "\n",
 	       b->device_used_bytes, b->managed_resident_bytes);
 	printf("graphs=%d\ngraph_launches=%" PRIu64 "\n", w->nr_graphs, w->graph_launches);
+	printf("tables=%s\n", wl_tables_on(w) ? "device" : "host");
 	printf("window_kv_chunks=%" PRIu64 "\nwindow_new_kv_chunks=%" PRIu64 "\n",
 	       w->window_kv_chunks, w->window_new_kv_chunks);
 	if (w->o.cache_bound)

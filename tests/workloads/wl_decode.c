@@ -448,6 +448,7 @@ int wl_decode(struct wl *w)
 	if (!buf)
 		wl_die("out of host memory");
 	wl_window_chunks(w, buf);
+	wl_tables_init(w);
 	struct wl_oracle or;
 	bool oracle = w->o.mode == WL_MODE_ORACLE && w->fake.block_location;
 	if (oracle) {
@@ -464,9 +465,13 @@ int wl_decode(struct wl *w)
 			return WL_EXIT_FAIL;
 		if (oracle && t > 0)
 			wl_oracle_plan(w, &or, t, buf + (size_t)L * maxr);
+		wl_tables_step(w, t);
 		for (int l = 0; l < L; l++) {
 			struct fakecuda_range *r = buf + (size_t)l * maxr;
-			wl_touch(w, r, wl_step_ranges(w, t, l, r));
+			if (wl_tables_on(w))
+				wl_tables_launch(w, l);
+			else
+				wl_touch(w, r, wl_step_ranges(w, t, l, r));
 		}
 		if (w->ops->after_step && w->ops->after_step(w, t))
 			return WL_EXIT_FAIL;
@@ -476,6 +481,7 @@ int wl_decode(struct wl *w)
 	}
 	if (w->o.warmup >= steps)
 		w->fake.get_counters(&w->c0);
+	wl_tables_fini(w);
 	if (oracle) {
 		free(or.next);
 		free(or.order);

@@ -17,8 +17,10 @@
 
 #define FC_KERNEL_MAGIC 0x66636b6eu   /* "fckn" */
 
-struct fc_kernel { uint32_t magic; const char *name; };
-static struct fc_kernel fc_touch = { FC_KERNEL_MAGIC, "fakecuda_touch" };
+enum fc_kfn { FC_KFN_TOUCH, FC_KFN_PAGED };
+struct fc_kernel { uint32_t magic; const char *name; enum fc_kfn fn; };
+static struct fc_kernel fc_touch = { FC_KERNEL_MAGIC, "fakecuda_touch", FC_KFN_TOUCH };
+static struct fc_kernel fc_paged = { FC_KERNEL_MAGIC, "fakecuda_paged", FC_KFN_PAGED };
 
 /* Per-call fault bookkeeping: faults are serviced in groups, and all of
  * one call's accesses come from one ordinal. */
@@ -180,15 +182,24 @@ FC_EXPORT CUfunction fakecuda_touch_kernel(void)
 	return (CUfunction)&fc_touch;
 }
 
+FC_EXPORT CUfunction fakecuda_paged_kernel(void)
+{
+	return (CUfunction)&fc_paged;
+}
+
+const char *fc_kernel_mem(uintptr_t p, size_t len)
+{
+	struct fc_alloc *a = fc_reg_find(p);
+	return a && fc_is_device(a) ? fc_view(p, len) : (const char *)p;
+}
+
 /* Range i of the kernel's argument array, read as a kernel reads it: in
  * device memory through its view (its address is not host-readable), any
  * other memory where it is. */
 static CUresult fc_touch_range(const struct fakecuda_range *ranges, unsigned i,
 			       struct fakecuda_range *out)
 {
-	uintptr_t p = (uintptr_t)&ranges[i];
-	struct fc_alloc *a = fc_reg_find(p);
-	const char *src = a && fc_is_device(a) ? fc_view(p, sizeof *out) : (const char *)p;
+	const char *src = fc_kernel_mem((uintptr_t)&ranges[i], sizeof *out);
 	if (!src)
 		return CUDA_ERROR_ILLEGAL_ADDRESS;   /* runs past its allocation */
 	memcpy(out, src, sizeof *out);
@@ -212,30 +223,59 @@ CUresult fc_touch_run(const struct fakecuda_range *ranges, unsigned nr, int dev)
 	return r == CUDA_SUCCESS ? r : CUDA_ERROR_ILLEGAL_ADDRESS;
 }
 
-/* On a capturing stream the launch becomes a graph node holding the
- * argument values as they are now (the ranges pointer and the count, not
- * the ranges themselves: a kernel reads memory when it runs); elsewhere it
- * runs at submission. */
-static CUresult fc_launch(CUfunction f, const struct fc_dims *d, CUstream s, void **params,
-			  void **extra)
+/* Argument sizes per kernel (fakecuda.h documents the signatures). */
+static const uint8_t fc_touch_sizes[] = { 8, 4 };
+static const uint8_t fc_paged_sizes[] = { 8, 8, 8, 8, 4, 4, 4, 4, 8, 4 };
+
+CUresult fc_kernel_args(CUfunction f, void **params, struct fc_kargs *out)
 {
 	uint32_t magic = 0;
 	if (f)                           /* any handle: misaligned ones too */
 		memcpy(&magic, (const void *)f, sizeof magic);
 	if (magic != FC_KERNEL_MAGIC)
 		return CUDA_ERROR_INVALID_HANDLE;
-	if (!fc_valid_stream(s) || extra || !params || !params[0] || !params[1])
+	const struct fc_kernel *k = (const struct fc_kernel *)f;
+	const uint8_t *sz = k->fn == FC_KFN_PAGED ? fc_paged_sizes : fc_touch_sizes;
+	unsigned n = k->fn == FC_KFN_PAGED ? sizeof fc_paged_sizes : sizeof fc_touch_sizes;
+	if (!params)
 		return CUDA_ERROR_INVALID_VALUE;
-	const struct fakecuda_range *ranges = *(const struct fakecuda_range **)params[0];
-	unsigned nr = *(const unsigned *)params[1];
+	*out = (struct fc_kargs){ { 0 } };
+	for (unsigned i = 0; i < n; i++) {
+		if (!params[i])
+			return CUDA_ERROR_INVALID_VALUE;
+		memcpy(&out->v[i], params[i], sz[i]);
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult fc_kernel_run(CUfunction f, const struct fc_kargs *a, int dev)
+{
+	if (((const struct fc_kernel *)f)->fn == FC_KFN_PAGED)
+		return fc_paged_run(a, dev);
+	return fc_touch_run((const struct fakecuda_range *)(uintptr_t)a->v[0], (unsigned)a->v[1],
+			    dev);
+}
+
+/* On a capturing stream the launch becomes a graph node holding the
+ * argument values as they are now (pointers and counts, not the memory
+ * behind them: a kernel reads memory when it runs); elsewhere it runs at
+ * submission. */
+static CUresult fc_launch(CUfunction f, const struct fc_dims *d, CUstream s, void **params,
+			  void **extra)
+{
+	struct fc_kargs a;
+	CUresult r = fc_kernel_args(f, params, &a);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!fc_valid_stream(s) || extra)
+		return CUDA_ERROR_INVALID_VALUE;
 	int dev = fc_stream_dev(s);
-	CUresult r;
 	fc_lock();
 	struct fc_graph *g = fc_stream_capture(s);
 	if (!g) {
-		r = fc_touch_run(ranges, nr, dev);
+		r = fc_kernel_run(f, &a, dev);
 	} else {
-		r = fc_graph_add_kernel(g, f, d, ranges, nr, dev);
+		r = fc_graph_add_kernel(g, f, d, &a, dev);
 		if (r != CUDA_SUCCESS)
 			fc_stream_capture_invalidate(s);
 	}

@@ -20,9 +20,8 @@ struct fc_kernel_node {
 	CUfunction func;
 	CUcontext ctx;                        /* current at capture */
 	struct fc_dims dims;
-	const struct fakecuda_range *ranges;  /* argument 0, its value at capture */
-	unsigned nr;                          /* argument 1 */
-	void *params[2];                      /* kernelParams: &ranges, &nr above */
+	struct fc_kargs args;                 /* argument values at capture */
+	void *params[FC_KERNEL_ARGS];         /* kernelParams: &args.v[i] */
 };
 
 struct fc_node {
@@ -57,8 +56,8 @@ static void fc_node_bind_params(struct fc_node *n)
 {
 	if (n->type != CU_GRAPH_NODE_TYPE_KERNEL)
 		return;
-	n->k.params[0] = &n->k.ranges;
-	n->k.params[1] = &n->k.nr;
+	for (unsigned i = 0; i < FC_KERNEL_ARGS; i++)
+		n->k.params[i] = &n->k.args.v[i];
 }
 
 /* ---- lookups: identity against the live lists ---- */
@@ -142,11 +141,11 @@ static CUresult fc_graph_append(struct fc_graph *g, const struct fc_node *proto)
 }
 
 CUresult fc_graph_add_kernel(struct fc_graph *g, CUfunction f, const struct fc_dims *d,
-			     const struct fakecuda_range *ranges, unsigned nr, int dev)
+			     const struct fc_kargs *args, int dev)
 {
 	struct fc_node n = { .type = CU_GRAPH_NODE_TYPE_KERNEL, .dev = dev };
 	n.k = (struct fc_kernel_node){ .func = f, .ctx = fc_current_ctx(), .dims = *d,
-				       .ranges = ranges, .nr = nr };
+				       .args = *args };
 	return fc_graph_append(g, &n);
 }
 
@@ -418,7 +417,7 @@ static CUresult fc_node_run(const struct fc_node *n)
 {
 	switch (n->type) {
 	case CU_GRAPH_NODE_TYPE_KERNEL:
-		return fc_touch_run(n->k.ranges, n->k.nr, n->dev);
+		return fc_kernel_run(n->k.func, &n->k.args, n->dev);
 	case CU_GRAPH_NODE_TYPE_MEMCPY:
 		return fc_copy_run(n->cp.dst, n->cp.src, n->cp.bytes, n->dev);
 	case CU_GRAPH_NODE_TYPE_MEMSET:

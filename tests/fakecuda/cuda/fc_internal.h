@@ -201,6 +201,20 @@ CUresult fc_gpu_access(uintptr_t addr, size_t len, int write, int dev);
  * after their arguments are checked; they take the lock themselves, so a
  * graph launch (which holds it) and a stream submission share them. */
 CUresult fc_touch_run(const struct fakecuda_range *ranges, unsigned nr, int dev);
+/* A kernel's arguments as a driver copies them at launch or capture: the
+ * raw value of each (zero-extended), at most FC_KERNEL_ARGS. */
+#define FC_KERNEL_ARGS 10
+struct fc_kargs { uint64_t v[FC_KERNEL_ARGS]; };
+/* The values behind kernelParams for kernel f (CUDA_ERROR_INVALID_HANDLE:
+ * not one of ours; CUDA_ERROR_INVALID_VALUE: a NULL parameter slot). */
+CUresult fc_kernel_args(CUfunction f, void **params, struct fc_kargs *out);
+/* Run kernel f with those arguments on ordinal dev (takes the lock). */
+CUresult fc_kernel_run(CUfunction f, const struct fc_kargs *a, int dev);
+/* Memory as a kernel reads it: device memory through its view, any other
+ * memory the driver or host knows where it is; NULL past an allocation. */
+const char *fc_kernel_mem(uintptr_t addr, size_t len);
+/* The paged-attention kernel's body (fc_paged.c); lock held or not. */
+CUresult fc_paged_run(const struct fc_kargs *a, int dev);
 CUresult fc_copy_run(uintptr_t dst, uintptr_t src, size_t n, int dev);
 CUresult fc_memset_run(uintptr_t dst, unsigned value, size_t n, unsigned elem, int dev);
 
@@ -225,7 +239,7 @@ void fc_graph_drop(struct fc_graph *g);
 /* Append one node to g, the argument values copied now, as a driver does
  * at capture. CUDA_SUCCESS or CUDA_ERROR_OUT_OF_MEMORY. Lock held. */
 CUresult fc_graph_add_kernel(struct fc_graph *g, CUfunction f, const struct fc_dims *d,
-			     const struct fakecuda_range *ranges, unsigned nr, int dev);
+			     const struct fc_kargs *args, int dev);
 CUresult fc_graph_add_copy(struct fc_graph *g, uintptr_t dst, uintptr_t src, size_t n,
 			   int dev);
 CUresult fc_graph_add_memset(struct fc_graph *g, uintptr_t dst, unsigned value, size_t n,
