@@ -34,7 +34,11 @@ struct fakecuda_counters {
 /* Cost model (virtual clock), overridable by environment variables:
  *   FAKECUDA_HBM_GBPS   (default 4800)  HBM bandwidth
  *   FAKECUDA_LINK_GBPS  (default 55)    host<->device link, each direction
- *   FAKECUDA_FAULT_NS   (default 25000) service cost of one fault group
+ *   FAKECUDA_FAULT_NS   (default 590000) service of one fault group that
+ *                       migrates (H200: 628 us per faulted 2 MiB, link included)
+ *   FAKECUDA_FAULT_BATCH (default 1)    faulting 2 MiB blocks per group
+ *   FAKECUDA_MAP_FAULT_NS (default 1470000) one group that maps instead
+ *   FAKECUDA_ADVISE_NS  (default 20000) CPU time of one cuMemAdvise (busy)
  *   FAKECUDA_LAUNCH_NS  (default 5000)  kernel launch cost
  *   FAKECUDA_DEVICE_BYTES (default 8 GiB) device capacity
  *   FAKECUDA_FAIL=<call>:<every-nth|probability>[,...] failure injection

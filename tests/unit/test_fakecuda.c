@@ -652,6 +652,10 @@ static CU_SuiteInfo suites[] = {
 int main(void)
 {
 	setenv("FAKECUDA_DEVICE_BYTES", "64M", 1);
+	/* the cost arithmetic below is checked at these (pre-calibration) knobs */
+	setenv("FAKECUDA_FAULT_NS", "25000", 1);
+	setenv("FAKECUDA_FAULT_BATCH", "16", 1);
+	setenv("FAKECUDA_ADVISE_NS", "0", 1);
 	if (load_driver()) {
 		fprintf(stderr, "cannot load %s: %s\n", kvt_path("fakecuda/libcuda.so.1"), dlerror());
 		return 1;

@@ -24,7 +24,7 @@ static struct fc_kernel fc_paged = { FC_KERNEL_MAGIC, "fakecuda_paged", FC_KFN_P
 
 /* Per-call fault bookkeeping: faults are serviced in groups, and all of
  * one call's accesses come from one ordinal. */
-struct fc_faults { uint64_t nr; int dev; };
+struct fc_faults { uint64_t nr, mapped; int dev; };
 
 static void fc_cost_hbm(uint64_t bytes)
 {
@@ -87,6 +87,7 @@ static char *fc_managed_piece(struct fc_block *b, uintptr_t addr, size_t len,
 			return fc_block_store(b) + off;
 		}
 		b->dev_mapped |= me;   /* map the host copy instead of migrating */
+		f->mapped++;
 	}
 	fc_cost_remote(len);
 	return fc_block_store(b) + off;
@@ -135,15 +136,16 @@ static CUresult fc_span(uintptr_t addr, size_t len, int write, bool moves, char 
 static void fc_fault_groups(const struct fc_faults *f)
 {
 	unsigned batch = fc_knobs.fault_batch_blocks ? fc_knobs.fault_batch_blocks : 1;
-	uint64_t groups = (f->nr + batch - 1) / batch;
-	fc_stats.c.fault_groups += groups;
-	fc_clock_ns(groups * fc_knobs.fault_ns);
+	uint64_t migrated = f->nr - f->mapped;
+	uint64_t groups = (migrated + batch - 1) / batch, mapped = (f->mapped + batch - 1) / batch;
+	fc_stats.c.fault_groups += groups + mapped;
+	fc_clock_ns(groups * fc_knobs.fault_ns + mapped * fc_knobs.map_fault_ns);
 }
 
 CUresult fc_gpu_span(uintptr_t addr, size_t len, int write, int dev, char **out,
 		     size_t *contig)
 {
-	struct fc_faults f = { 0, dev };
+	struct fc_faults f = { 0, 0, dev };
 	CUresult r = fc_span(addr, len, write, true, out, contig, &f);
 	fc_fault_groups(&f);
 	return r == CUDA_ERROR_NOT_FOUND ? CUDA_SUCCESS : r;
@@ -152,7 +154,7 @@ CUresult fc_gpu_span(uintptr_t addr, size_t len, int write, int dev, char **out,
 /* A whole GPU access; unknown (unregistered) memory is an illegal address. */
 CUresult fc_gpu_access(uintptr_t addr, size_t len, int write, int dev)
 {
-	struct fc_faults f = { 0, dev };
+	struct fc_faults f = { 0, 0, dev };
 	CUresult r = CUDA_SUCCESS;
 	while (len && r == CUDA_SUCCESS) {
 		char *p;

@@ -134,6 +134,7 @@ static CUresult fc_advise(CUdeviceptr ptr, size_t count, CUmem_advise advice, CU
 	CUresult r = fc_check_advice(advice, &l);
 	if (r != CUDA_SUCCESS)
 		return r;
+	fc_spend_cpu(fc_knobs.advise_ns);   /* measured on an H200: 16-28 us */
 	fc_lock();
 	struct fc_span_blocks s;
 	r = fc_blocks(ptr, count, &s);

@@ -45,6 +45,8 @@ CUresult fc_enter(const char *export_name, unsigned flags);
 struct fc_knobs {
 	double hbm_gbps, link_gbps;
 	uint64_t fault_ns, launch_ns;
+	uint64_t map_fault_ns;       /* FAKECUDA_MAP_FAULT_NS: a fault that maps */
+	uint64_t advise_ns;          /* FAKECUDA_ADVISE_NS: CPU time of one advice */
 	uint64_t device_bytes;
 	unsigned fault_batch_blocks;
 	bool drop_host_numa_home;    /* FAKECUDA_DROP_HOST_NUMA_HOME */
@@ -57,6 +59,7 @@ struct fc_knobs {
 };
 extern struct fc_knobs fc_knobs;
 void fc_config_init(void);                 /* idempotent, thread-safe */
+void fc_spend_cpu(uint64_t ns);            /* busy for ns of this thread's CPU time */
 int  fc_parse_bytes(const char *s, uint64_t *out);   /* K/M/G/T suffixes */
 
 /* An ordinal the driver exposes: 0 .. FAKECUDA_DEVICES-1. */
