@@ -259,6 +259,7 @@ int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node, int
 		__atomic_store_n(&c[i].moved_ms, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&c[i].tier, tier, __ATOMIC_RELAXED);
 		__atomic_store_n(&c[i].flags, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&c[i].in_seq, 0, __ATOMIC_RELAXED);
 	}
 	/* a reused slot's old bits mean nothing; chunks that start in HBM are
 	 * in the migrator's working set from the start */
@@ -300,6 +301,12 @@ int kvt_heat_set_tier(uint64_t base, uint8_t tier)
 }
 
 static uint64_t nr_fault_ins, nr_refaults;
+static uint32_t refault_window;
+
+void kvt_heat_set_refault_window(uint32_t chunks)
+{
+	__atomic_store_n(&refault_window, chunks < 65535u ? chunks : 65535u, __ATOMIC_RELAXED);
+}
 
 uint64_t kvt_heat_fault_ins(void)
 {
@@ -327,9 +334,18 @@ void kvt_heat_fault_in(uint64_t addr)
 	struct kvt_heat_chunk *c = kvt_heat_chunk_at(addr);
 	if (!c || __atomic_load_n(&c->tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
 		return;
-	__atomic_fetch_add(&nr_fault_ins, 1, __ATOMIC_RELAXED);
+	uint16_t seq = (uint16_t)__atomic_add_fetch(&nr_fault_ins, 1, __ATOMIC_RELAXED);
+	uint16_t last = __atomic_load_n(&c->in_seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->in_seq, seq, __ATOMIC_RELAXED);
 	uint32_t now = kvt_heat_now_ms(), was = __atomic_load_n(&c->moved_ms, __ATOMIC_RELAXED);
-	if (was && now - was < (tau ? tau : 1000)) {  /* back within tau of its last move */
+	uint32_t t = tau ? tau : 1000, win = __atomic_load_n(&refault_window, __ATOMIC_RELAXED);
+	/* quick: by fault traffic since its last fault-in (independent of how
+	 * fast this machine or the device runs), else by wall time; a chunk out
+	 * for over 64 tau is never quick (the 16-bit distance may have wrapped) */
+	uint16_t dist = (uint16_t)(seq - last);
+	int quick = win ? was && now - was < 64u * t && dist >= win / 16 && dist < win
+			: was && now - was < t;
+	if (quick) {              /* back soon after its last move */
 		__atomic_fetch_add(&nr_refaults, 1, __ATOMIC_RELAXED);
 		strike(c);
 	} else {                 /* it stayed out a while: the strikes were not thrashing */

@@ -24,7 +24,7 @@ struct kvt_heat_chunk {
 	uint32_t moved_ms;      /* last migration (migrator only; 0 = never) */
 	uint8_t tier;           /* enum kvt_plan_tier, the migrator's belief */
 	uint8_t flags;          /* KVT_HEAT_F_* (atomic) */
-	uint8_t pad[2];
+	uint16_t in_seq;        /* low 16 bits of kvt_heat_fault_ins() at its last fault-in */
 };
 
 /* Times in a row the driver evicted it (HBM full) and it came back by fault
@@ -89,6 +89,12 @@ void kvt_heat_fault_in(uint64_t addr);
 /* Chunks kvt_heat_fault_in() has moved to HBM since the start, and those of
  * them that had moved (been demoted) less than tau before: thrashing. */
 uint64_t kvt_heat_fault_ins(void);
+/* A come-back is quick (a strike) when fewer than `chunks` far chunks
+ * faulted in since this one last did: it returned before about that much
+ * fault traffic had passed through HBM. The migrator sets it each epoch to
+ * twice its HBM budget in chunks; 0 (or a chunk out for over 64 tau) falls
+ * back to "within tau of wall time". */
+void kvt_heat_set_refault_window(uint32_t chunks);
 /* The driver evicted the chunk holding addr from HBM (CUPTI's eviction
  * records): believed far from now. */
 void kvt_heat_evicted(uint64_t addr);
