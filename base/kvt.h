@@ -141,6 +141,7 @@ struct kvt_options {
 	int migrate;                 /* KVTIER_MIGRATE */
 	char sources[64];            /* KVTIER_SOURCES */
 	char admit[16];              /* KVTIER_ADMIT: auto, remote or fault */
+	int admit_set;               /* KVTIER_ADMIT given (not the default) */
 	int epoch_ms;                /* KVTIER_EPOCH_MS */
 	int promote;                 /* KVTIER_PROMOTE (heat) */
 	int demote;                  /* KVTIER_DEMOTE (heat) */

@@ -19,7 +19,7 @@ struct kvt_options kvt_opt = {
 	.reserve = 1ull << 30,
 	.migrate = 1,
 	.sources = "launch,copy,cupti",
-	.admit = "remote",
+	.admit = "auto",
 	.epoch_ms = 50,
 	.promote = 4,
 	.demote = 1,
@@ -90,7 +90,7 @@ static const struct opt_desc table[] = {
 	  .str_bytes = sizeof kvt_opt.sources, .def = "launch,copy,cupti", .unit = "list",
 	  .help = "evidence sources of chunk heat: launch, copy, cupti (comma-separated)" },
 	{ .name = "KVTIER_ADMIT", .type = OPT_STR, .offset = OFF(admit),
-	  .str_bytes = sizeof kvt_opt.admit, .def = "remote", .unit = "mode",
+	  .str_bytes = sizeof kvt_opt.admit, .def = "auto", .unit = "mode",
 	  .help = "how far KV reaches HBM: remote (the GPU reads it over the link until the "
 		  "migrator promotes it), fault (its first GPU touch migrates it; needs cupti) "
 		  "or auto (fault, and remote for chunks the driver keeps evicting and faulting back)" },
@@ -221,6 +221,8 @@ int kvt_options_load(struct kvt_options *o, char *const *envp)
 			continue;
 		}
 		int r = set_value(o, d, eq + 1);
+		if (!r && d->offset == OFF(admit))
+			o->admit_set = 1;
 		if (r) {
 			shown_value(eq + 1, shown, sizeof shown);
 			kvt_warn("%s='%s' is %s (expected %s); using the default '%s'",

@@ -264,16 +264,17 @@ elif ! command -v jq >/dev/null; then
 	SIM_STATE="n/a (jq not installed)"
 fi
 # Group bench-sim.json's flat rows into one object per workload and KV size.
-# Alternatives: native, blanket, uvm, static (kvtier-static), kvtier, auto
-# (kvtier-auto: KVTIER_ADMIT=auto), oracle.
+# Alternatives: native, blanket, uvm, static (kvtier-static), kvtier, remote
+# (kvtier-remote: KVTIER_ADMIT=remote), oracle.
 sim_list() {
 	jq -c '
 	  def alt: if .alternative == "kvtier-static" then "static"
-	           elif .alternative == "kvtier-auto" then "auto" else .alternative end;
+	           elif .alternative == "kvtier-remote" then "remote" else .alternative end;
 	  def ratio($a; $b): if ($a != null and $b != null and $b > 0) then ($a / $b * 1000 | round / 1000) else null end;
 	  [ .[] | select(.tokens_per_s != null) ]
 	  | group_by([.name, .kv_over_hbm])
 	  | map({ name: .[0].name, kv_over_hbm: .[0].kv_over_hbm, simulated: true,
+	          tables: (map(select(.tables != null) | .tables) | first // "host"),
 	          tokens_per_s: (map({ key: alt, value: .tokens_per_s }) | from_entries),
 	          bytes_moved: (map({ key: alt, value: ((.bytes_htod // 0) + (.bytes_dtoh // 0)) }) | from_entries),
 	          warmup: (map(select(.warmup != null) | { key: alt, value: .warmup }) | from_entries),
@@ -283,9 +284,9 @@ sim_list() {
 	              kvtier_vs_uvm: ratio(.tokens_per_s.kvtier; .tokens_per_s.uvm),
 	              kvtier_vs_blanket: ratio(.tokens_per_s.kvtier; .tokens_per_s.blanket),
 	              kvtier_vs_static: ratio(.tokens_per_s.kvtier; .tokens_per_s.static),
-	              kvtier_auto_vs_oracle: ratio(.tokens_per_s.auto; .tokens_per_s.oracle),
-	              kvtier_auto_vs_uvm: ratio(.tokens_per_s.auto; .tokens_per_s.uvm),
-	              kvtier_auto_vs_static: ratio(.tokens_per_s.auto; .tokens_per_s.static) })' "$SIM_JSON"
+	              kvtier_remote_vs_oracle: ratio(.tokens_per_s.remote; .tokens_per_s.oracle),
+	              kvtier_remote_vs_uvm: ratio(.tokens_per_s.remote; .tokens_per_s.uvm),
+	              kvtier_remote_vs_static: ratio(.tokens_per_s.remote; .tokens_per_s.static) })' "$SIM_JSON"
 }
 SIM='[]'
 if [ "$SIM_STATE" = ok ]; then
@@ -296,13 +297,13 @@ printf '\nsimulated tiering (fakecuda cost model, from %s; simulated tokens/s)\n
 if [ "$SIM_STATE" != ok ]; then
 	echo "  $SIM_STATE"
 else
-	printf '%-14s %6s %9s %9s %9s %9s %9s %9s %9s   %-36s %s\n' workload kv/hbm native blanket uvm static kvtier auto oracle \
-		'kvtier vs oracle/uvm/blanket/static' 'auto vs oracle/uvm/static'
+	printf '%-14s %6s %9s %9s %9s %9s %9s %9s %9s   %-36s %s\n' workload kv/hbm native blanket uvm static kvtier remote oracle \
+		'kvtier vs oracle/uvm/blanket/static' 'remote vs oracle/uvm/static'
 	echo "$SIM" | jq -r '.[] | [.name, (.kv_over_hbm | tostring + "x"),
-	    (.tokens_per_s | (.native, .blanket, .uvm, .static, .kvtier, .auto, .oracle) | if . == null then "-" else (. | round | tostring) end),
+	    (.tokens_per_s | (.native, .blanket, .uvm, .static, .kvtier, .remote, .oracle) | if . == null then "-" else (. | round | tostring) end),
 	    ([.kvtier_vs_oracle, .kvtier_vs_uvm, .kvtier_vs_blanket, .kvtier_vs_static]
 	      | map(if . == null then "-" else tostring end) | join(" / ")),
-	    ([.kvtier_auto_vs_oracle, .kvtier_auto_vs_uvm, .kvtier_auto_vs_static]
+	    ([.kvtier_remote_vs_oracle, .kvtier_remote_vs_uvm, .kvtier_remote_vs_static]
 	      | map(if . == null then "-" else tostring end) | join(" / "))] | @tsv' |
 	while IFS=$'\t' read -r n x a b c d e g f r q; do
 		printf '%-14s %6s %9s %9s %9s %9s %9s %9s %9s   %-36s %s\n' "$n" "$x" "$a" "$b" "$c" "$d" "$e" "$g" "$f" "$r" "$q"

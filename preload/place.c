@@ -135,7 +135,13 @@ void kvt_place_init(void)
 	load_policy();
 	find_placeable_kinds();
 	int fault = !strcmp(kvt_opt.admit, "fault"), automatic = !strcmp(kvt_opt.admit, "auto");
-	if (fault || automatic) {
+	if ((fault || automatic) && !kvt_opt.admit_set &&
+	    (!kvt_opt.migrate || !strstr(kvt_opt.sources, "cupti"))) {
+		/* the default, where it cannot run: remote, as asked by the other
+		 * settings (no migrator, or no CUPTI source); said at info level */
+		kvt_info("admission: remote (the default, auto, needs the migrator and the cupti "
+			 "source)");
+	} else if (fault || automatic) {
 		if (!kvt_opt.migrate)
 			kvt_warn("KVTIER_ADMIT=%s with KVTIER_MIGRATE=0: nothing would keep the "
 				 "budget; far memory is read remotely (KVTIER_ADMIT=remote)", kvt_opt.admit);

@@ -57,10 +57,10 @@ section=$(jq -r '
   if ($b.sim | length) == 0 then "Simulated tiering: not in this run (\($b.sim_state))." else
   ( "Simulated tiering (SIMULATED GPU: the fakecuda cost model, not hardware; tokens/s of simulated time, the same number of timed decode steps for every alternative):",
     "",
-    "| workload | KV ÷ HBM | native | blanket managed | UVM | static | kvtier | kvtier, `KVTIER_ADMIT=auto` | oracle | kvtier ÷ oracle / UVM / blanket / static | auto ÷ oracle / UVM / static |",
+    "| workload | KV ÷ HBM | native | blanket managed | UVM | static | kvtier | kvtier, `KVTIER_ADMIT=remote` | oracle | kvtier ÷ oracle / UVM / blanket / static | remote ÷ oracle / UVM / static |",
     "|---|---|---|---|---|---|---|---|---|---|---|",
     ( $b.sim[] | . as $r | .tokens_per_s as $s |
-      "| \(.name) | \(.kv_over_hbm)× | \($s.native | n(0)) | \($s.blanket | n(0)) | \($s.uvm | n(0)) | \($s.static | n(0)) | \($s.kvtier | n(0)) | \($s.auto | n(0)) | \($s.oracle | n(0)) | \([$r.kvtier_vs_oracle, $r.kvtier_vs_uvm, $r.kvtier_vs_blanket, $r.kvtier_vs_static] | map(n(2)) | join(" / ")) | \([$r.kvtier_auto_vs_oracle, $r.kvtier_auto_vs_uvm, $r.kvtier_auto_vs_static] | map(n(2)) | join(" / ")) |" ),
+      "| \(.name) | \(.kv_over_hbm)× | \($s.native | n(0)) | \($s.blanket | n(0)) | \($s.uvm | n(0)) | \($s.static | n(0)) | \($s.kvtier | n(0)) | \($s.remote | n(0)) | \($s.oracle | n(0)) | \([$r.kvtier_vs_oracle, $r.kvtier_vs_uvm, $r.kvtier_vs_blanket, $r.kvtier_vs_static] | map(n(2)) | join(" / ")) | \([$r.kvtier_remote_vs_oracle, $r.kvtier_remote_vs_uvm, $r.kvtier_remote_vs_static] | map(n(2)) | join(" / ")) |" ),
     "",
     ( [ $b.sim[] | select(.warmup.kvtier != null) | "\(.name) \(.warmup.kvtier)+\(.steps // "?")" ] | unique as $w |
       if ($w | length) > 0 then

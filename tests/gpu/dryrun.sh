@@ -33,6 +33,7 @@ cat >"$B/gpu/probe" <<EOF
 case \$1 in
 meminfo) printf 'gpu=fakecuda stand-in (SIMULATED)\nfree_bytes=%s\ntotal_bytes=%s\ndevices=1\n' $DEV_BYTES $DEV_BYTES ;;
 place) echo "buffers=\$3 stand-in: the simulated device loads no PTX" ;;
+calibrate) printf 'calibrate: stand-in (SIMULATED: the defaults, not a measurement)\nfault_migrate_us_per_2mib=628 standin=628\n' ;;
 *) echo "stand-in probe: \$1: not simulated" >&2; exit 1 ;;
 esac
 EOF

@@ -216,6 +216,88 @@ static int cmd_place(size_t bytes, int count, int steps, int expect)
 	return 0;
 }
 
+/* ---- calibrate: the costs the simulated device models (issue 23) -------- */
+
+static int touch_stride(const struct drv *d, CUfunction fn, void *base, size_t bytes,
+			uint64_t stride)
+{
+	uint64_t n = bytes / stride;
+	CUdeviceptr p = (CUdeviceptr)(uintptr_t)base;
+	void *args[] = { &p, &n, &stride };
+	unsigned threads = 256, blocks = (unsigned)((n + threads - 1) / threads);
+	return d->launch(fn, blocks, 1, 1, threads, 1, 1, 0, NULL, args, NULL) == CUDA_SUCCESS &&
+	       cudaDeviceSynchronize() == cudaSuccess ? 0 : -1;
+}
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* One managed buffer of `blocks` 2 MiB blocks (at most half the free memory,
+ * checked by run.sh's sizing): each figure beside the stand-in's default
+ * (docs/simulated-device.md, "Calibration"). */
+static int cmd_calibrate(unsigned blocks)
+{
+	const size_t blk = 2u << 20, bytes = blk * blocks;
+	struct drv d;
+	CUmodule mod;
+	CUfunction fn;
+	char *p;
+	if (blocks < 4 || cudaFree(0) != cudaSuccess || drv_open(&d)) {
+		printf("gpu=none\n");
+		return SKIP;
+	}
+	if (d.module_load(&mod, touch_ptx) || d.get_function(&fn, mod, "kvt_touch") ||
+	    cudaMallocManaged((void **)&p, bytes, cudaMemAttachGlobal) != cudaSuccess)
+		return 1;
+	struct cudaMemLocation dev = { cudaMemLocationTypeDevice, 0 };
+	struct cudaMemLocation host = { cudaMemLocationTypeHost, 0 };
+	memset(p, 1, bytes);                                 /* CPU-resident */
+	/* 1. a kernel's read of one 2 MiB block that faults and migrates */
+	double t0 = now_s();
+	for (unsigned i = 0; i < blocks / 2; i++)
+		if (touch_stride(&d, fn, p + i * blk, blk, 4096))
+			return 1;
+	double fault_us = (now_s() - t0) / (blocks / 2) * 1e6;
+	/* 2. prefetch bandwidth, both ways, whole buffer */
+	t0 = now_s();
+	if (cudaMemPrefetchAsync(p, bytes, dev, 0, 0) != cudaSuccess ||
+	    cudaDeviceSynchronize() != cudaSuccess)
+		return 1;
+	double htod = bytes / (now_s() - t0) / 1e9;
+	t0 = now_s();
+	if (cudaMemPrefetchAsync(p, bytes, host, 0, 0) != cudaSuccess ||
+	    cudaDeviceSynchronize() != cudaSuccess)
+		return 1;
+	double dtoh = bytes / (now_s() - t0) / 1e9;
+	/* 3. cuMemAdvise's CPU time: accessed-by on each block */
+	double c0 = thread_cpu_s();
+	for (unsigned i = 0; i < blocks; i++)
+		if (cudaMemAdvise(p + i * blk, blk, cudaMemAdviseSetAccessedBy, dev) != cudaSuccess)
+			return 1;
+	double advise_us = (thread_cpu_s() - c0) / blocks * 1e6;
+	/* 4. remote reads, host-resident and mapped, from a kernel with a thread
+	 * per 64-byte line (enough warps to keep the link busy) */
+	if (cudaMemAdvise(p, bytes, cudaMemAdviseSetPreferredLocation, host) != cudaSuccess ||
+	    touch_stride(&d, fn, p, bytes, 64))          /* warm the mapping */
+		return 1;
+	t0 = now_s();
+	if (touch_stride(&d, fn, p, bytes, 64))
+		return 1;
+	double remote = bytes / (now_s() - t0) / 1e9;
+	printf("calibrate: blocks=%u\n", blocks);
+	printf("fault_migrate_us_per_2mib=%.0f standin=628\n", fault_us);
+	printf("remote_read_gbps=%.1f standin=55\n", remote);
+	printf("prefetch_htod_gbps=%.1f standin=55\n", htod);
+	printf("prefetch_dtoh_gbps=%.1f standin=55\n", dtoh);
+	printf("advise_cpu_us=%.1f standin=20\n", advise_us);
+	cudaFree(p);
+	return 0;
+}
+
 /* ---- advise: does this driver keep a HOST_NUMA preferred location? ------ */
 
 /* Plain driver calls, no kvtier: cuMemAllocManaged, cuMemAdvise (v2 ABI,
@@ -273,10 +355,13 @@ int main(int argc, char **argv)
 		return cmd_advise();
 	if (argc >= 2 && !strcmp(argv[1], "meminfo"))
 		return cmd_meminfo();
+	if (argc == 3 && !strcmp(argv[1], "calibrate"))
+		return cmd_calibrate((unsigned)strtoul(argv[2], NULL, 0));
 	if (argc == 6 && !strcmp(argv[1], "place"))
 		return cmd_place(strtoull(argv[2], NULL, 0), atoi(argv[3]), atoi(argv[4]),
 				 !strcmp(argv[5], "far") ? 1 : !strcmp(argv[5], "native") ? 0 : 2);
 	fprintf(stderr, "usage: probe meminfo\n"
+		"       probe calibrate BLOCKS   (fault, remote-read, prefetch, advise costs)\n"
 		"       probe place BYTES COUNT TOUCH_STEPS far|native|any\n"
 		"  place: COUNT cudaMalloc buffers, memset, TOUCH_STEPS GPU passes touching\n"
 		"  every 4 KiB page, then each buffer's placement; exit 1 when no buffer\n"

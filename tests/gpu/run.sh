@@ -136,6 +136,12 @@ graph_info() {  # graphs made and launched, and what the launch source kept of t
 FAR_POLICY="device,size>=$BUF => managed:cxl; * => native"
 BLANKET_POLICY="device => managed:hbm; * => native"
 
+# ---- 0: calibration: the costs the simulated device models, measured here ----
+# (docs/simulated-device.md "Calibration"; each line has the stand-in's value)
+CAL_BLOCKS=$(( HALF / 4 / (2 << 20) )); [ $CAL_BLOCKS -gt 256 ] && CAL_BLOCKS=256
+step calibrate "0" -- "$PROBE" calibrate "$CAL_BLOCKS" &&
+	rows+=("$(printf '%-26s %-8s %s' calibrate "$STATUS" "$(grep -v '^calibrate:' "$LOG/calibrate.out" | tr '\n' ' ')")")
+
 # ---- 1+2: the probe, side by side ----------------------------------------------
 step probe-native "0" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 native && probe_row
 step probe-blanket "0" -- env KVTIER_POLICY="$BLANKET_POLICY" KVTIER_MIGRATE=0 \

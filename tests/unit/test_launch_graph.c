@@ -40,7 +40,9 @@ static void run_with(struct result *r, const char *mode, const char *sources, in
 			      devarg ? "KVTIER_POLICY=device,size>=64M => managed:cxl; * => native"
 				     : "KVTIER_POLICY=device => managed:cxl; * => native",
 			      "KVTIER_HBM_BUDGET=32M", "KVTIER_EPOCH_MS=5", "KVTIER_DECAY_MS=10000",
-			      extra, NULL };
+			      /* what the launch source's evidence alone promotes: under
+			       * the default (auto) the GPU's own faults bring chunks in */
+			      "KVTIER_ADMIT=remote", extra, NULL };
 	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&r->c, argv, env, 60), 0);
 	if (r->c.exit_code)
 		fprintf(stderr, "\ngraph_hot %s: exit %d\n%s%s\n", mode, r->c.exit_code, r->c.out,

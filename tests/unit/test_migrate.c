@@ -168,7 +168,9 @@ static void test_admit_fault_and_auto(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.c.out, "\ncorrupt=0\n"));
 	CU_ASSERT_STRING_EQUAL(info_text(&r, "migrate.admit"), "fault");
 	CU_ASSERT_TRUE(out_u64(&r, "faults") > 0 && out_u64(&r, "faults") != ~0ull);
-	CU_ASSERT_EQUAL(out_u64(&r, "bytes_remote"), 0);
+	/* only the block tables' pinned source is read over the link */
+	CU_ASSERT_EQUAL(out_u64(&r, "bytes_remote"), out_u64(&r, "bytes_tables"));
+	CU_ASSERT_TRUE(out_u64(&r, "bytes_tables") > 0);
 	CU_ASSERT_TRUE(info(&r, "migrate.fault_ins") > 0);
 	CU_ASSERT_EQUAL(info(&r, "migrate.promoted"), 0);
 	CU_ASSERT_EQUAL(info(&r, "migrate.auto_mapped"), 0);
@@ -183,16 +185,15 @@ static void test_admit_fault_and_auto(void)
 	CU_ASSERT_EQUAL(info(&a, "migrate.advise_failed"), 0);
 	fprintf(stderr, "auto: %llu chunks mapped in %llu advices\n",
 		info(&a, "migrate.auto_mapped"), info(&a, "migrate.auto_advices"));
-	/* A strike needs a come-back within tau (1 s of wall time): under ASan
-	 * or TSan a thrashing step takes longer, and 2-27 chunks struck out in
-	 * TSan runs against ~190 in plain ones (docs/profiler.md). */
-	if (slow_build())
-		return;
+	/* A strike is counted in fault traffic, not wall time: the same under
+	 * a sanitizer or a loaded machine (it was 1 s of wall time: 2-27 chunks
+	 * struck out under TSan, and none at the H200's fault cost). */
 	CU_ASSERT_TRUE(info(&a, "migrate.auto_mapped") > 0);
 	/* neighbours that strike in one epoch share one advice */
 	CU_ASSERT_TRUE(info(&a, "migrate.auto_advices") > 0);
 	CU_ASSERT_TRUE(info(&a, "migrate.auto_advices") < info(&a, "migrate.auto_mapped"));
-	CU_ASSERT_TRUE(out_u64(&a, "bytes_remote") > 0 && out_u64(&a, "bytes_remote") != ~0ull);
+	CU_ASSERT_TRUE(out_u64(&a, "bytes_remote") > out_u64(&a, "bytes_tables") &&
+		       out_u64(&a, "bytes_remote") != ~0ull);
 	CU_ASSERT_TRUE(out_u64(&a, "faults") * 4 < out_u64(&r, "faults"));
 }
 

@@ -146,6 +146,7 @@ struct wl {
 	uint64_t nr_arrivals, nr_completions;
 
 	uint64_t tokens;
+	uint64_t bytes_tables;          /* block tables uploaded in the timed steps */
 	uint64_t window_kv_chunks;      /* 2 MiB KV chunks the timed steps read or write */
 	uint64_t window_new_kv_chunks;  /* ... of which the warm-up never did */
 	uint64_t window_misses_lru;     /* --cache-bound: window misses of an LRU cache */

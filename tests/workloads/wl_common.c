@@ -547,7 +547,8 @@ static void wl_report(struct wl *w, uint64_t checked, uint64_t bad, double wall_
 	printf("device_used_bytes=%" PRIu64 "\nmanaged_resident_bytes=%" PRIu64 "\n",
 	       b->device_used_bytes, b->managed_resident_bytes);
 	printf("graphs=%d\ngraph_launches=%" PRIu64 "\n", w->nr_graphs, w->graph_launches);
-	printf("tables=%s\n", wl_tables_on(w) ? "device" : "host");
+	printf("tables=%s\nbytes_tables=%" PRIu64 "\n", wl_tables_on(w) ? "device" : "host",
+	       w->bytes_tables);
 	printf("window_kv_chunks=%" PRIu64 "\nwindow_new_kv_chunks=%" PRIu64 "\n",
 	       w->window_kv_chunks, w->window_new_kv_chunks);
 	if (w->o.cache_bound)

@@ -99,6 +99,8 @@ void wl_tables_step(struct wl *w, int t)
 	tb.nr_seqs = n;
 	if (!n)
 		return;
+	if (t >= w->o.warmup)      /* pinned source: read over the link */
+		w->bytes_tables += ((uint64_t)n * tb.stride + n) * sizeof(int32_t);
 	WL_CK(cudaMemcpyAsync(tb.d_table, tb.stage, (size_t)n * tb.stride * sizeof(int32_t),
 			      cudaMemcpyHostToDevice, w->stream));
 	WL_CK(cudaMemcpyAsync(tb.d_lens, lens, (size_t)n * sizeof(int32_t),
