@@ -34,7 +34,9 @@ static void run(struct result *r, const char *mode)
 	const char *env[] = { ldpath, "FAKECUDA_DEVICES=2",
 			      "KVTIER_POLICY=device => managed:cxl; * => native",
 			      "KVTIER_HBM_BUDGET=32M", "KVTIER_EPOCH_MS=5", "KVTIER_DECAY_MS=10000",
-			      NULL };
+			      /* remote admission: the promotions under test are kvtier's
+			       * own (under the default, auto, faults bring chunks in) */
+			      "KVTIER_ADMIT=remote", NULL };
 	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&r->c, argv, env, 60), 0);
 	if (r->c.exit_code)
 		fprintf(stderr, "\nmulti_dev %s: exit %d\n%s%s\n", mode, r->c.exit_code,

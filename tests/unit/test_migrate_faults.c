@@ -58,6 +58,9 @@ static int teardown(void)
 static const char *const base_env[] = {
 	"KVTIER_HBM_BUDGET=16M", "KVTIER_EPOCH_MS=1", "KVTIER_DECAY_MS=20",
 	"KVTIER_MIGRATE_RATE=0", "KVTIER_PROMOTE=1", "KVTIER_DEMOTE=1",
+	/* remote: kvtier's own promotions run in every case (under the default,
+	 * auto, the GPU's faults bring chunks in and kvtier promotes none) */
+	"KVTIER_ADMIT=remote",
 };
 #define POLICY_DEVICE "KVTIER_POLICY=device => managed:cxl; * => native"
 

@@ -60,7 +60,9 @@ static void test_integrity(void)
 				      "KVTIER_POLICY=device => managed:cxl; * => native",
 				      "KVTIER_HBM_BUDGET=16M", "KVTIER_EPOCH_MS=1", "KVTIER_DECAY_MS=20",
 				      "KVTIER_MIGRATE_RATE=0", "KVTIER_PROMOTE=1", "KVTIER_DEMOTE=1",
-				      NULL };
+				      /* remote: kvtier's own promotions and demotions
+				       * (auto, the default, promotes none: faults do) */
+				      "KVTIER_ADMIT=remote", NULL };
 		CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
 		CU_ASSERT_EQUAL(c.exit_code, 0);
 		CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "\ncorrupt=0\n"));

@@ -263,7 +263,10 @@ static void test_numa_home_dropped(void)
 	static struct kvt_child c;
 	char tr[128];
 	snprintf(tr, sizeof tr, "KVTIER_TRACE=/tmp/kvt-test-numadrop.%d.trace", (int)getpid());
-	const char *extra[] = { preload, ALL_RULES, "FAKECUDA_DROP_HOST_NUMA_HOME=1", tr, NULL };
+	/* remote: a plain host home is what remote admission falls back to
+	 * (auto keeps none there: test_migrate) */
+	const char *extra[] = { preload, ALL_RULES, "FAKECUDA_DROP_HOST_NUMA_HOME=1", tr,
+				"KVTIER_ADMIT=remote", NULL };
 	CU_ASSERT_EQUAL_FATAL(run_probe(&c, extra), 0);
 	CU_ASSERT_EQUAL(c.exit_code, 0);
 	/* home_type 2 = CU_MEM_LOCATION_TYPE_HOST (not 0: no preference at all) */

@@ -322,7 +322,9 @@ static void run(struct result *r, const char *sources, const char *extra, int un
 	const char *env[] = { ldpath, preload, tr, src,
 			      "KVTIER_POLICY=device => managed:cxl; * => native",
 			      "KVTIER_HBM_BUDGET=32M", "KVTIER_EPOCH_MS=5", "KVTIER_DECAY_MS=10000",
-			      extra, NULL };
+			      /* remote admission: which evidence names the hot chunks
+			       * is the question (under auto the GPU's faults do) */
+			      "KVTIER_ADMIT=remote", extra, NULL };
 	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&r->c, argv, env, 120), 0);
 	if (r->c.exit_code || kvt_out_u64(r->c.out, "limit_hit"))
 		fprintf(stderr, "\nsample_hot (%s): exit %d%s\n%s%s\n", sources, r->c.exit_code,

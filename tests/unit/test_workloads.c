@@ -547,6 +547,46 @@ static void test_wl_graphs(void)
 	CU_ASSERT_EQUAL(kv_num(g, "tokens"), kv_num(e, "tokens"));
 }
 
+/* --tables device (the default) and host decode the same rows: the same
+ * tokens, the same KV bytes read in HBM (plus the tables' own reads, a
+ * few KiB a step), and the uploaded tables cross the link; graphs replay
+ * the device-table kernels with the same figures. */
+static void test_wl_tables(void)
+{
+	const char *dev[] = { "--steps", "6", "--warmup", "2", NULL };
+	const char *host[] = { "--steps", "6", "--warmup", "2", "--tables", "host", NULL };
+	const char *graphs[] = { "--steps", "6", "--warmup", "2", "--graphs", NULL };
+	static char d[sizeof wl_out.out], h[sizeof wl_out.out];
+	const char *wls[] = { "workloads/vllm-like", "workloads/sglang-like",
+			      "workloads/llamacpp-like" };
+	for (size_t i = 0; i < sizeof wls / sizeof wls[0]; i++) {
+		CU_ASSERT_EQUAL_FATAL(run_wl(wls[i], dev), 0);
+		memcpy(d, wl_out.out, sizeof d);
+		CU_ASSERT_EQUAL_FATAL(run_wl(wls[i], host), 0);
+		memcpy(h, wl_out.out, sizeof h);
+		check_sane(d, "native");
+		check_sane(h, "native");
+		CU_ASSERT_STRING_EQUAL(kv_get(d, "tables"), "device");
+		CU_ASSERT_STRING_EQUAL(kv_get(h, "tables"), "host");
+		CU_ASSERT_EQUAL(kv_num(d, "tokens"), kv_num(h, "tokens"));
+		CU_ASSERT(kv_num(d, "bytes_tables") > 0);
+		CU_ASSERT_EQUAL(kv_num(h, "bytes_tables"), 0);
+		CU_ASSERT(kv_num(d, "bytes_hbm") >= kv_num(h, "bytes_hbm"));
+		CU_ASSERT(kv_num(d, "bytes_hbm") <= kv_num(h, "bytes_hbm") * 1.01);
+		CU_ASSERT_EQUAL(kv_num(d, "bytes_remote") - kv_num(h, "bytes_remote"),
+				kv_num(d, "bytes_tables"));
+		CU_ASSERT_EQUAL_FATAL(run_wl(wls[i], graphs), 0);
+		const char *g = wl_out.out;
+		CU_ASSERT_STRING_EQUAL(kv_get(g, "tables"), "device");
+		CU_ASSERT(kv_num(g, "graph_launches") >= kv_num(g, "steps") * kv_num(g, "layers"));
+		CU_ASSERT_EQUAL(kv_num(g, "bytes_hbm"), kv_num(d, "bytes_hbm"));
+		CU_ASSERT_EQUAL(kv_num(g, "virtual_ns"), kv_num(d, "virtual_ns"));
+	}
+	const char *bad[] = { "--tables", "pinned", NULL };
+	CU_ASSERT_EQUAL(run_wl("workloads/vllm-like", bad), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(wl_out.err, "--tables must be device or host"));
+}
+
 static CU_TestInfo tests_runtime[] = {
 	{ "every export round-trips through the stand-in driver", test_rt_roundtrip },
 	{ "binary linked to the real libcudart runs on the stand-in", test_rt_real_linked_binary },
@@ -558,6 +598,7 @@ static CU_TestInfo tests_runtime[] = {
 
 static CU_TestInfo tests_workloads[] = {
 	{ "vllm-like runs, verifies, L identical KV tensors", test_wl_vllm },
+	{ "block tables in device memory (default) and --tables host: same rows", test_wl_tables },
 	{ "sglang-like runs, verifies, 2L buffers + host pool", test_wl_sglang },
 	{ "llamacpp-like runs, verifies, one KV buffer + staging", test_wl_llamacpp },
 	{ "uvm moves more than oracle at 2x", test_wl_uvm_vs_oracle },
