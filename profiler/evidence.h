@@ -117,6 +117,11 @@ uint64_t kvt_cupti_records(void);
  * chunks believed far (and not mapped by kvtier) are counted. */
 void kvt_cupti_track_fault_ins(int on);
 uint64_t kvt_cupti_far_faults(void);
+/* GPU page-fault records CUPTI delivered on redirected ranges placed for
+ * device dev (ordinals 0..KVT_CUPTI_FAULT_DEVS-1) since the start; dev < 0:
+ * every GPU page-fault record, tracked memory or not. */
+#define KVT_CUPTI_FAULT_DEVS 8
+uint64_t kvt_cupti_faults(int32_t dev);
 
 /* The region-sampling source (profiler/src_sample.c, docs/profiler.md). */
 extern const struct kvt_prof_source_ops kvt_src_sample;

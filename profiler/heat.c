@@ -496,6 +496,14 @@ static int slot_view(int s, uint64_t *base, uint64_t *size, uint32_t *first)
 	return 0;
 }
 
+int32_t kvt_heat_dev_at(uint64_t addr)
+{
+	int s = kvt_heat_find(addr);
+	if (s < 0 || !__atomic_load_n(&slots[s].live, __ATOMIC_ACQUIRE))
+		return -1;
+	return __atomic_load_n(&slots[s].dev, __ATOMIC_RELAXED);
+}
+
 struct kvt_heat_chunk *kvt_heat_chunk_at(uint64_t addr)
 {
 	uint64_t base, size;

@@ -109,6 +109,9 @@ void kvt_heat_reset(void);
 /* The slot of the range holding addr, or -1 (lock-free; may miss during a
  * concurrent track/untrack). */
 int kvt_heat_find(uint64_t addr);
+/* The device the range holding addr was placed for, or -1 (lock-free;
+ * as kvt_heat_find). */
+int32_t kvt_heat_dev_at(uint64_t addr);
 /* Quick reject: is addr anywhere in [lowest base, highest end)? */
 int kvt_heat_maybe(uint64_t addr);
 /* Evidence: [addr, addr+len) was used; weight w per chunk, at most

@@ -56,6 +56,25 @@ static void CUPTIAPI buf_request(uint8_t **buf, size_t *size, size_t *max_record
 	}
 }
 
+/* GPU page-fault records per device of the range they hit (the last slot:
+ * all of them), for the migrator's EPOCH records. */
+static uint64_t faults[KVT_CUPTI_FAULT_DEVS + 1];
+
+uint64_t kvt_cupti_faults(int32_t dev)
+{
+	if (dev >= KVT_CUPTI_FAULT_DEVS)
+		return 0;
+	return __atomic_load_n(&faults[dev < 0 ? KVT_CUPTI_FAULT_DEVS : dev], __ATOMIC_RELAXED);
+}
+
+static void count_fault(uint64_t addr)
+{
+	int32_t dev = kvt_heat_dev_at(addr);
+	__atomic_fetch_add(&faults[KVT_CUPTI_FAULT_DEVS], 1, __ATOMIC_RELAXED);
+	if (dev >= 0 && dev < KVT_CUPTI_FAULT_DEVS)
+		__atomic_fetch_add(&faults[dev], 1, __ATOMIC_RELAXED);
+}
+
 static int fault_ins;         /* KVTIER_ADMIT=fault: HtoD records set the tier */
 static uint64_t far_faults;   /* GPU faults on chunks believed far and unmapped */
 
@@ -75,6 +94,7 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 	switch (r->counterKind) {
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
 		credited = kvt_heat_add(r->address, 1, 1.0f, 1);
+		count_fault(r->address);
 		kvt_prof_on_fault(r->address);     /* the sample source's probes */
 		if (__atomic_load_n(&fault_ins, __ATOMIC_RELAXED)) {
 			const struct kvt_heat_chunk *c = kvt_heat_chunk_at(r->address);

@@ -327,6 +327,20 @@ void kvt_rec_event(uint16_t op, uint8_t kind, uint16_t api, uint64_t addr,
 	kvt_trace_event(&ev);
 }
 
+void kvt_trace_epoch(struct kvt_rec_epoch *e)
+{
+	if (!kvt_trace_active())
+		return;
+	e->head.type = KVT_REC_EPOCH;
+	e->head.bytes = sizeof *e;
+	e->reserved = 0;
+	pthread_mutex_lock(&tr.lock);
+	open_pending_locked();
+	e->t_ns = kvt_now_ns() - tr.start_mono_ns;
+	append_locked(e, sizeof *e, 0);
+	pthread_mutex_unlock(&tr.lock);
+}
+
 void kvt_trace_info(const char *key, const char *value)
 {
 	char rec[1024];

@@ -31,6 +31,11 @@ uint16_t kvt_attribute_api(uint16_t api);
  * tracing is off. */
 void kvt_rec_event(uint16_t op, uint8_t kind, uint16_t api, uint64_t addr,
 		   uint64_t size, uint64_t aux, uint64_t aux2, int32_t result);
+/* One EPOCH record (the migration thread, at the end of a device's part of
+ * an epoch): head and t_ns are filled in; nothing when tracing is off. One
+ * short lock and a copy into the buffer (a write(2) when it fills): never
+ * called inside a hook. */
+void kvt_trace_epoch(struct kvt_rec_epoch *e);
 /* Capture the caller's stack (frames inside libkvtier skipped), dedup it,
  * and return its id (0 = none: depth 0, tracing off, or table full). */
 uint32_t kvt_trace_callsite(void);

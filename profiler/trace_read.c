@@ -87,6 +87,11 @@ static int check_shape(struct kvt_trace_reader *r, const struct kvt_rec_head *h,
 		it->end = (const void *)p;
 		r->saw_end = 1;
 		return 1;
+	case KVT_REC_EPOCH:
+		if (h->bytes < sizeof(struct kvt_rec_epoch))
+			return fail(r, -EPROTO, "epoch record too short");
+		it->epoch = (const void *)p;
+		return 1;
 	default:
 		return fail(r, -EPROTO, "unknown record type");
 	}

@@ -20,6 +20,7 @@ struct kvt_trace_item {
 	const char *text;                       /* ... its path, or INFO text */
 	size_t text_len;
 	const struct kvt_rec_end *end;          /* KVT_REC_END */
+	const struct kvt_rec_epoch *epoch;      /* KVT_REC_EPOCH (a longer record: its tail ignored) */
 };
 
 struct kvt_trace_reader {

@@ -56,6 +56,7 @@ static struct {
 		CUstream stream;
 		struct kvt_planner *planner;   /* mmap'd at first use (512 KiB) */
 		uint64_t budget;     /* derived when placement had none */
+		uint64_t faults_seen;   /* kvt_cupti_faults(dev) at its last EPOCH record */
 	} d[MAX_DEVICES];
 	unsigned nr_dev;
 	struct kvt_plan_params params;
@@ -466,13 +467,14 @@ static int bind_device(struct mdev *d)
 	return 0;
 }
 
-static void apply(const struct mdev *d, const struct kvt_plan_move *mv, uint32_t now_ms)
+/* Issue one move; the chunks it moved (0: freed meanwhile, or failed). */
+static uint32_t apply(const struct mdev *d, const struct kvt_plan_move *mv, uint32_t now_ms)
 {
 	const struct kvt_heat_range *r = &m.r[mv->range];
 	uint32_t idx = m.table[mv->first].tag;     /* its chunks are consecutive in memory */
 	uint64_t off = (uint64_t)idx << KVT_CHUNK_SHIFT, bytes = (uint64_t)mv->nr << KVT_CHUNK_SHIFT;
 	if (kvt_heat_pin(mv->range, r->gen))
-		return;                              /* freed meanwhile */
+		return 0;                            /* freed meanwhile */
 	if (off + bytes > r->size)
 		bytes = r->size - off;
 	int promote = mv->dir == KVT_PLAN_PROMOTE;
@@ -492,7 +494,7 @@ static void apply(const struct mdev *d, const struct kvt_plan_move *mv, uint32_t
 		kvt_warn_once("migration prefetch of %#llx (+%llu) failed with CUresult %d "
 			      "(counted; further ones are not logged)",
 			      (unsigned long long)(r->base + off), (unsigned long long)bytes, (int)res);
-		return;
+		return 0;
 	}
 	struct kvt_heat_chunk *c = kvt_heat_chunks(r) + idx;
 	for (uint32_t i = 0; i < mv->nr; i++) {
@@ -506,6 +508,33 @@ static void apply(const struct mdev *d, const struct kvt_plan_move *mv, uint32_t
 		CTR_ADD(nr_demoted, mv->nr);
 		CTR_ADD(bytes_demoted, bytes);
 	}
+	return mv->nr;
+}
+
+/* ---- the epoch record (only while tracing) ---- */
+
+struct epoch_moves { uint32_t promoted, demoted, failed; };
+
+/* One EPOCH record for d: the chunks believed in HBM after this epoch's
+ * moves, its budget, what moved, and the GPU faults on its ranges since
+ * its last record. The trace's lock for one 64-byte copy: this thread is
+ * never inside a hook, and the application never waits for it. */
+static void trace_epoch(struct mdev *d, uint32_t hbm_before, uint64_t budget,
+			const struct epoch_moves *mv)
+{
+	if (!kvt_trace_active())
+		return;
+	uint64_t hbm = (uint64_t)hbm_before + mv->promoted;
+	hbm = hbm > mv->demoted ? hbm - mv->demoted : 0;
+	uint64_t faults = kvt_cupti_faults(d->dev);
+	struct kvt_rec_epoch e = {
+		.device = (int32_t)d->dev, .epoch = CTR_LD(epochs) + 1,
+		.hbm_bytes = hbm << KVT_CHUNK_SHIFT, .budget_bytes = budget,
+		.nr_promoted = mv->promoted, .nr_demoted = mv->demoted,
+		.nr_faults = (uint32_t)(faults - d->faults_seen), .nr_failed = mv->failed,
+	};
+	d->faults_seen = faults;
+	kvt_trace_epoch(&e);
 }
 
 /* One device's part of an epoch, its context current: its ranges only,
@@ -538,8 +567,18 @@ static void epoch_device(struct mdev *d, uint32_t now_ms)
 		  "in %u moves", (int)d->dev, n, out.hbm_before, out.budget_chunks, out.nr_promote,
 		  out.nr_demote, out.nr);
 	uint32_t done = 0;
-	while (done < out.nr && !stopping())
-		apply(d, &m.moves[done++], now_ms);
+	struct epoch_moves mv = { 0 };
+	while (done < out.nr && !stopping()) {
+		const struct kvt_plan_move *one = &m.moves[done++];
+		uint32_t moved = apply(d, one, now_ms);
+		if (!moved)
+			mv.failed++;
+		else if (one->dir == KVT_PLAN_PROMOTE)
+			mv.promoted += moved;
+		else
+			mv.demoted += moved;
+	}
+	trace_epoch(d, out.hbm_before, pl->p.budget_bytes, &mv);
 	/* this thread only: the next plan sees the result (none after a stop) */
 	if (done && !stopping()) {
 		doing(DOING_SYNC);

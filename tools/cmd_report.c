@@ -111,6 +111,14 @@ static void dump_event(const struct kvt_rec_event *e)
 	       e->stack_id);
 }
 
+static void dump_epoch(const struct kvt_rec_epoch *e)
+{
+	printf("epoch t=%" PRIu64 " n=%" PRIu64 " device=%d hbm=%" PRIu64 " budget=%" PRIu64
+	       " promoted=%u demoted=%u faults=%u failed=%u\n", e->t_ns, e->epoch, e->device,
+	       e->hbm_bytes, e->budget_bytes, e->nr_promoted, e->nr_demoted, e->nr_faults,
+	       e->nr_failed);
+}
+
 int kvt_cmd_dump(int argc, char **argv)
 {
 	int help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
@@ -146,6 +154,8 @@ int kvt_cmd_dump(int argc, char **argv)
 		} else if (it.end) {
 			printf("end events=%" PRIu64 " dropped=%" PRIu64 " stacks=%" PRIu64 "\n",
 			       it.end->nr_events, it.end->nr_dropped, it.end->nr_stacks);
+		} else if (it.epoch) {
+			dump_epoch(it.epoch);
 		} else if (it.type == KVT_REC_INFO) {
 			printf("info %.*s\n", (int)it.text_len, it.text);
 		}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "elfsym.h"
+#include "report_tier.h"                /* struct kvt_rpt_tier */
 #include "summary.h"                    /* struct kvt_kind_sum */
 #include "kvtier/api.h"
 #include "kvtier/trace_format.h"
@@ -112,6 +113,7 @@ struct kvt_report {
 	uint32_t nr_meminfo, nr_bursts;
 	uint64_t nr_meminfo_total;
 	int progress;                   /* print a progress line on stderr */
+	struct kvt_rpt_tier tier;       /* EPOCH records: the tiers over time */
 	struct kvt_rpt_file cur;
 };
 

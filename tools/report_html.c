@@ -189,8 +189,14 @@ static void html_sites(struct kvt_report *r, FILE *f, int by_count)
 
 static void html_heat(const struct kvt_report *r, const struct kvt_rpt_timeline *tl, FILE *f)
 {
-	fprintf(f, "<h2>Chunk heat</h2>\n<p>Migrations (prefetch events): %s.</p>\n",
-		r->by_op[KVT_OP_PREFETCH] ? "see the timeline" : "no migrations recorded");
+	fprintf(f, "<h2>Chunk heat</h2>\n<p id=\"migrations\">Migrations: ");
+	if (!r->by_op[KVT_OP_PREFETCH])
+		fprintf(f, "no migrations recorded");
+	else
+		fprintf(f, "%" PRIu64 " prefetch events; %s", r->by_op[KVT_OP_PREFETCH],
+			r->tier.nr_devs ? "promotions and demotions per epoch are in the HBM "
+			"residency chart (Tiering, above)" : "no tiering epochs recorded");
+	fprintf(f, ".</p>\n");
 	if (!r->nr_chunks) {
 		fprintf(f, "<p>No copy, memset, launch or prefetch touched a redirected range.</p>\n");
 		return;
@@ -251,6 +257,7 @@ int kvt_report_print_html(struct kvt_report *r, FILE *f)
 	for (uint32_t b = 0; b < tl->nr; b++)
 		eps[b] = (uint64_t)((double)tl->nr_events[b] * 1e9 / (double)tl->bucket_ns);
 	svg_bars(f, "Events per second", eps, tl->nr, NULL, "events/s");
+	kvt_rpt_tier_html(r, tl, f);
 	for (uint32_t i = 0; i < r->nr_bursts; i++)
 		fprintf(f, "<p class=\"phase\">KV burst at %.4f&#8211;%.4f s (trace %u): %" PRIu64
 			" &#215; %" PRIu64 " bytes</p>\n", (double)r->bursts[i].t0_ns / 1e9,

@@ -177,6 +177,7 @@ int kvt_report_print_json(struct kvt_report *r, FILE *f)
 	json_timeline(tl, f);
 	json_marks(f, "meminfo", r->meminfo, r->nr_meminfo, 0);
 	json_marks(f, "kv_bursts", r->bursts, r->nr_bursts, 1);
+	kvt_rpt_tier_json(r, tl, f);
 	json_heat(r, tl, f);
 	fprintf(f, "}\n");
 	free(tl);

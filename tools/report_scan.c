@@ -493,6 +493,17 @@ static void on_event(struct kvt_report *r, const struct kvt_rec_event *ev)
 	}
 }
 
+/* An EPOCH record: on the report's clock (it stretches the timeline as an
+ * event would, without counting as one), into the tiering model. */
+static int on_epoch(struct kvt_report *r, const struct kvt_rec_epoch *e)
+{
+	uint64_t t = r->cur.base_ns + e->t_ns;
+	if (t < r->cur.base_ns)
+		t = UINT64_MAX / 2;             /* hostile time: clamp, do not wrap */
+	bucket_at(r, t);
+	return kvt_rpt_tier_add(&r->tier, r->nr_files, t, e);
+}
+
 /* ---- files ---- */
 
 static void file_reset(struct kvt_rpt_file *f)
@@ -562,6 +573,8 @@ int kvt_report_add(struct kvt_report *r, const char *path, char *err, size_t err
 			ret = on_module(r, it.mod, it.text, it.text_len);
 		} else if (it.end) {
 			r->nr_dropped += it.end->nr_dropped;
+		} else if (it.epoch) {
+			ret = on_epoch(r, it.epoch);
 		}
 		if (ret < 0) {
 			snprintf(rd.err, sizeof rd.err, "out of memory");
@@ -593,4 +606,5 @@ void kvt_report_free(struct kvt_report *r)
 	free(r->site_hash);
 	free(r->chunks);
 	free(r->chunk_hash);
+	kvt_rpt_tier_free(&r->tier);
 }

@@ -205,6 +205,7 @@ int kvt_report_print_text(struct kvt_report *r, FILE *f)
 	print_sites(r, f, 1);
 	print_hist(r, f);
 	print_timeline(r, tl, f);
+	kvt_rpt_tier_text(r, f);
 	print_phases(r, f);
 	print_heat(r, tl, f);
 	fprintf(f, "\nother events:");

@@ -35,6 +35,8 @@ enum kvt_rec_type {
 	KVT_REC_MODULE = 3,         /* struct kvt_rec_module + path bytes */
 	KVT_REC_INFO   = 4,         /* head + "key=value" text (not NUL-terminated) */
 	KVT_REC_END    = 5,         /* struct kvt_rec_end: the writer closed cleanly */
+	/* 6 and 8 are reserved (other record kinds under way) */
+	KVT_REC_EPOCH  = 7,         /* struct kvt_rec_epoch: one device after one migration epoch */
 };
 
 /* What happened. */
@@ -97,5 +99,27 @@ struct kvt_rec_end {
 	uint64_t nr_dropped;        /* events lost (buffer or disk errors) */
 	uint64_t nr_stacks;
 };
+
+/* Written by the migration thread (tier/migrator.c) for each device at the
+ * end of each epoch, only while tracing. Chunks are 2 MiB; residency is the
+ * migrator's belief (what it moved, what CUPTI said came in or left), in
+ * whole chunks. Readers accept a longer record (later fields) and ignore
+ * its tail. Remote bytes (what the GPU read over the link) are not
+ * recorded: no evidence source measures them. */
+struct kvt_rec_epoch {              /* 64 bytes */
+	struct kvt_rec_head head;
+	int32_t  device;            /* CUdevice ordinal */
+	uint64_t t_ns;              /* since start_mono_ns: the device's part of the epoch ended */
+	uint64_t epoch;             /* the migrator's epoch number, from 1 */
+	uint64_t hbm_bytes;         /* redirected memory in this device's HBM after the epoch's moves */
+	uint64_t budget_bytes;      /* the HBM budget the epoch planned against */
+	uint32_t nr_promoted;       /* chunks promoted to HBM in this epoch */
+	uint32_t nr_demoted;        /* chunks demoted to the far tier in this epoch */
+	uint32_t nr_faults;         /* GPU page-fault records (CUPTI) on this device's redirected
+				     * ranges delivered since its previous EPOCH record */
+	uint32_t nr_failed;         /* moves not made: the prefetch failed, or the range was freed */
+	uint64_t reserved;          /* 0 */
+};
+_Static_assert(sizeof(struct kvt_rec_epoch) == 64, "EPOCH records are 64 bytes");
 
 #endif

@@ -10,7 +10,8 @@
  *     comes with a message;
  *   - each item has exactly the pointer its type promises, text and frames
  *     lie inside the record (every byte is read), offsets only grow and
- *     never pass the end of the file;
+ *     never pass the end of the file; an EPOCH item's record is whole
+ *     (every byte of struct kvt_rec_epoch is read);
  *   - every enum name lookup of a field answers (never NULL). */
 #include <errno.h>
 #include <stdint.h>
@@ -90,7 +91,7 @@ static void check_item(const struct kvt_trace_item *it)
 {
 	switch (it->type) {
 	case KVT_REC_EVENT:
-		if (!it->ev || it->stack || it->mod || it->end)
+		if (!it->ev || it->stack || it->mod || it->end || it->epoch)
 			abort();
 		check_names(it->ev);
 		break;
@@ -112,6 +113,11 @@ static void check_item(const struct kvt_trace_item *it)
 	case KVT_REC_END:
 		if (!it->end || !rd.saw_end)
 			abort();
+		break;
+	case KVT_REC_EPOCH:
+		if (!it->epoch || it->ev || it->end || it->epoch->head.bytes < sizeof *it->epoch)
+			abort();
+		touch(it->epoch, sizeof *it->epoch);
 		break;
 	default:
 		abort();          /* the reader let an unknown type through */
