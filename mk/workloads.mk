@@ -28,7 +28,10 @@ $(WL_ALL_OBJS): CPPFLAGS += -Itests
 $(BUILD)/gen/wl_touch_ptx.h: tests/workloads/wl_touch.ptx
 	@mkdir -p $(dir $@)
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< >$@
-$(BUILD)/obj/tests/workloads/wl_real.o: $(BUILD)/gen/wl_touch_ptx.h
+$(BUILD)/gen/wl_paged_ptx.h: tests/workloads/wl_paged.ptx
+	@mkdir -p $(dir $@)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< >$@
+$(BUILD)/obj/tests/workloads/wl_real.o: $(BUILD)/gen/wl_touch_ptx.h $(BUILD)/gen/wl_paged_ptx.h
 $(BUILD)/obj/tests/workloads/wl_real.o: CPPFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/workloads/%-like: $(BUILD)/obj/tests/workloads/%_like.o $(WL_LIB_OBJS) $(FAKECUDART)

@@ -16,11 +16,13 @@ mkdir -p "$LIBDIR" "$GPU_BUILD/gpu"
 # Ampere too): the driver JIT-compiles it there, where a PTX error would
 # only show as a failed run. Checked here when the toolkit has ptxas.
 if [ -x "$CUDA_HOME/bin/ptxas" ]; then
-	for arch in sm_80 sm_90; do
-		"$CUDA_HOME/bin/ptxas" -arch=$arch tests/workloads/wl_touch.ptx -o /dev/null ||
-			{ echo "gpu-bundle: tests/workloads/wl_touch.ptx does not assemble for $arch" >&2; exit 1; }
+	for ptx in tests/workloads/wl_touch.ptx tests/workloads/wl_paged.ptx; do
+		for arch in sm_80 sm_90; do
+			"$CUDA_HOME/bin/ptxas" -arch=$arch "$ptx" -o /dev/null ||
+				{ echo "gpu-bundle: $ptx does not assemble for $arch" >&2; exit 1; }
+		done
+		echo "gpu-bundle: $ptx assembles for sm_80 and sm_90 (ptxas)"
 	done
-	echo "gpu-bundle: tests/workloads/wl_touch.ptx assembles for sm_80 and sm_90 (ptxas)"
 else
 	echo "gpu-bundle: no $CUDA_HOME/bin/ptxas: the workloads' PTX is not checked here"
 fi

@@ -127,6 +127,8 @@ struct wl {
 	size_t dev_total;          /* cudaMemGetInfo total */
 	uint64_t kv_budget;        /* what the server would size natively */
 	unsigned table_bt;         /* tokens per block of its block table (0: WL_BLOCK_TOKENS) */
+	CUfunction paged_fn;       /* the paged kernel: the stand-in's, or wl_real's PTX */
+	bool paged_real;           /* wl_real's: a grid of (sequences, K/V/weights) blocks */
 
 	struct wl_region k[WL_MAX_LAYERS], v[WL_MAX_LAYERS];
 	uint64_t nr_tokens;        /* token capacity of each region */

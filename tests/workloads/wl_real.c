@@ -43,6 +43,51 @@ static const char wl_touch_ptx[] =
 #include "wl_touch_ptx.h"         /* tests/workloads/wl_touch.ptx as a string */
 	;
 
+/* kvt_wl_paged: the default (--tables device), the kernel servers launch: it
+ * is handed the layer's K and V bases and the block table and lengths in
+ * device memory (wl_tables.c uploads them each step) and computes the rows
+ * itself, with fakecuda_paged_kernel's parameters and meaning. Grid
+ * (max(sequences, weight ranges), 3): y 0 reads sequence x's K rows, 1 its
+ * V rows (the last token's row is written back), 2 reads weight range x.
+ * PTX (tests/workloads/wl_paged.ptx) from (nvcc -ptx -arch=compute_80):
+ *	extern "C" __global__ void kvt_wl_paged(unsigned long long k,
+ *		unsigned long long v, const int *table, const int *lens, unsigned nr,
+ *		unsigned stride, unsigned bt, unsigned row, const kvt_range *ranges,
+ *		unsigned nw)
+ *	{
+ *		unsigned s = blockIdx.x, part = blockIdx.y;
+ *		if (part == 2) {
+ *			if (s >= nw)
+ *				return;
+ *			volatile unsigned long long *p =
+ *				(volatile unsigned long long *)ranges[s].ptr;
+ *			unsigned long long n = ranges[s].len / 8;
+ *			for (unsigned long long i = threadIdx.x; i < n; i += blockDim.x)
+ *				(void)p[i];
+ *			return;
+ *		}
+ *		if (s >= nr)
+ *			return;
+ *		unsigned long long base = part ? v : k;
+ *		if (!base)
+ *			return;
+ *		unsigned len = (unsigned)lens[s], words = row / 8;
+ *		const int *ids = table + (unsigned long long)s * stride;
+ *		unsigned long long n = (unsigned long long)len * words;
+ *		for (unsigned long long i = threadIdx.x; i < n; i += blockDim.x) {
+ *			unsigned j = (unsigned)(i / words), w = (unsigned)(i % words);
+ *			unsigned long long slot = (unsigned long long)ids[j / bt] * bt + j % bt;
+ *			volatile unsigned long long *p =
+ *				(volatile unsigned long long *)(base + slot * row) + w;
+ *			unsigned long long x = *p;
+ *			if (j == len - 1)
+ *				*p = x;
+ *		}
+ *	} */
+static const char wl_paged_ptx[] =
+#include "wl_paged_ptx.h"         /* tests/workloads/wl_paged.ptx as a string */
+	;
+
 #define WL_REAL_THREADS 256
 #define WL_REAL_SLICES  8           /* blocks per range */
 
@@ -80,6 +125,13 @@ bool wl_real_init(struct wl *w)
 		r = wl_real.get_function(&wl_real.fn, mod, "kvt_wl_touch");
 	if (r != CUDA_SUCCESS)
 		wl_die("the real-GPU touch kernel did not load (PTX JIT): CUresult %d", (int)r);
+	CUmodule pmod;
+	r = wl_real.load(&pmod, wl_paged_ptx);
+	if (r == CUDA_SUCCESS)
+		r = wl_real.get_function(&w->paged_fn, pmod, "kvt_wl_paged");
+	if (r != CUDA_SUCCESS)
+		wl_die("the real-GPU paged kernel did not load (PTX JIT): CUresult %d", (int)r);
+	w->paged_real = true;
 	size_t bytes = sizeof *wl_real.table * wl_max_ranges(w) * (size_t)w->o.layers;
 	WL_CK(cudaHostAlloc((void **)&wl_real.table, bytes, cudaHostAllocMapped));
 	/* the same address under unified addressing (every 64-bit Linux GPU);
@@ -127,14 +179,22 @@ int wl_real_decode(struct wl *w)
 {
 	int L = w->o.layers, steps = w->o.warmup + w->o.steps;
 	unsigned maxr = wl_max_ranges(w);
+	wl_tables_init(w);
 	double t0 = wl_real_now();
 	for (int t = 0; t < steps; t++) {
 		if (t == w->o.warmup)
 			t0 = wl_real_now();
 		if (w->ops->before_step && w->ops->before_step(w, t))
 			return WL_EXIT_FAIL;
-		for (int l = 0; l < L; l++)
+		wl_tables_step(w, t);
+		for (int l = 0; l < L; l++) {
+			if (wl_tables_on(w)) {
+				wl_tables_launch(w, l);
+				wl_real.launches++;
+				continue;
+			}
 			wl_real_touch(w, l, wl_step_ranges(w, t, l, wl_real.table + (size_t)l * maxr));
+		}
 		if (w->ops->after_step && w->ops->after_step(w, t))
 			return WL_EXIT_FAIL;
 		WL_CK(cudaStreamSynchronize(w->stream));      /* the table is reused */
@@ -143,6 +203,7 @@ int wl_real_decode(struct wl *w)
 			w->tokens += w->step_off[t + 1] - w->step_off[t];
 	}
 	wl_real.wall_s = wl_real_now() - t0;
+	wl_tables_fini(w);
 	return 0;
 }
 
@@ -158,6 +219,7 @@ void wl_real_report(struct wl *w, uint64_t checked, uint64_t bad, double wall_s)
 	printf("layers=%d\nsessions=%d\nbatch=%d\nwarmup_steps=%d\nsteps=%d\nlaunches=%" PRIu64 "\n",
 	       w->o.layers, w->nr_sess, w->batch, w->o.warmup, w->o.steps, wl_real.launches);
 	printf("graphs=%d\ngraph_launches=%" PRIu64 "\n", w->nr_graphs, w->graph_launches);
+	printf("tables=%s\n", wl_tables_on(w) ? "device" : "host");
 	printf("tokens=%" PRIu64 "\nwall_ns=%.0f\ntokens_per_s=%.1f\noracle_prefetch=0\n", w->tokens,
 	       wl_real.wall_s * 1e9, tps);
 	if (w->ops->report)

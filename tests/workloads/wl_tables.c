@@ -30,7 +30,7 @@ static struct wl_tables tb;
 
 bool wl_tables_on(const struct wl *w)
 {
-	return !w->o.host_tables && w->fake.paged_kernel;
+	return !w->o.host_tables && (w->paged_fn || w->fake.paged_kernel);
 }
 
 void wl_tables_init(struct wl *w)
@@ -39,7 +39,7 @@ void wl_tables_init(struct wl *w)
 		return;
 	int steps = w->o.warmup + w->o.steps;
 	tb.bt = w->table_bt ? w->table_bt : WL_BLOCK_TOKENS;
-	tb.fn = w->fake.paged_kernel();
+	tb.fn = w->paged_fn ? w->paged_fn : w->fake.paged_kernel();
 	uint64_t pre = wl_round_up((uint64_t)w->o.prefix_tokens, tb.bt);
 	uint64_t cap = 0;
 	for (int i = 0; i < w->nr_sess; i++)
@@ -118,7 +118,12 @@ static void wl_paged_launch(struct wl *w, const void *key, unsigned n)
 	unsigned nr = n, stride = tb.stride, bt = tb.bt, row = w->o.row_bytes;
 	unsigned nw = (unsigned)w->nr_weights[l];
 	void *args[] = { &k, &v, &table, &lens, &nr, &stride, &bt, &row, &wr, &nw };
-	CUresult res = w->launch(tb.fn, 1, 1, 1, 1, 1, 1, 0, (CUstream)w->stream, args, NULL);
+	/* a real GPU: one block per sequence (and per weight range) for each
+	 * of K, V and the weights; the stand-in runs the whole launch as one */
+	unsigned gx = w->paged_real ? (nr > nw ? nr : nw) : 1, gy = w->paged_real ? 3 : 1;
+	unsigned bx = w->paged_real ? 256 : 1;
+	CUresult res = w->launch(tb.fn, gx ? gx : 1, gy, 1, bx, 1, 1, 0, (CUstream)w->stream, args,
+				 NULL);
 	if (res != CUDA_SUCCESS)
 		wl_die("cuLaunchKernel(paged) failed: CUresult %d", (int)res);
 }
