@@ -20,6 +20,8 @@ struct kvt_trace_item {
 	const char *text;                       /* ... its path, or INFO text */
 	size_t text_len;
 	const struct kvt_rec_end *end;          /* KVT_REC_END */
+	const struct kvt_rec_module_buildid *build_id;  /* KVT_REC_MODULE_BUILDID ... */
+	const unsigned char *id;                /* ... its id_bytes bytes */
 };
 
 struct kvt_trace_reader {
