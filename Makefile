@@ -37,6 +37,8 @@ LIBCORE   := $(BUILD)/libkvtier.a
 # ---- the kvtier command ----------------------------------------------------
 TOOL_SRCS := $(wildcard tools/*.c)
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
+# libdwfl symbolization (tools/dwsym.c): the tool only, never libkvtier
+TOOL_LIBS := -ldw -lelf
 KVTIER    := $(BUILD)/kvtier
 
 # ---- tests ------------------------------------------------------------------
@@ -69,7 +71,7 @@ $(LIBCORE): $(CORE_OBJS)
 	ar rcs $@ $^
 
 $(KVTIER): $(TOOL_OBJS) $(LIBCORE)
-	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(LIBCORE) $(LIB_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(LIBCORE) $(TOOL_LIBS) $(LIB_LIBS)
 
 # Unit tests link the core archive (never the hooks) and CUnit.
 $(BUILD)/tests/unit/%: tests/unit/%.c $(LIBCORE) tests/unit/kvt_test.h

@@ -87,6 +87,11 @@ int kvt_dl_each_object(int (*fn)(struct dl_phdr_info *info, size_t size, void *a
 uint64_t kvt_page_bytes(void);
 /* The span [*lo, *hi) of a loaded object's PT_LOAD segments (*hi 0: none). */
 void kvt_dl_object_span(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi);
+/* The GNU build id of a loaded object, read from its PT_NOTE segments in
+ * memory (only notes inside a file-backed PT_LOAD are read; no file I/O, no
+ * allocation): its length in bytes copied to out, or 0 (none, or longer
+ * than max). */
+unsigned kvt_dl_object_build_id(const struct dl_phdr_info *info, uint8_t *out, unsigned max);
 /* Address span of libkvtier.so itself (for "is this pointer ours"). */
 int kvt_self_contains(const void *p);
 /* mremap(2), raw (the preload exports mremap). Address or -errno. */

@@ -19,6 +19,7 @@
 #include <link.h>
 #include <signal.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -144,6 +145,46 @@ void kvt_dl_object_span(const struct dl_phdr_info *info, uint64_t *lo, uint64_t 
 		if (s + ph->p_memsz > *hi)
 			*hi = s + ph->p_memsz;
 	}
+}
+
+/* The note range [a, a + n) is file-backed memory of one PT_LOAD segment. */
+static int note_mapped(const struct dl_phdr_info *info, uint64_t a, uint64_t n)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && a >= ph->p_vaddr && n <= ph->p_filesz &&
+		    a - ph->p_vaddr <= ph->p_filesz - n)
+			return 1;
+	}
+	return 0;
+}
+
+unsigned kvt_dl_object_build_id(const struct dl_phdr_info *info, uint8_t *out, unsigned max)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE || !note_mapped(info, ph->p_vaddr, ph->p_memsz))
+			continue;
+		uint64_t al = ph->p_align == 8 ? 8 : 4;     /* name and desc padding */
+		const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+		uint64_t left = ph->p_memsz;
+		while (left >= sizeof(ElfW(Nhdr))) {
+			ElfW(Nhdr) nh;
+			memcpy(&nh, p, sizeof nh);
+			uint64_t name = (nh.n_namesz + al - 1) & ~(al - 1);
+			uint64_t desc = (nh.n_descsz + al - 1) & ~(al - 1);
+			if (sizeof nh + name + desc > left)     /* each at most 2^32 + 7 */
+				break;
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp(p + sizeof nh, "GNU", 4) && nh.n_descsz && nh.n_descsz <= max) {
+				memcpy(out, p + sizeof nh + name, nh.n_descsz);
+				return nh.n_descsz;
+			}
+			p += sizeof nh + name + desc;
+			left -= sizeof nh + name + desc;
+		}
+	}
+	return 0;
 }
 
 static uintptr_t self_lo, self_hi;

@@ -25,6 +25,18 @@ bench-report: $(KVTIER) $(REPORT_BENCH_TRACE)
 		'BEGIN { printf "bench-report: %d events in %.2f s = %.1f M events/s\n", n, e - s, n / (e - s) / 1e6 }'
 bench: bench-report
 
-# test_report.c compiles the ELF reader in (tools are not in libkvtier.a) and
-# runs $(KVTIER) and gen_trace.
-$(BUILD)/tests/unit/test_report: tools/elfsym.c tools/elfsym.h
+# test_report.c compiles the libdwfl symbolizer in (tools are not in
+# libkvtier.a) and runs $(KVTIER) and gen_trace.
+$(BUILD)/tests/unit/test_report: tools/dwsym.c tools/dwsym.h
+$(BUILD)/tests/unit/test_report: LIB_LIBS += -ldw -lelf
+
+# The C++ program of test_symbolize (g++ -g -O0, with a build id) and its
+# "rebuilt" variant: other code, another build id.
+CXX ?= g++
+$(BUILD)/tests/progs/pool_grow: tests/progs/pool_grow.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -g -O0 -Wall -Wextra -Werror -Wl,--build-id $(SANFLAGS) -o $@ $<
+$(BUILD)/tests/progs/pool_grow_v2: tests/progs/pool_grow.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -g -O0 -Wall -Wextra -Werror -Wl,--build-id -DKVT_POOL_V2 $(SANFLAGS) -o $@ $<
+EXTRA_BINS += $(BUILD)/tests/progs/pool_grow $(BUILD)/tests/progs/pool_grow_v2

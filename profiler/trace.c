@@ -368,6 +368,20 @@ static int module_known(uint64_t ip)
 	return 0;
 }
 
+/* The BUILDID record that follows a module's MODULE record (none when the
+ * object has no build id note): read from its notes in memory. */
+static void emit_build_id(const struct dl_phdr_info *info, uint64_t start)
+{
+	char rec[sizeof(struct kvt_rec_module_buildid) + KVT_TRACE_MAX_BUILD_ID];
+	struct kvt_rec_module_buildid b = { .head = { KVT_REC_MODULE_BUILDID, 0 }, .start = start };
+	b.id_bytes = kvt_dl_object_build_id(info, (uint8_t *)rec + sizeof b, KVT_TRACE_MAX_BUILD_ID);
+	if (!b.id_bytes)
+		return;
+	b.head.bytes = (uint16_t)(sizeof b + b.id_bytes);
+	memcpy(rec, &b, sizeof b);
+	append_locked(rec, b.head.bytes, 0);
+}
+
 static int emit_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
@@ -396,6 +410,7 @@ static int emit_module(struct dl_phdr_info *info, size_t size, void *arg)
 	modules[nr_modules].end = hi;
 	nr_modules++;
 	append_locked(rec, m.head.bytes, 0);
+	emit_build_id(info, lo);
 	return 0;
 }
 

@@ -77,6 +77,15 @@ static int check_shape(struct kvt_trace_reader *r, const struct kvt_rec_head *h,
 		it->text_len = m->path_bytes;
 		return 1;
 	}
+	case KVT_REC_MODULE_BUILDID: {
+		const struct kvt_rec_module_buildid *b = (const void *)p;
+		if (h->bytes < sizeof *b || !b->id_bytes || b->id_bytes > KVT_TRACE_MAX_BUILD_ID ||
+		    h->bytes != sizeof *b + b->id_bytes)
+			return fail(r, -EPROTO, "build id record with a bad length");
+		it->build_id = b;
+		it->id = p + sizeof *b;
+		return 1;
+	}
 	case KVT_REC_INFO:
 		it->text = (const char *)p + sizeof *h;
 		it->text_len = h->bytes - sizeof *h;

@@ -21,6 +21,8 @@ struct kvt_trace_item {
 	size_t text_len;
 	const struct kvt_rec_end *end;          /* KVT_REC_END */
 	const struct kvt_rec_epoch *epoch;      /* KVT_REC_EPOCH (a longer record: its tail ignored) */
+	const struct kvt_rec_module_buildid *build_id;  /* KVT_REC_MODULE_BUILDID ... */
+	const unsigned char *id;                /* ... its id_bytes bytes */
 };
 
 struct kvt_trace_reader {

@@ -15,11 +15,15 @@
 static int report_usage(FILE *f, int status)
 {
 	fprintf(f, "usage: kvtier report TRACE... [--format text|json|html] [-o FILE] [-q]\n"
+		"                    [--debuginfo-path PATH]\n"
 		"  the offline allocation report of one or more traces (one per process):\n"
 		"  call sites, sizes, kinds and decisions, timeline, phases and chunk heat.\n"
 		"  --format F   text (default), json (every number), html (one file, SVG)\n"
 		"  -o FILE      write there instead of stdout\n"
-		"  -q           no progress line on stderr for big traces\n");
+		"  -q           no progress line on stderr for big traces\n"
+		"  --debuginfo-path PATH  where libdwfl looks for debug files and, by build\n"
+		"               id, for modules rebuilt since the trace (default\n"
+		"               \":.debug:/usr/lib/debug\")\n");
 	return status;
 }
 
@@ -43,7 +47,7 @@ static int report_write(struct kvt_report *r, const char *fmt, const char *out)
 
 int kvt_cmd_report(int argc, char **argv)
 {
-	const char *fmt = "text", *out = NULL;
+	const char *fmt = "text", *out = NULL, *debuginfo = NULL;
 	char **paths = calloc((size_t)argc, sizeof *paths);
 	int nr = 0, quiet = 0, only_paths = 0;
 	if (!paths)
@@ -63,6 +67,10 @@ int kvt_cmd_report(int argc, char **argv)
 			*(a[1] == 'o' ? &out : &fmt) = argv[++i];
 		} else if (!strncmp(a, "--format=", 9)) {
 			fmt = a + 9;
+		} else if (!strcmp(a, "--debuginfo-path") && i + 1 < argc) {
+			debuginfo = argv[++i];
+		} else if (!strncmp(a, "--debuginfo-path=", 17)) {
+			debuginfo = a + 17;
 		} else {
 			fprintf(stderr, "kvtier report: unknown or incomplete option '%s'\n", a);
 			free(paths);
@@ -87,13 +95,16 @@ int kvt_cmd_report(int argc, char **argv)
 		goto out;
 	}
 	r->progress = !quiet;
+	r->debuginfo_path = debuginfo;
 	for (int i = 0; i < nr && !status; i++)
 		if (kvt_report_add(r, paths[i], err, sizeof err)) {
 			fprintf(stderr, "kvtier report: %s\n", err);
 			status = 1;
 		}
-	if (!status)
+	if (!status) {
+		kvt_report_symbolize(r);        /* notes first: every printer shows them */
 		status = report_write(r, fmt, out);
+	}
 out:
 	if (r)
 		kvt_report_free(r);
@@ -151,6 +162,11 @@ int kvt_cmd_dump(int argc, char **argv)
 		} else if (it.mod) {
 			printf("module bias=0x%" PRIx64 " start=0x%" PRIx64 " end=0x%" PRIx64 " %.*s\n",
 			       it.mod->bias, it.mod->start, it.mod->end, (int)it.text_len, it.text);
+		} else if (it.build_id) {
+			printf("build_id start=0x%" PRIx64 " ", it.build_id->start);
+			for (uint32_t i = 0; i < it.build_id->id_bytes; i++)
+				printf("%02x", it.id[i]);
+			printf("\n");
 		} else if (it.end) {
 			printf("end events=%" PRIu64 " dropped=%" PRIu64 " stacks=%" PRIu64 "\n",
 			       it.end->nr_events, it.end->nr_dropped, it.end->nr_stacks);

@@ -17,7 +17,7 @@
 #include "cmd.h"
 #endif
 #endif
-#include "elfsym.h"
+#include "dwsym.h"
 #include "kvtier/policy.h"
 #include "kvtier/units.h"
 #include "../profiler/trace_read.h"
@@ -60,7 +60,7 @@ struct sg_module {
 	char *path;
 	uint64_t bias, start, end;
 	int state;                                   /* 0 unopened, 1 open, -1 none */
-	struct kvt_elfsym sym;
+	struct kvt_dwsym *sym;
 };
 
 struct sg_stack {
@@ -140,18 +140,30 @@ static int sg_add_stack(struct sg_trace *t, const struct kvt_trace_item *it)
 	return 0;
 }
 
-/* The function holding return address ip, with its module's base name. */
-static const char *sg_symbol(struct sg_trace *t, uint64_t ip, const char **mod)
+/* The function holding return address ip (copied into buf), with its
+ * module's base name. */
+static const char *sg_symbol(struct sg_trace *t, uint64_t ip, const char **mod,
+			     char *buf, size_t len)
 {
 	for (size_t i = 0; i < t->nr_mods; i++) {
 		struct sg_module *m = &t->mods[i];
 		if (ip < m->start || ip >= m->end)
 			continue;
-		if (!m->state)
-			m->state = kvt_elfsym_open(&m->sym, m->path) ? -1 : 1;
+		if (!m->state) {
+			struct kvt_dwsym_args a = { .path = m->path, .lo = m->start - m->bias,
+						    .hi = m->end - m->bias };
+			char note[1024];
+			m->state = kvt_dwsym_open(&m->sym, &a, note, sizeof note) ? -1 : 1;
+		}
 		const char *b = strrchr(m->path, '/');
 		*mod = b ? b + 1 : m->path;
-		return m->state > 0 ? kvt_elfsym_lookup(&m->sym, ip - m->bias - 1, NULL) : NULL;
+		/* the raw (mangled) symbol: what a site~ rule matches in the hook */
+		static struct kvt_dwsym_loc loc;
+		if (m->state < 0 || !kvt_dwsym_lookup(m->sym, ip - m->bias - 1, &loc) ||
+		    !loc.symbol[0])
+			return NULL;
+		snprintf(buf, len, "%s", loc.symbol);
+		return buf;
 	}
 	*mod = "?";
 	return NULL;
@@ -348,12 +360,13 @@ static void sg_pick_site(struct sg_trace *t, struct sg_sum *s)
 	if (!best || best->kv_bytes <= s->site_bytes)
 		return;
 	for (uint32_t f = 0; f < best->nr; f++) {
-		const char *mod, *sym = sg_symbol(t, best->ips[f], &mod);
+		char b1[512], b2[512];
+		const char *mod, *sym = sg_symbol(t, best->ips[f], &mod, b1, sizeof b1);
 		int shared = !sym;
 		for (size_t i = 0; sym && !shared && i < t->nr_stacks; i++) {
 			const struct sg_stack *o = &t->stacks[i];
 			for (uint32_t g = 0; o->other && g < o->nr && !shared; g++) {
-				const char *m2, *s2 = sg_symbol(t, o->ips[g], &m2);
+				const char *m2, *s2 = sg_symbol(t, o->ips[g], &m2, b2, sizeof b2);
 				shared = s2 && !strcmp(s2, sym);
 			}
 		}
@@ -371,8 +384,7 @@ static void sg_pick_site(struct sg_trace *t, struct sg_sum *s)
 static void sg_trace_free(struct sg_trace *t)
 {
 	for (size_t i = 0; i < t->nr_mods; i++) {
-		if (t->mods[i].state > 0)
-			kvt_elfsym_close(&t->mods[i].sym);
+		kvt_dwsym_close(t->mods[i].sym);
 		free(t->mods[i].path);
 	}
 	for (size_t i = 0; i < t->nr_stacks; i++)

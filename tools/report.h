@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "elfsym.h"
 #include "report_tier.h"                /* struct kvt_rpt_tier */
+#include "dwsym.h"
 #include "summary.h"                    /* struct kvt_kind_sum */
 #include "kvtier/api.h"
 #include "kvtier/trace_format.h"
@@ -46,8 +46,13 @@ struct kvt_rpt_module {
 	char *path;
 	int runtime;                    /* a runtime library: never the call site */
 	int sym_state;                  /* 0 not tried, 1 loaded, -1 failed */
-	struct kvt_elfsym sym;
+	struct kvt_dwsym *sym;
+	uint64_t lo, hi;                /* mapped span in file addresses (first trace) */
+	uint8_t build_id[KVT_TRACE_MAX_BUILD_ID];
+	uint32_t build_id_len;          /* 0: none recorded (older trace, or no note) */
 };
+
+#define KVT_RPT_MAX_NOTES 64u
 
 struct kvt_rpt_fail {
 	uint16_t api;
@@ -81,6 +86,7 @@ struct kvt_rpt_file {
 	uint64_t base_ns;               /* start_mono_ns - report origin */
 	struct { uint64_t start, end, bias; uint32_t mod; } *mods;
 	uint32_t nr_mods, cap_mods;
+	int last_mod_new;               /* the last MODULE record made a new global module */
 	uint32_t *stack_key, *stack_site;   /* open addressing: stack id -> site */
 	uint32_t stack_cap, nr_stack;
 	struct kvt_rpt_range *ranges;   /* live redirected ranges, sorted */
@@ -114,6 +120,9 @@ struct kvt_report {
 	uint64_t nr_meminfo_total;
 	int progress;                   /* print a progress line on stderr */
 	struct kvt_rpt_tier tier;       /* EPOCH records: the tiers over time */
+	const char *debuginfo_path;     /* libdwfl's; NULL: its default */
+	char *notes[KVT_RPT_MAX_NOTES]; /* warnings for the reader (symbolization) */
+	uint32_t nr_notes;
 	struct kvt_rpt_file cur;
 };
 
@@ -137,9 +146,19 @@ void kvt_report_free(struct kvt_report *r);
 void kvt_report_timeline(const struct kvt_report *r, struct kvt_rpt_timeline *tl);
 /* Indices of the top n sites by bytes (by_count = 0) or count; returns how many. */
 uint32_t kvt_report_top(const struct kvt_report *r, int by_count, uint32_t *idx, uint32_t n);
-/* "function" of a frame (symbolized on first use) or NULL; module basename. */
+/* "function" of a frame (symbolized on first use, demangled; the innermost
+ * inlined one) or NULL; module basename. */
 const char *kvt_report_func(struct kvt_report *r, const struct kvt_rpt_frame *f,
 			    uint64_t *sym_off);
+/* Everything known about a frame (NULL: nothing). Valid until the next
+ * call with another frame. */
+const struct kvt_dwsym_loc *kvt_report_loc(struct kvt_report *r, const struct kvt_rpt_frame *f);
+/* Open the modules of every site the printers show, before printing, so
+ * that their notes are known first. */
+void kvt_report_symbolize(struct kvt_report *r);
+/* Add a note (also printed on stderr as "kvtier report: warning: ..."). */
+void kvt_report_note(struct kvt_report *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 const char *kvt_report_mod_name(const struct kvt_report *r, uint32_t mod);
 /* Chunk rows sorted by (file, addr) into idx; returns nr_chunks. */
 uint32_t kvt_report_chunk_order(const struct kvt_report *r, uint32_t *idx);

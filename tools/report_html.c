@@ -266,6 +266,15 @@ int kvt_report_print_html(struct kvt_report *r, FILE *f)
 	html_sites(r, f, 0);
 	html_sites(r, f, 1);
 	html_heat(r, tl, f);
+	if (r->nr_notes)
+		fprintf(f, "<h2>Notes</h2>\n<ul id=\"notes\">\n");
+	for (uint32_t i = 0; i < r->nr_notes; i++) {
+		fprintf(f, "<li class=\"note\">");
+		esc(f, r->notes[i]);
+		fprintf(f, "</li>\n");
+	}
+	if (r->nr_notes)
+		fprintf(f, "</ul>\n");
 	fprintf(f, "</body></html>\n");
 	free(tl);
 	return ferror(f) ? -1 : 0;

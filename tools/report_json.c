@@ -25,13 +25,26 @@ static void jstr(FILE *f, const char *s)
 
 static void json_frame(struct kvt_report *r, FILE *f, const struct kvt_rpt_frame *fr)
 {
-	uint64_t so = 0;
-	const char *fn = kvt_report_func(r, fr, &so);
+	const struct kvt_dwsym_loc *l = kvt_report_loc(r, fr);
 	fprintf(f, "{\"function\":");
-	if (fn)
-		jstr(f, fn);
+	if (l && l->fr[0].func[0])
+		jstr(f, l->fr[0].func);
 	else
 		fprintf(f, "null");
+	fprintf(f, ",\"file\":");
+	if (l && l->fr[0].line)
+		jstr(f, l->fr[0].file);
+	else
+		fprintf(f, "null");
+	fprintf(f, ",\"line\":%u,\"inlined_into\":[", l ? l->fr[0].line : 0);
+	for (unsigned i = 1; l && i < l->nr; i++) {
+		fprintf(f, "%s{\"function\":", i > 1 ? "," : "");
+		jstr(f, l->fr[i].func);
+		fprintf(f, ",\"file\":");
+		jstr(f, l->fr[i].file);
+		fprintf(f, ",\"line\":%u}", l->fr[i].line);
+	}
+	fprintf(f, "]");
 	fprintf(f, ",\"module\":");
 	if (fr->mod == KVT_RPT_NO_MOD)
 		fprintf(f, "null");
@@ -179,7 +192,12 @@ int kvt_report_print_json(struct kvt_report *r, FILE *f)
 	json_marks(f, "kv_bursts", r->bursts, r->nr_bursts, 1);
 	kvt_rpt_tier_json(r, tl, f);
 	json_heat(r, tl, f);
-	fprintf(f, "}\n");
+	fprintf(f, ",\"notes\":[");
+	for (uint32_t i = 0; i < r->nr_notes; i++) {
+		fprintf(f, "%s", i ? "," : "");
+		jstr(f, r->notes[i]);
+	}
+	fprintf(f, "]}\n");
 	free(tl);
 	return ferror(f) ? -1 : 0;
 }

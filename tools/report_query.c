@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Read-side queries of the report model for the printers: the rebinned
  * timeline, top call sites, chunk order and lazy offline symbolization
- * (a module's ELF file is opened on first use; at most MAX_LOADED stay
- * open, so memory stays bounded by the modules a report names). */
+ * through libdwfl (tools/dwsym.c: a module is opened on first use; at most
+ * MAX_LOADED stay open, so memory stays bounded by the modules a report
+ * names) with its notes. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,28 +70,86 @@ const char *kvt_report_mod_name(const struct kvt_report *r, uint32_t mod)
 	return b ? b + 1 : r->mods[mod].path;
 }
 
+/* ---- symbolization ---- */
+
+void kvt_report_note(struct kvt_report *r, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	for (uint32_t i = 0; i < r->nr_notes; i++)
+		if (!strcmp(r->notes[i], buf))
+			return;                 /* one note per cause */
+	fprintf(stderr, "kvtier report: warning: %s\n", buf);
+	if (r->nr_notes < KVT_RPT_MAX_NOTES && (r->notes[r->nr_notes] = strdup(buf)))
+		r->nr_notes++;
+}
+
+/* The module's symbols, opened on first use (at most MAX_LOADED). */
+static struct kvt_dwsym *module_syms(struct kvt_report *r, struct kvt_rpt_module *m)
+{
+	static uint32_t nr_loaded;
+	if (m->sym_state)
+		return m->sym_state > 0 ? m->sym : NULL;
+	m->sym_state = -1;
+	if (nr_loaded >= MAX_LOADED) {
+		kvt_report_note(r, "more than %u modules to symbolize: the others are shown as ?",
+				MAX_LOADED);
+		return NULL;
+	}
+	struct kvt_dwsym_args a = { m->path, m->build_id, m->build_id_len, m->lo, m->hi,
+				    r->debuginfo_path };
+	char note[1024];
+	int ret = kvt_dwsym_open(&m->sym, &a, note, sizeof note);
+	if (note[0])
+		kvt_report_note(r, "%s", note);
+	if (ret)
+		return NULL;
+	m->sym_state = 1;
+	nr_loaded++;
+	return m->sym;
+}
+
+const struct kvt_dwsym_loc *kvt_report_loc(struct kvt_report *r, const struct kvt_rpt_frame *f)
+{
+	static struct kvt_dwsym_loc loc;
+	static uint32_t last_mod = KVT_RPT_NO_MOD;
+	static uint64_t last_off;
+	static int last_ok;
+	if (f->mod >= r->nr_mods || !f->off)
+		return NULL;
+	if (f->mod == last_mod && f->off == last_off)
+		return last_ok ? &loc : NULL;
+	struct kvt_dwsym *s = module_syms(r, &r->mods[f->mod]);
+	last_mod = f->mod;
+	last_off = f->off;
+	/* a return address: look up the call instruction just before it */
+	last_ok = s && kvt_dwsym_lookup(s, f->off - 1, &loc);
+	if (last_ok)
+		loc.sym_off++;
+	return last_ok ? &loc : NULL;
+}
+
 const char *kvt_report_func(struct kvt_report *r, const struct kvt_rpt_frame *f,
 			    uint64_t *sym_off)
 {
-	static uint32_t nr_loaded;
-	if (f->mod >= r->nr_mods)
-		return NULL;
-	struct kvt_rpt_module *m = &r->mods[f->mod];
-	if (!m->sym_state) {
-		m->sym_state = -1;
-		if (nr_loaded < MAX_LOADED && !kvt_elfsym_open(&m->sym, m->path)) {
-			m->sym_state = 1;
-			nr_loaded++;
-		}
-	}
-	if (m->sym_state < 0 || !f->off)
-		return NULL;
-	/* a return address: look up the call instruction just before it */
-	uint64_t o = 0;
-	const char *fn = kvt_elfsym_lookup(&m->sym, f->off - 1, &o);
+	const struct kvt_dwsym_loc *l = kvt_report_loc(r, f);
 	if (sym_off)
-		*sym_off = o + 1;
-	return fn;
+		*sym_off = l ? l->sym_off : 0;
+	return l && l->fr[0].func[0] ? l->fr[0].func : NULL;
+}
+
+void kvt_report_symbolize(struct kvt_report *r)
+{
+	uint32_t idx[KVT_RPT_TOP];
+	for (int by_count = 0; by_count < 2; by_count++) {
+		uint32_t n = kvt_report_top(r, by_count, idx, KVT_RPT_TOP);
+		for (uint32_t k = 0; k < n; k++)
+			for (uint32_t j = 0; idx[k] && j < r->sites[idx[k]].nr_frames; j++)
+				kvt_report_loc(r, &r->sites[idx[k]].frames[j]);
+	}
 }
 
 static const struct kvt_report *sort_r;

@@ -51,10 +51,16 @@ static int is_runtime_lib(const char *path)
 	return 0;
 }
 
-static int global_module(struct kvt_report *r, const char *path, size_t len, uint32_t *out)
+/* The global module of (path, build id): modules of several traces are one
+ * when both match; a rebuilt library (same path, another id) is another.
+ * *created says whether it is new. */
+static int global_module(struct kvt_report *r, const char *path, size_t len,
+			 const uint8_t *id, uint32_t id_len, uint32_t *out, int *created)
 {
+	*created = 0;
 	for (uint32_t i = 0; i < r->nr_mods; i++)
-		if (strlen(r->mods[i].path) == len && !memcmp(r->mods[i].path, path, len)) {
+		if (strlen(r->mods[i].path) == len && !memcmp(r->mods[i].path, path, len) &&
+		    r->mods[i].build_id_len == id_len && !memcmp(r->mods[i].build_id, id, id_len)) {
 			*out = i;
 			return 0;
 		}
@@ -73,7 +79,10 @@ static int global_module(struct kvt_report *r, const char *path, size_t len, uin
 		if ((unsigned char)m->path[i] < 0x20 || m->path[i] == 0x7f)
 			m->path[i] = '?';
 	m->runtime = is_runtime_lib(m->path);
+	memcpy(m->build_id, id, id_len);
+	m->build_id_len = id_len;
 	*out = r->nr_mods++;
+	*created = 1;
 	return 0;
 }
 
@@ -82,15 +91,52 @@ static int on_module(struct kvt_report *r, const struct kvt_rec_module *m,
 {
 	struct kvt_rpt_file *f = &r->cur;
 	uint32_t g;
-	if (f->nr_mods >= 4096 || global_module(r, path, len, &g))
+	int created;
+	if (f->nr_mods >= 4096 || global_module(r, path, len, (const uint8_t *)"", 0, &g, &created))
 		return f->nr_mods >= 4096 ? 0 : -ENOMEM;
 	if (grow((void **)&f->mods, &f->cap_mods, sizeof *f->mods, f->nr_mods + 1))
 		return -ENOMEM;
+	if (created) {                  /* file addresses, for lookups by build id */
+		r->mods[g].lo = m->start >= m->bias ? m->start - m->bias : 0;
+		r->mods[g].hi = m->end >= m->bias ? m->end - m->bias : 0;
+	}
+	f->last_mod_new = created;
 	f->mods[f->nr_mods].start = m->start;
 	f->mods[f->nr_mods].end = m->end;
 	f->mods[f->nr_mods].bias = m->bias;
 	f->mods[f->nr_mods].mod = g;
 	f->nr_mods++;
+	return 0;
+}
+
+/* A BUILDID record: the id of the module of the MODULE record before it
+ * (one that does not pair with it is ignored). */
+static int on_build_id(struct kvt_report *r, const struct kvt_rec_module_buildid *b,
+		       const uint8_t *id)
+{
+	struct kvt_rpt_file *f = &r->cur;
+	if (!f->nr_mods || f->mods[f->nr_mods - 1].start != b->start)
+		return 0;
+	uint32_t g = f->mods[f->nr_mods - 1].mod, ng;
+	struct kvt_rpt_module *m = &r->mods[g];
+	if (m->build_id_len == b->id_bytes && !memcmp(m->build_id, id, b->id_bytes))
+		return 0;
+	if (f->last_mod_new && !m->build_id_len) {      /* first seen in this trace */
+		memcpy(m->build_id, id, b->id_bytes);
+		m->build_id_len = b->id_bytes;
+		return 0;
+	}
+	const char *path = m->path;     /* its own allocation: survives the realloc */
+	uint64_t lo = m->lo, hi = m->hi;
+	int created;
+	if (global_module(r, path, strlen(path), id, b->id_bytes, &ng, &created))
+		return -ENOMEM;
+	if (created) {
+		r->mods[ng].lo = lo;
+		r->mods[ng].hi = hi;
+	}
+	f->mods[f->nr_mods - 1].mod = ng;
+	f->last_mod_new = 0;
 	return 0;
 }
 
@@ -571,6 +617,8 @@ int kvt_report_add(struct kvt_report *r, const char *path, char *err, size_t err
 			ret = on_stack(r, it.stack, it.ips);
 		} else if (it.mod) {
 			ret = on_module(r, it.mod, it.text, it.text_len);
+		} else if (it.build_id) {
+			ret = on_build_id(r, it.build_id, it.id);
 		} else if (it.end) {
 			r->nr_dropped += it.end->nr_dropped;
 		} else if (it.epoch) {
@@ -598,9 +646,10 @@ void kvt_report_free(struct kvt_report *r)
 	file_reset(&r->cur);
 	for (uint32_t i = 0; i < r->nr_mods; i++) {
 		free(r->mods[i].path);
-		if (r->mods[i].sym_state > 0)
-			kvt_elfsym_close(&r->mods[i].sym);
+		kvt_dwsym_close(r->mods[i].sym);
 	}
+	for (uint32_t i = 0; i < r->nr_notes; i++)
+		free(r->notes[i]);
 	free(r->mods);
 	free(r->sites);
 	free(r->site_hash);

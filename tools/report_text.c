@@ -12,14 +12,31 @@
 const char *kvt_rpt_frame_label(struct kvt_report *r, const struct kvt_rpt_frame *f,
 				char *buf, size_t len)
 {
-	uint64_t so = 0;
-	const char *fn = kvt_report_func(r, f, &so);
-	if (f->mod == KVT_RPT_NO_MOD)
+	if (f->mod == KVT_RPT_NO_MOD) {
 		snprintf(buf, len, "? (0x%" PRIx64 ")", f->off);
-	else
-		snprintf(buf, len, "%s (%s+0x%" PRIx64 ")", fn ? fn : "?",
-			 kvt_report_mod_name(r, f->mod), f->off);
+		return buf;
+	}
+	const struct kvt_dwsym_loc *l = kvt_report_loc(r, f);
+	const char *fn = l && l->fr[0].func[0] ? l->fr[0].func : "?";
+	size_t n = (size_t)snprintf(buf, len, "%s (%s+0x%" PRIx64 ")", fn,
+				    kvt_report_mod_name(r, f->mod), f->off);
+	/* " at file:line", then the functions it was inlined into */
+	for (unsigned i = 0; l && i < l->nr && n < len; i++) {
+		const struct kvt_dwsym_frame *fr = &l->fr[i];
+		if (i)
+			n += (size_t)snprintf(buf + n, len - n, ", inlined into %s",
+					      fr->func[0] ? fr->func : "?");
+		if (fr->line && n < len)
+			n += (size_t)snprintf(buf + n, len - n, " at %s:%u",
+					      kvt_rpt_base_name(fr->file), fr->line);
+	}
 	return buf;
+}
+
+const char *kvt_rpt_base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	return b ? b + 1 : path;
 }
 
 const char *kvt_rpt_site_label(struct kvt_report *r, uint32_t i, char *buf, size_t len)
@@ -218,6 +235,8 @@ int kvt_report_print_text(struct kvt_report *r, FILE *f)
 	if (r->nr_unended)
 		fprintf(f, "note: %u trace file%s without an end record\n", r->nr_unended,
 			r->nr_unended == 1 ? "" : "s");
+	for (uint32_t i = 0; i < r->nr_notes; i++)
+		fprintf(f, "WARNING: %s\n", r->notes[i]);
 	free(tl);
 	return ferror(f) ? -1 : 0;
 }

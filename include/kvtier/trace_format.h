@@ -35,8 +35,9 @@ enum kvt_rec_type {
 	KVT_REC_MODULE = 3,         /* struct kvt_rec_module + path bytes */
 	KVT_REC_INFO   = 4,         /* head + "key=value" text (not NUL-terminated) */
 	KVT_REC_END    = 5,         /* struct kvt_rec_end: the writer closed cleanly */
-	/* 6 and 8 are reserved (other record kinds under way) */
+	/* 8: KVT_REC_PYSTACK (Python frames), on its way */
 	KVT_REC_EPOCH  = 7,         /* struct kvt_rec_epoch: one device after one migration epoch */
+	KVT_REC_MODULE_BUILDID = 6, /* struct kvt_rec_module_buildid + id bytes */
 };
 
 /* What happened. */
@@ -90,6 +91,19 @@ struct kvt_rec_module {             /* a loaded object, for offline symbolizatio
 	uint64_t bias;              /* load bias: file vaddr = ip - bias */
 	uint64_t start, end;        /* the object's mapped text/data span */
 	/* char path[path_bytes] */
+};
+
+#define KVT_TRACE_MAX_BUILD_ID 64u
+
+/* The GNU build id of the module described by the MODULE record just
+ * before it (the writer emits it right after that record; `start` repeats
+ * the MODULE's start so that a reader can check the pairing). A module
+ * without a build id note has no such record. */
+struct kvt_rec_module_buildid {
+	struct kvt_rec_head head;
+	uint32_t id_bytes;          /* 1 .. KVT_TRACE_MAX_BUILD_ID */
+	uint64_t start;             /* == the MODULE record's start */
+	/* uint8_t id[id_bytes], as in the NT_GNU_BUILD_ID note */
 };
 
 struct kvt_rec_end {

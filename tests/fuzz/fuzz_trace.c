@@ -8,8 +8,8 @@
  * Invariants checked beyond "no crash, leak or UB":
  *   - kvt_trace_next returns 1, 0 or a negative errno, and an error always
  *     comes with a message;
- *   - each item has exactly the pointer its type promises, text and frames
- *     lie inside the record (every byte is read), offsets only grow and
+ *   - each item has exactly the pointer its type promises, text, frames
+ *     and build id bytes lie inside the record (every byte is read), offsets only grow and
  *     never pass the end of the file; an EPOCH item's record is whole
  *     (every byte of struct kvt_rec_epoch is read);
  *   - every enum name lookup of a field answers (never NULL). */
@@ -91,7 +91,7 @@ static void check_item(const struct kvt_trace_item *it)
 {
 	switch (it->type) {
 	case KVT_REC_EVENT:
-		if (!it->ev || it->stack || it->mod || it->end || it->epoch)
+		if (!it->ev || it->stack || it->mod || it->end || it->epoch || it->build_id)
 			abort();
 		check_names(it->ev);
 		break;
@@ -113,6 +113,12 @@ static void check_item(const struct kvt_trace_item *it)
 	case KVT_REC_END:
 		if (!it->end || !rd.saw_end)
 			abort();
+		break;
+	case KVT_REC_MODULE_BUILDID:
+		if (!it->build_id || !it->id || it->mod || !it->build_id->id_bytes ||
+		    it->build_id->id_bytes > KVT_TRACE_MAX_BUILD_ID)
+			abort();
+		touch(it->id, it->build_id->id_bytes);
 		break;
 	case KVT_REC_EPOCH:
 		if (!it->epoch || it->ev || it->end || it->epoch->head.bytes < sizeof *it->epoch)

@@ -3,14 +3,15 @@
  * program: text, JSON and HTML agree with each other and with the trace
  * recomputed here independently; symbolization names drvapi's main; the
  * HTML is well-formed; hostile traces exit 1 with a message, never a crash.
- * Also the ELF symbol reader on this very binary. */
+ * Also the libdwfl symbolizer on this very binary. (The C++ program, build
+ * ids and their warnings: test_symbolize.c.) */
 #include <inttypes.h>
 #include <link.h>
 
 #include "unit/kvt_test.h"
 #include "../profiler/trace_read.h"
 #include "kvtier/api.h"
-#include "../../tools/elfsym.c"
+#include "../../tools/dwsym.c"
 
 static char tmpdir[] = "/tmp/kvt-report-XXXXXX";
 static char vllm_trace[600], sglang_trace[600], drv_trace[600];
@@ -281,10 +282,16 @@ static void test_drvapi_symbolized(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(top);
 	top += strlen("\"top_sites_by_bytes\":[{\"label\":\"");
 	CU_ASSERT_EQUAL(strncmp(top, "main (drvapi+0x", 15), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"site\":{\"function\":\"main\",\"module\":"));
+	/* drvapi is built with -g: the site has its source file and line */
+	const char *site = strstr(js, "\"site\":{\"function\":\"main\",\"file\":\"");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(site);
+	CU_ASSERT_PTR_NOT_NULL(strstr(site, "drvapi.c\",\"line\":"));
+	CU_ASSERT(num_after(site, (const char *const[]){ "\"line\":", NULL }) > 0);
 	const char *t = strstr(txt, "top call sites by count");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "  main (drvapi+0x"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, ") at drvapi.c:"));
+	CU_ASSERT_PTR_NULL(strstr(rc.err, "warning"));   /* the files match their build ids */
 	free(js);
 	free(txt);
 }
@@ -477,7 +484,7 @@ static void test_usage(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "\nevent t="));
 }
 
-/* ---- the ELF reader on this binary ---- */
+/* ---- the symbolizer on this binary ---- */
 
 static int first_bias(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -486,28 +493,49 @@ static int first_bias(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;                       /* the main program comes first */
 }
 
-static void test_elfsym_self(void)
+static void test_dwsym_self(void)
 {
-	struct kvt_elfsym e;
-	uint64_t bias = 0, off = 99;
+	struct kvt_dwsym *s = NULL;
+	struct kvt_dwsym_loc loc;
+	char note[512];
+	uint64_t bias = 0;
 	dl_iterate_phdr(first_bias, &bias);
-	CU_ASSERT_FATAL(kvt_elfsym_open(&e, "/proc/self/exe") == 0);
-	CU_ASSERT(e.nr_syms > 10);
-	uint64_t fn = (uint64_t)(uintptr_t)&test_elfsym_self - bias;
-	const char *name = kvt_elfsym_lookup(&e, fn + 3, &off);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(name);
-	CU_ASSERT_STRING_EQUAL(name, "test_elfsym_self");        /* a static: from .symtab */
-	CU_ASSERT_EQUAL(off, 3);
-	CU_ASSERT_PTR_NULL(kvt_elfsym_lookup(&e, 1, NULL));       /* below every symbol */
-	kvt_elfsym_close(&e);
-	CU_ASSERT_EQUAL(kvt_elfsym_open(&e, vllm_trace), -ENOEXEC);
-	CU_ASSERT_EQUAL(kvt_elfsym_open(&e, tmp_path("no-such-file")), -ENOENT);
-	/* a truncated ELF: headers point past the end */
+	struct kvt_dwsym_args a = { .path = "/proc/self/exe" };
+	CU_ASSERT_FATAL(kvt_dwsym_open(&s, &a, note, sizeof note) == 0);
+	CU_ASSERT_STRING_EQUAL(note, "");
+	uint64_t fn = (uint64_t)(uintptr_t)&test_dwsym_self - bias;
+	CU_ASSERT_FATAL(kvt_dwsym_lookup(s, fn + 3, &loc) == 1);
+	CU_ASSERT_STRING_EQUAL(loc.symbol, "test_dwsym_self");     /* a static: from .symtab */
+	CU_ASSERT_EQUAL(loc.sym_off, 3);
+	CU_ASSERT_EQUAL(loc.nr, 1);
+	CU_ASSERT_STRING_EQUAL(loc.fr[0].func, "test_dwsym_self");
+	CU_ASSERT_PTR_NOT_NULL(strstr(loc.fr[0].file, "test_report.c"));  /* built with -g */
+	CU_ASSERT(loc.fr[0].line > 400);
+	CU_ASSERT_EQUAL(kvt_dwsym_lookup(s, 1, &loc), 0);          /* below every symbol */
+	kvt_dwsym_close(s);
+	char buf[256];
+	CU_ASSERT_STRING_EQUAL(kvt_dwsym_demangle("_ZN5serve4Pool4growEm", buf, sizeof buf),
+			       "serve::Pool::grow(unsigned long)");
+	CU_ASSERT_STRING_EQUAL(kvt_dwsym_demangle("main", buf, sizeof buf), "main");
+	CU_ASSERT_STRING_EQUAL(kvt_dwsym_demangle("_Zbroken", buf, sizeof buf), "_Zbroken");
+	/* bad files: one message each, no module */
+	a.path = vllm_trace;
+	CU_ASSERT_EQUAL(kvt_dwsym_open(&s, &a, note, sizeof note), -ENOEXEC);
+	CU_ASSERT_PTR_NOT_NULL(strstr(note, "not a readable ELF file"));
+	CU_ASSERT_PTR_NULL(s);
+	a.path = tmp_path("no-such-file");
+	CU_ASSERT_EQUAL(kvt_dwsym_open(&s, &a, note, sizeof note), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(note, "No such file"));
+	/* a truncated ELF: opened or refused, never a crash; nothing found */
 	size_t n = 0;
 	char *self = kvt_slurp("/proc/self/exe", &n);
 	CU_ASSERT_FATAL(self != NULL);
 	write_file(tmp_path("cut.elf"), self, 4096);
-	CU_ASSERT_EQUAL(kvt_elfsym_open(&e, tmp_path("cut.elf")), -ENOEXEC);
+	a.path = tmp_path("cut.elf");
+	if (kvt_dwsym_open(&s, &a, note, sizeof note) == 0) {
+		CU_ASSERT_EQUAL(kvt_dwsym_lookup(s, fn + 3, &loc), 0);
+		kvt_dwsym_close(s);
+	}
 	free(self);
 }
 
@@ -524,7 +552,7 @@ int main(void)
 		{ "malformed, truncated, newer version: exit 1", test_malformed },
 		{ "150 fuzzed traces: never a crash", test_fuzzed },
 		{ "usage errors exit 2, --help 0, dump still works", test_usage },
-		{ "ELF reader: own symbols, hostile files", test_elfsym_self },
+		{ "libdwfl symbolizer: own symbols and lines, demangling, bad files", test_dwsym_self },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* The trace format: what the writer produces reads back exactly; the reader
  * refuses malformed, truncated, hostile and newer-version files with a
- * message, never a crash; %p expansion; option parsing. */
+ * message, never a crash; %p expansion; option parsing; the build id
+ * records. */
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -302,6 +304,60 @@ static void test_readme_documents_options(void)
 	free(readme);
 }
 
+/* ---- build ids ---- */
+
+/* The build id of a file as binutils' readelf prints it (hex), or "". */
+static void readelf_build_id(const char *path, char *hex, size_t len)
+{
+	char cmd[600], line[512];
+	hex[0] = 0;
+	snprintf(cmd, sizeof cmd, "readelf -n '%s' 2>/dev/null", path);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return;
+	while (fgets(line, sizeof line, p)) {
+		const char *b = strstr(line, "Build ID: ");
+		if (b && sscanf(b + 10, "%127s", hex) == 1 && strlen(hex) < len)
+			break;
+	}
+	pclose(p);
+}
+
+static int main_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	*(struct dl_phdr_info *)arg = *info;
+	return 1;                       /* the main program comes first */
+}
+
+/* The writer reads each module's id from its notes in memory
+ * (kvt_dl_object_build_id): the main program's is the one readelf reads
+ * from the file. (Records in a trace: tests/unit/test_symbolize.c, whose
+ * program runs under the preload; here every frame is kvtier's own.) */
+static void test_build_id_from_memory(void)
+{
+	char want[130], got[130] = "", exe[512];
+	ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);   /* not readelf's own */
+	CU_ASSERT_FATAL(el > 0);
+	exe[el] = 0;
+	readelf_build_id(exe, want, sizeof want);
+	if (!want[0]) {
+		CU_FAIL("readelf found no build id in this test binary (binutils missing?)");
+		return;
+	}
+	struct dl_phdr_info self;
+	uint8_t id[KVT_TRACE_MAX_BUILD_ID];
+	dl_iterate_phdr(main_object, &self);
+	unsigned n = kvt_dl_object_build_id(&self, id, sizeof id);
+	for (unsigned i = 0; i < n && i < 64; i++)
+		snprintf(got + 2 * i, 3, "%02x", id[i]);
+	CU_ASSERT_STRING_EQUAL(got, want);
+	CU_ASSERT_EQUAL(kvt_dl_object_build_id(&self, id, n - 1), 0);   /* too long: none */
+	struct dl_phdr_info none = self;
+	none.dlpi_phnum = 0;
+	CU_ASSERT_EQUAL(kvt_dl_object_build_id(&none, id, sizeof id), 0);
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -312,6 +368,7 @@ int main(void)
 		{ "sizes and booleans", test_units },
 		{ "options table: values, bad values", test_options },
 		{ "README documents every option", test_readme_documents_options },
+		{ "build id of a loaded object, from its notes in memory", test_build_id_from_memory },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
