@@ -305,7 +305,8 @@ static uint32_t refault_window;
 
 void kvt_heat_set_refault_window(uint32_t chunks)
 {
-	__atomic_store_n(&refault_window, chunks < 65535u ? chunks : 65535u, __ATOMIC_RELAXED);
+	__atomic_store_n(&refault_window, chunks < 65535u ? (chunks ? chunks : 1) : 65535u,
+			 __ATOMIC_RELAXED);
 }
 
 uint64_t kvt_heat_fault_ins(void)
@@ -339,11 +340,13 @@ void kvt_heat_fault_in(uint64_t addr)
 	__atomic_store_n(&c->in_seq, seq, __ATOMIC_RELAXED);
 	uint32_t now = kvt_heat_now_ms(), was = __atomic_load_n(&c->moved_ms, __ATOMIC_RELAXED);
 	uint32_t t = tau ? tau : 1000, win = __atomic_load_n(&refault_window, __ATOMIC_RELAXED);
-	/* quick: by fault traffic since its last fault-in (independent of how
-	 * fast this machine or the device runs), else by wall time; a chunk out
-	 * for over 64 tau is never quick (the 16-bit distance may have wrapped) */
+	/* a thrash: back after at least win fault-ins of other chunks since its
+	 * own last one (fault traffic: independent of how fast this machine or
+	 * the device runs); before the first epoch, back within tau of wall
+	 * time; a chunk out for over 64 tau never (its 16-bit distance may have
+	 * wrapped) */
 	uint16_t dist = (uint16_t)(seq - last);
-	int quick = win ? was && now - was < 64u * t && dist >= win / 16 && dist < win
+	int quick = win ? was && now - was < 64u * t && dist >= win
 			: was && now - was < t;
 	if (quick) {              /* back soon after its last move */
 		__atomic_fetch_add(&nr_refaults, 1, __ATOMIC_RELAXED);

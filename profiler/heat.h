@@ -89,11 +89,12 @@ void kvt_heat_fault_in(uint64_t addr);
 /* Chunks kvt_heat_fault_in() has moved to HBM since the start, and those of
  * them that had moved (been demoted) less than tau before: thrashing. */
 uint64_t kvt_heat_fault_ins(void);
-/* A come-back is quick (a strike) when fewer than `chunks` far chunks
- * faulted in since this one last did: it returned before about that much
- * fault traffic had passed through HBM. The migrator sets it each epoch to
- * twice its HBM budget in chunks; 0 (or a chunk out for over 64 tau) falls
- * back to "within tau of wall time". */
+/* A come-back of a chunk the driver evicted is a strike when at least
+ * `chunks` far chunks faulted in since this one last did: the HBM's fault
+ * traffic, not a few stray faults (a hot chunk the driver's FIFO pushed out
+ * under light traffic comes back after a handful). The migrator sets it
+ * each epoch to 1/8 of its HBM budget in chunks; 0 (before the first epoch),
+ * or a chunk out for over 64 tau, falls back to "within tau of wall time". */
 void kvt_heat_set_refault_window(uint32_t chunks);
 /* The driver evicted the chunk holding addr from HBM (CUPTI's eviction
  * records): believed far from now. */

@@ -555,8 +555,8 @@ static void epoch_device(struct mdev *d, uint32_t now_ms)
 	struct kvt_planner *pl = d->planner;
 	doing(DOING_MEMINFO);
 	pl->p.budget_bytes = budget_now(d);
-	/* auto's strikes: a come-back within two budgets' worth of fault-ins */
-	kvt_heat_set_refault_window((uint32_t)((pl->p.budget_bytes >> KVT_CHUNK_SHIFT) * 2));
+	/* auto's strikes: a come-back after 1/8 of a budget's worth of fault-ins */
+	kvt_heat_set_refault_window((uint32_t)((pl->p.budget_bytes >> KVT_CHUNK_SHIFT) / 8));
 	__atomic_store_n(&m.last_budget, pl->p.budget_bytes, __ATOMIC_RELAXED);
 	size_t fr = 0, tot = 0;
 	pl->p.room_bytes = kvt_cuda_mem_info(&fr, &tot) == CUDA_SUCCESS ? fr : KVT_PLAN_ROOM_ANY;
