@@ -135,6 +135,7 @@ struct kvt_options {
 	int verbose;                 /* KVTIER_VERBOSE */
 	char trace[512];             /* KVTIER_TRACE ("" = off) */
 	int stack_depth;             /* KVTIER_STACK_DEPTH */
+	int python;                  /* KVTIER_PYTHON: Python frames in call sites */
 	uint64_t trace_buffer;       /* KVTIER_TRACE_BUFFER bytes */
 	int inherit;                 /* KVTIER_INHERIT */
 	char policy[4096];           /* KVTIER_POLICY ("" = the default rules) */

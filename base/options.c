@@ -14,6 +14,7 @@
 struct kvt_options kvt_opt = {
 	.log_level = KVT_LOG_WARN,
 	.stack_depth = 32,
+	.python = 1,
 	.trace_buffer = 1u << 20,
 	.inherit = 1,
 	.reserve = 1ull << 30,
@@ -59,6 +60,9 @@ static const struct opt_desc table[] = {
 	{ .name = "KVTIER_STACK_DEPTH", .type = OPT_INT, .offset = OFF(stack_depth),
 	  .def = "32", .unit = "frames", .min = 0, .max = 128,
 	  .help = "call-site frames captured per allocation in the trace (0 = none)" },
+	{ .name = "KVTIER_PYTHON", .type = OPT_BOOL, .offset = OFF(python),
+	  .def = "1", .unit = "bool",
+	  .help = "call sites also record the innermost Python frames (CPython 3.9-3.13, GIL held)" },
 	{ .name = "KVTIER_TRACE_BUFFER", .type = OPT_SIZE, .offset = OFF(trace_buffer),
 	  .def = "1M", .unit = "bytes", .min = 4096, .max = 1ll << 30,
 	  .help = "trace write buffer; events are written when it fills and at exit" },

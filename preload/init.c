@@ -20,6 +20,7 @@
 #include "record.h"
 #include "place.h"
 #include "../profiler/evidence.h"
+#include "../profiler/pyframes.h"
 #include "../profiler/trace.h"
 #include "../tier/migrator.h"
 
@@ -158,6 +159,7 @@ static void init_once(void)
 	open_trace();
 	kvt_prof_set_device_test(kvt_rec_device_memory);   /* the launch scan skips it */
 	kvt_place_init();
+	kvt_py_init();
 	kvt_migrator_start(&tier_host);
 	kvt_stats_init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
@@ -235,6 +237,7 @@ __attribute__((destructor(101))) static void kvt_dtor(void)
 		trace_live_records();
 		kvt_place_trace_counters();
 		kvt_migrator_trace_counters();
+		kvt_py_trace_counters();
 	}
 	kvt_trace_close();
 	kvt_tls.depth--;

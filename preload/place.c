@@ -19,6 +19,7 @@
 #include "../tier/admit.h"
 #include "../tier/migrator.h"
 #include "../cuda_shim/shim.h"
+#include "../profiler/pyframes.h"
 #include "../profiler/trace.h"
 
 static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -169,26 +170,49 @@ void kvt_place_init(void)
 /* ---- decisions and verdicts ---- */
 
 /* site~ rules: the call stack, symbolized lazily with dladdr (dynamic
- * symbols and module paths; static functions show as their module only).
- * Captured only when the rules contain a site~ selector. */
+ * symbols and module paths; static functions show as their module only),
+ * after the innermost Python frames (function as the symbol, file as the
+ * module) when the thread runs Python. Captured only when the rules
+ * contain a site~ selector. */
+#define SITE_PY_FRAMES 32           /* of KVT_POLICY_MAX_FRAMES: the rest native */
+
 struct site_ctx {
 	void *ip[KVT_POLICY_MAX_FRAMES];
 	int n;
+	struct kvt_py_stack py;
+	struct kvt_py_frame_text text;  /* the Python frame last handed out */
 };
 
 static int site_frame(void *arg, unsigned i, const char **sym, const char **module)
 {
 	struct site_ctx *c = arg;
 	Dl_info di;
-	if ((int)i >= c->n)
-		return -1;
 	*sym = NULL;
 	*module = NULL;
+	if (i < c->py.nr_frames) {
+		if (kvt_py_frame(&c->py, i, &c->text))
+			return -1;
+		*sym = c->text.func;
+		*module = c->text.file;
+		return 0;
+	}
+	i -= c->py.nr_frames;
+	if ((int)i >= c->n)
+		return -1;
 	if (kvt_dl_addr((char *)c->ip[i] - 1, &di)) {
 		*sym = di.dli_sname;
 		*module = di.dli_fname;
 	}
 	return 0;
+}
+
+/* Python frames only where the hook may call into Python (record.c). */
+static void site_capture(struct site_ctx *c, uint8_t kind)
+{
+	c->py.nr_frames = 0;
+	if (kind != KVT_KIND_MMAP)
+		kvt_py_capture(&c->py, SITE_PY_FRAMES);
+	c->n = kvt_backtrace(c->ip, KVT_POLICY_MAX_FRAMES);
 }
 
 void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl)
@@ -201,7 +225,7 @@ void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl)
 	struct site_ctx sc;
 	int need_site = kvt_policy_needs_site(&pol);
 	if (need_site)
-		sc.n = kvt_backtrace(sc.ip, KVT_POLICY_MAX_FRAMES);
+		site_capture(&sc, kind);
 	pthread_mutex_lock(&eng_lock);
 	struct kvt_policy_alloc_event ev = { .kind = kind, .size = size,
 					     .t_ns = kvt_now_ns(), .id = next_id++,

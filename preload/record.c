@@ -15,12 +15,20 @@ struct kvt_registry *kvt_mem_reg;
 struct kvt_registry *kvt_vmm_reg;
 struct kvt_registry *kvt_host_reg;
 
+/* The call site's stack id. Anonymous maps get native frames only: CPython
+ * maps its own object arenas with the GIL held, and reading Python frames
+ * there (which may allocate Python objects) would re-enter its allocator. */
+static uint32_t callsite(uint8_t kind)
+{
+	return kind == KVT_KIND_MMAP ? kvt_trace_callsite() : kvt_trace_callsite_python();
+}
+
 void kvt_rec_alloc_placed(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 			  int ok, uint64_t addr, uint64_t size, uint64_t aux,
 			  int32_t result, const struct kvt_place *pl)
 {
 	uint16_t who = kvt_attribute_api(api);
-	uint32_t stack = kvt_trace_active() ? kvt_trace_callsite() : 0;
+	uint32_t stack = kvt_trace_active() ? callsite(kind) : 0;
 	uint8_t placement = ok && pl ? pl->placement : KVT_PLACE_NATIVE;
 	int32_t node = placement != KVT_PLACE_NATIVE ? pl->node : -1;
 	if (ok) {

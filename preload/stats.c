@@ -24,6 +24,7 @@
 #include "stats.h"
 #include "../profiler/evidence.h"
 #include "../profiler/heat.h"
+#include "../profiler/pyframes.h"
 #include "../profiler/trace.h"
 
 _Static_assert(KVT_KIND__COUNT <= KVT_STATS_KINDS, "kinds outgrew the stats segment");
@@ -96,6 +97,10 @@ static void fill_static(struct kvt_stats_seg *s)
 	s->nr_sources = KVT_SRC__COUNT;
 	for (unsigned i = 0; i < KVT_SRC__COUNT; i++)
 		snprintf(s->source_name[i], KVT_STATS_NAME, "%s", kvt_prof_source_name(i));
+	_Static_assert(KVT_PY_FB__COUNT <= KVT_STATS_PY_FALLBACKS, "stats: py fallbacks");
+	s->nr_py_fallbacks = KVT_PY_FB__COUNT;
+	for (unsigned i = 0; i < KVT_PY_FB__COUNT; i++)
+		snprintf(s->py_fallback_name[i], KVT_STATS_NAME, "%s", kvt_py_fallback_name(i));
 }
 
 static void fill_counters(struct kvt_stats_seg *s)
@@ -148,6 +153,12 @@ static void fill_counters(struct kvt_stats_seg *s)
 		s->trace_dropped = ts.nr_dropped;
 		s->trace_write_errors = ts.nr_write_errors;
 	}
+	struct kvt_py_counters py;
+	kvt_py_counters(&py);
+	s->py_captured = py.captured;
+	s->py_version = py.version > 0 ? (uint32_t)py.version : 0;
+	for (unsigned i = 0; i < KVT_PY_FB__COUNT; i++)
+		s->py_fallback[i] = py.fallback[i];
 }
 
 /* Caller holds busy and the segment is mapped. Seqlock: odd while inside. */

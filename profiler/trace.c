@@ -18,6 +18,7 @@
 
 #include "kvtier/api.h"
 #include "../base/kvt.h"
+#include "pyframes.h"
 #include "trace.h"
 
 #define STACK_SLOTS (1u << 16)          /* distinct stacks kept */
@@ -203,6 +204,21 @@ static void append_locked(const void *rec, size_t n, int is_event)
 	tr.pos += n;
 	tr.buffered_events += is_event;
 	tr.st.nr_events += is_event;
+}
+
+/* One record in two pieces (a head and a body), kept together. */
+static void append2_locked(const void *a, size_t na, const void *b, size_t nb)
+{
+	open_pending_locked();
+	if (tr.fd < 0 || tr.failed)
+		return;
+	if (tr.pos + na + nb > tr.cap)
+		flush_locked();
+	if (na + nb > tr.cap)
+		return;
+	memcpy(tr.buf + tr.pos, a, na);
+	memcpy(tr.buf + tr.pos + na, b, nb);
+	tr.pos += na + nb;
 }
 
 static void write_header_locked(void)
@@ -427,8 +443,30 @@ static uint64_t hash_ips(void *const *ip, int n)
 	return h ? h : 1;
 }
 
-/* Insert a new stack (stack_lock held): write its modules and record. */
-static uint32_t add_stack_locked(uint64_t key, unsigned slot, void *const *ip, int n)
+/* The key of a native + Python combination: each gets its own stack id. */
+static uint64_t stack_key(void *const *ip, int n, const struct kvt_py_stack *py)
+{
+	uint64_t h = hash_ips(ip, n);
+	if (py) {
+		h ^= kvt_py_hash(py) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+		h = h ? h : 1;
+	}
+	return h;
+}
+
+/* The PYSTACK record of stack `id`, right after its STACK (tr.lock held). */
+static void add_pystack_locked(uint32_t id, const struct kvt_py_stack *py)
+{
+	struct kvt_rec_pystack p = { .head = { KVT_REC_PYSTACK, 0 }, .stack_id = id,
+				     .nr_frames = py->nr_frames };
+	p.head.bytes = (uint16_t)(sizeof p + py->bytes);
+	append2_locked(&p, sizeof p, py->body, py->bytes);
+	tr.st.nr_pystacks++;
+}
+
+/* Insert a new stack (stack_lock held): write its modules and record(s). */
+static uint32_t add_stack_locked(uint64_t key, unsigned slot, void *const *ip, int n,
+				 const struct kvt_py_stack *py)
 {
 	uint32_t id = next_stack_id++;
 	char rec[sizeof(struct kvt_rec_stack) + 8 * KVT_TRACE_MAX_FRAMES];
@@ -450,15 +488,17 @@ static uint32_t add_stack_locked(uint64_t key, unsigned slot, void *const *ip, i
 	}
 	append_locked(rec, s.head.bytes, 0);
 	tr.st.nr_stacks++;
+	if (py)
+		add_pystack_locked(id, py);
 	pthread_mutex_unlock(&tr.lock);
 	stack_ids[slot] = id;
 	__atomic_store_n(&stack_keys[slot], key, __ATOMIC_RELEASE);
 	return id;
 }
 
-static uint32_t stack_id_of(void *const *ip, int n)
+static uint32_t stack_id_of(void *const *ip, int n, const struct kvt_py_stack *py)
 {
-	uint64_t key = hash_ips(ip, n);
+	uint64_t key = stack_key(ip, n, py);
 	unsigned slot = (unsigned)(key & (STACK_SLOTS - 1));
 	for (unsigned probe = 0; probe < 64; probe++, slot = (slot + 1) & (STACK_SLOTS - 1)) {
 		uint64_t k = __atomic_load_n(&stack_keys[slot], __ATOMIC_ACQUIRE);
@@ -470,7 +510,7 @@ static uint32_t stack_id_of(void *const *ip, int n)
 		k = __atomic_load_n(&stack_keys[slot], __ATOMIC_ACQUIRE);
 		uint32_t id = 0;
 		if (!k)
-			id = add_stack_locked(key, slot, ip, n);
+			id = add_stack_locked(key, slot, ip, n, py);
 		else if (k == key)
 			id = stack_ids[slot];
 		pthread_mutex_unlock(&stack_lock);
@@ -594,22 +634,39 @@ int kvt_backtrace(void **ip, int max)
 	return n > 0 ? n : 0;
 }
 
+/* The native frames outside libkvtier: ip[*skip, *skip + n). */
+static int native_frames(void **ip, int depth, int *skip)
+{
+	int n = backtrace_ips(ip, depth + 8);
+	*skip = 0;
+	while (*skip < n && kvt_self_contains(ip[*skip]))
+		(*skip)++;
+	n -= *skip;
+	return n > depth ? depth : n;
+}
+
 uint32_t kvt_trace_callsite(void)
 {
 	void *ip[KVT_TRACE_MAX_FRAMES + 8];
-	int depth = tr.depth;
+	int depth = tr.depth, skip;
 	if (depth <= 0 || !stack_keys || !kvt_trace_active())
 		return 0;
-	int n = backtrace_ips(ip, depth + 8);
-	int skip = 0;
-	while (skip < n && kvt_self_contains(ip[skip]))
-		skip++;
-	n -= skip;
+	int n = native_frames(ip, depth, &skip);
+	return n > 0 ? stack_id_of(ip + skip, n, NULL) : 0;
+}
+
+uint32_t kvt_trace_callsite_python(void)
+{
+	void *ip[KVT_TRACE_MAX_FRAMES + 8];
+	struct kvt_py_stack py;
+	int depth = tr.depth, skip;
+	if (depth <= 0 || !stack_keys || !kvt_trace_active())
+		return 0;
+	int n = native_frames(ip, depth, &skip);
 	if (n <= 0)
 		return 0;
-	if (n > depth)
-		n = depth;
-	return stack_id_of(ip + skip, n);
+	int npy = kvt_py_capture(&py, depth);
+	return stack_id_of(ip + skip, n, npy > 0 ? &py : NULL);
 }
 
 /* ---- end, fork, stats ---- */
@@ -690,6 +747,7 @@ void kvt_trace_fork_child(void)
 		memset(stack_keys, 0, STACK_SLOTS * 12ull);
 	next_stack_id = 1;
 	nr_modules = 0;          /* the parent's file described them, not the child's */
+	kvt_py_counters_reset(); /* its INFO records count its own call sites */
 	__atomic_store_n(&tr.pending, 1, __ATOMIC_RELAXED);
 }
 

@@ -39,6 +39,11 @@ void kvt_trace_epoch(struct kvt_rec_epoch *e);
 /* Capture the caller's stack (frames inside libkvtier skipped), dedup it,
  * and return its id (0 = none: depth 0, tracing off, or table full). */
 uint32_t kvt_trace_callsite(void);
+/* The same with the innermost Python frames of this thread when it runs
+ * Python and holds the GIL (profiler/pyframes.h): a new native + Python
+ * combination also writes a PYSTACK record with its id. The caller holds
+ * the hook guard (the Python calls may allocate). */
+uint32_t kvt_trace_callsite_python(void);
 /* The caller's stack outside libkvtier, innermost first: up to max return
  * addresses; returns how many. Works with tracing off. */
 int kvt_backtrace(void **ip, int max);
@@ -63,6 +68,7 @@ void kvt_trace_fork_child(void);
 
 struct kvt_trace_stats {
 	uint64_t nr_events, nr_dropped, nr_stacks, nr_write_errors, nr_stack_full;
+	uint64_t nr_pystacks;          /* PYSTACK records written */
 };
 void kvt_trace_stats(struct kvt_trace_stats *out);
 

@@ -46,6 +46,36 @@ int kvt_trace_reader_open(struct kvt_trace_reader *r, const char *path)
 	return 0;
 }
 
+/* A PYSTACK's frames must fill the record exactly. */
+static int check_pystack(struct kvt_trace_reader *r, const struct kvt_rec_head *h,
+			 struct kvt_trace_item *it)
+{
+	const unsigned char *p = r->rec;
+	const struct kvt_rec_pystack *ps = (const void *)p;
+	if (h->bytes < sizeof *ps || ps->nr_frames > KVT_TRACE_MAX_PYFRAMES)
+		return fail(r, -EPROTO, "python stack record with a bad frame count");
+	size_t off = sizeof *ps;
+	for (uint32_t i = 0; i < ps->nr_frames; i++) {
+		struct kvt_rec_pyframe f;
+		if (off + sizeof f > h->bytes)
+			return fail(r, -EPROTO, "python stack record shorter than its frames");
+		memcpy(&f, p + off, sizeof f);
+		off += sizeof f;
+		if (off + f.func_bytes + f.file_bytes > h->bytes)
+			return fail(r, -EPROTO, "python frame names past the record's end");
+		r->py[i] = (struct kvt_trace_pyframe){
+			.line = f.line, .func_len = f.func_bytes, .file_len = f.file_bytes,
+			.func = (const char *)p + off, .file = (const char *)p + off + f.func_bytes,
+		};
+		off += f.func_bytes + (size_t)f.file_bytes;
+	}
+	if (off != h->bytes)
+		return fail(r, -EPROTO, "python stack record with bytes after its frames");
+	it->pystack = ps;
+	it->pyframes = r->py;
+	return 1;
+}
+
 static int check_shape(struct kvt_trace_reader *r, const struct kvt_rec_head *h,
 		       struct kvt_trace_item *it)
 {
@@ -101,6 +131,8 @@ static int check_shape(struct kvt_trace_reader *r, const struct kvt_rec_head *h,
 			return fail(r, -EPROTO, "epoch record too short");
 		it->epoch = (const void *)p;
 		return 1;
+	case KVT_REC_PYSTACK:
+		return check_pystack(r, h, it);
 	default:
 		return fail(r, -EPROTO, "unknown record type");
 	}

@@ -11,6 +11,14 @@
 
 #include "kvtier/trace_format.h"
 
+/* One Python frame of a PYSTACK record; names point into the record
+ * (not NUL-terminated, bytes as written: printers must sanitize). */
+struct kvt_trace_pyframe {
+	uint32_t line;
+	uint16_t func_len, file_len;
+	const char *func, *file;
+};
+
 struct kvt_trace_item {
 	uint16_t type;                          /* enum kvt_rec_type */
 	const struct kvt_rec_event *ev;         /* KVT_REC_EVENT */
@@ -23,6 +31,8 @@ struct kvt_trace_item {
 	const struct kvt_rec_epoch *epoch;      /* KVT_REC_EPOCH (a longer record: its tail ignored) */
 	const struct kvt_rec_module_buildid *build_id;  /* KVT_REC_MODULE_BUILDID ... */
 	const unsigned char *id;                /* ... its id_bytes bytes */
+	const struct kvt_rec_pystack *pystack;  /* KVT_REC_PYSTACK ... */
+	const struct kvt_trace_pyframe *pyframes;   /* ... its frames, decoded */
 };
 
 struct kvt_trace_reader {
@@ -33,6 +43,7 @@ struct kvt_trace_reader {
 	int saw_end;
 	char err[256];
 	uint64_t ips[KVT_TRACE_MAX_FRAMES];     /* frames of the last STACK record */
+	struct kvt_trace_pyframe py[KVT_TRACE_MAX_PYFRAMES];   /* of the last PYSTACK */
 	_Alignas(8) unsigned char rec[65536 + 8];
 };
 

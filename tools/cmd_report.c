@@ -130,6 +130,27 @@ static void dump_epoch(const struct kvt_rec_epoch *e)
 	       e->nr_failed);
 }
 
+/* Bytes of a trace string, control bytes shown as '?'. */
+static void put_name(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		putchar((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i]);
+}
+
+static void dump_pystack(const struct kvt_trace_item *it)
+{
+	printf("pystack id=%u frames=%u", it->pystack->stack_id, it->pystack->nr_frames);
+	for (uint32_t i = 0; i < it->pystack->nr_frames; i++) {
+		const struct kvt_trace_pyframe *f = &it->pyframes[i];
+		putchar(' ');
+		put_name(f->func, f->func_len);
+		putchar('@');
+		put_name(f->file, f->file_len);
+		printf(":%u", f->line);
+	}
+	printf("\n");
+}
+
 int kvt_cmd_dump(int argc, char **argv)
 {
 	int help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
@@ -159,6 +180,8 @@ int kvt_cmd_dump(int argc, char **argv)
 				printf(" 0x%" PRIx64, ip);
 			}
 			printf("\n");
+		} else if (it.pystack) {
+			dump_pystack(&it);
 		} else if (it.mod) {
 			printf("module bias=0x%" PRIx64 " start=0x%" PRIx64 " end=0x%" PRIx64 " %.*s\n",
 			       it.mod->bias, it.mod->start, it.mod->end, (int)it.text_len, it.text);

@@ -245,6 +245,18 @@ static void print_text(const struct kvt_stats_seg *s, FILE *f)
 	fprintf(f, "\n  trace: %llu events written, %llu dropped, %llu write errors\n",
 		(unsigned long long)s->trace_events, (unsigned long long)s->trace_dropped,
 		(unsigned long long)s->trace_write_errors);
+	fprintf(f, "  python frames: %llu call sites", (unsigned long long)s->py_captured);
+	if (s->py_version)
+		fprintf(f, " (Python %u.%u)", s->py_version >> 8, s->py_version & 0xff);
+	fprintf(f, "; fell back:");
+	unsigned npy = 0;
+	for (unsigned i = 0; i < s->nr_py_fallbacks && i < KVT_STATS_PY_FALLBACKS; i++)
+		if (s->py_fallback[i]) {
+			fprintf(f, " %.*s %llu", KVT_STATS_NAME, s->py_fallback_name[i],
+				(unsigned long long)s->py_fallback[i]);
+			npy++;
+		}
+	fprintf(f, "%s\n", npy ? "" : " none");
 }
 
 static int cmd_list(FILE *f)
@@ -378,6 +390,8 @@ static void print_prometheus(const struct kvt_stats_seg *segs, int n, FILE *f)
 		  SEGOFF(trace_events) },
 		{ "kvtier_trace_dropped_total", "Trace events lost.", M_COUNTER,
 		  SEGOFF(trace_dropped) },
+		{ "kvtier_python_callsites_total", "Call sites recorded with Python frames.",
+		  M_COUNTER, SEGOFF(py_captured) },
 		{ "kvtier_stats_updates_total", "Times the counters were published.", M_COUNTER,
 		  SEGOFF(nr_publish) },
 	};

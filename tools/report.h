@@ -25,6 +25,7 @@
 #define KVT_RPT_MAX_CHUNKS 4096u        /* heat rows kept */
 #define KVT_RPT_CHUNK_SHIFT 21          /* 2 MiB heat chunks */
 #define KVT_RPT_NO_MOD    UINT32_MAX
+#define KVT_RPT_PY_FRAMES 8u            /* Python frames kept per call site */
 
 /* Timeline series: live bytes per kind, then per placement. */
 #define KVT_RPT_SER_PLACE KVT_KIND__COUNT
@@ -35,11 +36,21 @@ struct kvt_rpt_frame {
 	uint64_t off;                   /* ip - bias (the raw ip without a module) */
 };
 
+struct kvt_rpt_pyframe {                /* a Python frame, names sanitized */
+	char *func, *file;
+	uint32_t line;
+};
+
 struct kvt_rpt_site {
-	struct kvt_rpt_frame at;        /* the attributed frame: the key */
+	struct kvt_rpt_frame at;        /* the attributed frame: the key (native sites) */
 	uint64_t nr, bytes, nr_failed;
 	uint32_t nr_frames;             /* representative stack, innermost first, */
 	struct kvt_rpt_frame frames[KVT_RPT_FRAMES];    /* ending at `at` */
+	/* A Python site (nr_py > 0) is keyed by its innermost Python frame
+	 * (function, file, line) instead; at/frames are the native frames of
+	 * the first stack seen there. Innermost first. */
+	uint32_t nr_py;
+	struct kvt_rpt_pyframe py[KVT_RPT_PY_FRAMES];
 };
 
 struct kvt_rpt_module {
@@ -109,7 +120,8 @@ struct kvt_report {
 	uint32_t nr_mods, cap_mods;
 	struct kvt_rpt_site *sites;     /* sites[0]: allocations without a stack */
 	uint32_t nr_sites, cap_sites;
-	uint32_t *site_hash, site_hash_cap;
+	uint32_t *site_hash, site_hash_cap;         /* native sites */
+	uint32_t *py_hash, py_hash_cap, nr_py_sites;   /* Python sites (report_py.c) */
 	uint64_t width_ns;              /* of one fine bucket; doubles as needed */
 	struct kvt_rpt_bucket fine[KVT_RPT_FINE];
 	struct kvt_rpt_chunk *chunks;
@@ -141,6 +153,18 @@ int kvt_report_init(struct kvt_report *r, char *const *paths, int nr_paths,
 /* Add one trace file: 0, or -errno with the reader's message in err. */
 int kvt_report_add(struct kvt_report *r, const char *path, char *err, size_t errlen);
 void kvt_report_free(struct kvt_report *r);
+
+/* report_py.c: a PYSTACK record re-attributes its stack id (already mapped
+ * to a native site by its STACK record) to the Python site of its innermost
+ * frame. An id without a STACK is ignored. 0 or -ENOMEM. */
+struct kvt_trace_pyframe;
+int kvt_rpt_on_pystack(struct kvt_report *r, const struct kvt_rec_pystack *ps,
+		       const struct kvt_trace_pyframe *fr);
+void kvt_rpt_py_free(struct kvt_report *r);
+/* report_scan.c: this file's site slot of stack id, or NULL when unknown. */
+uint32_t *kvt_rpt_stack_slot(struct kvt_report *r, uint32_t id);
+/* report_scan.c: room for one more site (sites may move). 0 or -ENOMEM. */
+int kvt_rpt_grow_sites(struct kvt_report *r);
 
 /* Queries used by the printers (report_out.c). */
 void kvt_report_timeline(const struct kvt_report *r, struct kvt_rpt_timeline *tl);

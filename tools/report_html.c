@@ -177,7 +177,12 @@ static void html_sites(struct kvt_report *r, FILE *f, int by_count)
 			"</td><td><b>", k + 1, s->bytes, s->nr, s->nr_failed);
 		esc(f, kvt_rpt_site_label(r, idx[k], lab, sizeof lab));
 		fprintf(f, "</b>");
-		for (uint32_t j = 0; j + 1 < s->nr_frames; j++) {
+		for (uint32_t j = 1; j < s->nr_py; j++) {
+			fprintf(f, "<br/><span class=\"via\">from ");
+			esc(f, kvt_rpt_py_label(&s->py[j], lab, sizeof lab));
+			fprintf(f, "</span>");
+		}
+		for (uint32_t j = 0; j < kvt_rpt_site_via(s); j++) {
 			fprintf(f, "<br/><span class=\"via\">via ");
 			esc(f, kvt_rpt_frame_label(r, &s->frames[j], lab, sizeof lab));
 			fprintf(f, "</span>");
@@ -245,7 +250,8 @@ int kvt_report_print_html(struct kvt_report *r, FILE *f)
 		".mark{stroke:#000;stroke-dasharray:4 3}.burst{fill:#ff7f0e;fill-opacity:.15}"
 		"svg text{font-size:11px}\n</style></head><body>\n<h1>kvtier report</h1>\n");
 	fprintf(f, "<p id=\"summary\">%u trace file%s, <span id=\"nr-events\">%" PRIu64 "</span> events, %"
-		PRIu64 " stacks, %u call sites, %.4f s. The call site is the first frame outside "
+		PRIu64 " stacks, %u call sites, %.4f s. The call site is the innermost Python frame "
+		"where one was recorded, else the first frame outside "
 		"libcudart*, libcuda*, libkvtier*, libc and the loader.</p>\n", r->nr_files,
 		r->nr_files == 1 ? "" : "s", r->nr_events, r->nr_stacks, r->nr_sites - 1,
 		(double)r->end_ns / 1e9);

@@ -74,6 +74,14 @@ static void json_sites(struct kvt_report *r, FILE *f, int by_count)
 			fprintf(f, "%s", j ? "," : "");
 			json_frame(r, f, &s->frames[j]);
 		}
+		fprintf(f, "],\"python\":[");
+		for (uint32_t j = 0; j < s->nr_py; j++) {
+			fprintf(f, "%s{\"function\":", j ? "," : "");
+			jstr(f, s->py[j].func);
+			fprintf(f, ",\"file\":");
+			jstr(f, s->py[j].file);
+			fprintf(f, ",\"line\":%u}", s->py[j].line);
+		}
 		fprintf(f, "]}");
 	}
 	fprintf(f, "],\n");

@@ -14,8 +14,14 @@
  * was inlined into; "? (0xip)" outside every module. */
 const char *kvt_rpt_frame_label(struct kvt_report *r, const struct kvt_rpt_frame *f,
 				char *buf, size_t len);
+/* A site's label: its innermost Python frame "func (file.py:line)" if it
+ * has one, else its attributed native frame; "(no stack recorded)" for 0. */
 const char *kvt_rpt_site_label(struct kvt_report *r, uint32_t site, char *buf, size_t len);
 /* The last component of a path. */
 const char *kvt_rpt_base_name(const char *path);
+/* "func (file.py:line)" of a Python frame (file's basename). */
+const char *kvt_rpt_py_label(const struct kvt_rpt_pyframe *p, char *buf, size_t len);
+/* How many of s->frames are printed as "via" lines under the label. */
+uint32_t kvt_rpt_site_via(const struct kvt_rpt_site *s);
 
 #endif

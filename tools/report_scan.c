@@ -156,6 +156,8 @@ static int rehash_sites(struct kvt_report *r)
 		return -ENOMEM;
 	memset(h, 0xff, cap * sizeof *h);
 	for (uint32_t i = 1; i < r->nr_sites; i++) {
+		if (r->sites[i].nr_py)
+			continue;               /* Python sites live in py_hash */
 		uint64_t k = mix64(r->sites[i].at.off ^ ((uint64_t)r->sites[i].at.mod << 40));
 		uint32_t s = (uint32_t)k & (cap - 1);
 		while (h[s] != UINT32_MAX)
@@ -194,7 +196,7 @@ static int site_of_stack(struct kvt_report *r, const void *ips, uint32_t n, uint
 	uint32_t s = (uint32_t)k & (r->site_hash_cap - 1);
 	for (; r->site_hash[s] != UINT32_MAX; s = (s + 1) & (r->site_hash_cap - 1)) {
 		const struct kvt_rpt_site *x = &r->sites[r->site_hash[s]];
-		if (x->at.mod == fr[at].mod && x->at.off == fr[at].off) {
+		if (x->at.mod == fr[at].mod && x->at.off == fr[at].off && !x->nr_py) {
 			*out = r->site_hash[s];
 			return 0;
 		}
@@ -251,16 +253,27 @@ static int on_stack(struct kvt_report *r, const struct kvt_rec_stack *st, const 
 	return 0;
 }
 
-static struct kvt_rpt_site *site_of_event(struct kvt_report *r, uint32_t id)
+uint32_t *kvt_rpt_stack_slot(struct kvt_report *r, uint32_t id)
 {
 	const struct kvt_rpt_file *f = &r->cur;
 	if (id && f->stack_cap) {
 		uint32_t s = (uint32_t)mix64(id) & (f->stack_cap - 1);
 		for (; f->stack_key[s]; s = (s + 1) & (f->stack_cap - 1))
 			if (f->stack_key[s] == id)
-				return &r->sites[f->stack_site[s]];
+				return &f->stack_site[s];
 	}
-	return &r->sites[0];
+	return NULL;
+}
+
+int kvt_rpt_grow_sites(struct kvt_report *r)
+{
+	return grow((void **)&r->sites, &r->cap_sites, sizeof *r->sites, r->nr_sites + 1);
+}
+
+static struct kvt_rpt_site *site_of_event(struct kvt_report *r, uint32_t id)
+{
+	const uint32_t *slot = kvt_rpt_stack_slot(r, id);
+	return &r->sites[slot ? *slot : 0];
 }
 
 /* ---- timeline and heat ---- */
@@ -615,6 +628,8 @@ int kvt_report_add(struct kvt_report *r, const char *path, char *err, size_t err
 			progress(r, &rd, path);
 		} else if (it.stack) {
 			ret = on_stack(r, it.stack, it.ips);
+		} else if (it.pystack) {
+			ret = kvt_rpt_on_pystack(r, it.pystack, it.pyframes);
 		} else if (it.mod) {
 			ret = on_module(r, it.mod, it.text, it.text_len);
 		} else if (it.build_id) {
@@ -651,6 +666,7 @@ void kvt_report_free(struct kvt_report *r)
 	for (uint32_t i = 0; i < r->nr_notes; i++)
 		free(r->notes[i]);
 	free(r->mods);
+	kvt_rpt_py_free(r);
 	free(r->sites);
 	free(r->site_hash);
 	free(r->chunks);

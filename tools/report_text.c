@@ -39,13 +39,29 @@ const char *kvt_rpt_base_name(const char *path)
 	return b ? b + 1 : path;
 }
 
+const char *kvt_rpt_py_label(const struct kvt_rpt_pyframe *p, char *buf, size_t len)
+{
+	const char *base = strrchr(p->file, '/');
+	snprintf(buf, len, "%s (%s:%u)", p->func, base ? base + 1 : p->file, p->line);
+	return buf;
+}
+
 const char *kvt_rpt_site_label(struct kvt_report *r, uint32_t i, char *buf, size_t len)
 {
 	if (!i) {
 		snprintf(buf, len, "(no stack recorded)");
 		return buf;
 	}
+	if (r->sites[i].nr_py)
+		return kvt_rpt_py_label(&r->sites[i].py[0], buf, len);
 	return kvt_rpt_frame_label(r, &r->sites[i].at, buf, len);
+}
+
+/* The native frames shown under a site: the runtime frames below the
+ * attributed one, and for a Python site the attributed one too. */
+uint32_t kvt_rpt_site_via(const struct kvt_rpt_site *s)
+{
+	return s->nr_py ? s->nr_frames : (s->nr_frames ? s->nr_frames - 1 : 0);
 }
 
 static void print_sites(struct kvt_report *r, FILE *f, int by_count)
@@ -63,7 +79,9 @@ static void print_sites(struct kvt_report *r, FILE *f, int by_count)
 		fprintf(f, "  %3u %14" PRIu64 " %10s %8" PRIu64 " %7" PRIu64 "  %s\n", k + 1,
 			s->bytes, kvt_format_size(s->bytes, a, sizeof a), s->nr, s->nr_failed,
 			kvt_rpt_site_label(r, idx[k], lab, sizeof lab));
-		for (uint32_t j = 0; !by_count && j + 1 < s->nr_frames; j++)
+		for (uint32_t j = 1; !by_count && j < s->nr_py; j++)
+			fprintf(f, "  %46s   from %s\n", "", kvt_rpt_py_label(&s->py[j], lab, sizeof lab));
+		for (uint32_t j = 0; !by_count && j < kvt_rpt_site_via(s); j++)
 			fprintf(f, "  %46s    via %s\n", "",
 				kvt_rpt_frame_label(r, &s->frames[j], lab, sizeof lab));
 	}
@@ -215,8 +233,8 @@ int kvt_report_print_text(struct kvt_report *r, FILE *f)
 	fprintf(f, "kvtier report: %u trace file%s, %" PRIu64 " events, %" PRIu64
 		" stacks, %" PRIu64 " call sites, %.4f s\n", r->nr_files, r->nr_files == 1 ? "" : "s",
 		r->nr_events, r->nr_stacks, (uint64_t)r->nr_sites - 1, (double)r->end_ns / 1e9);
-	fprintf(f, "call site = first frame outside libcudart*, libcuda*, libkvtier*, libc "
-		"and the loader\n");
+	fprintf(f, "call site = innermost Python frame where one was recorded, else the first "
+		"frame outside libcudart*, libcuda*, libkvtier*, libc and the loader\n");
 	print_kinds(r, f);
 	print_sites(r, f, 0);
 	print_sites(r, f, 1);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The live stats segment, version 1: what a process running under kvtier
+/* The live stats segment, version 2 (2 added the Python call-site counters): what a process running under kvtier
  * publishes in /dev/shm/kvtier.<pid> (mode 0600) and `kvtier stat` reads.
  * Shared by the writer (preload/stats.c) and the reader (tools/cmd_stat.c).
  * Fixed layout, no pointers; names travel with the counters. A reader
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define KVT_STATS_MAGIC     0x3154415453544b56ull    /* "VKTSTAT1" little-endian */
-#define KVT_STATS_VERSION   1u
+#define KVT_STATS_VERSION   2u
 #define KVT_STATS_DIR       "/dev/shm"
 #define KVT_STATS_PREFIX    "kvtier."                /* then the decimal pid */
 
@@ -18,6 +18,7 @@
 #define KVT_STATS_PLACES    8      /* enum kvt_placement */
 #define KVT_STATS_FALLBACKS 16     /* enum kvt_fallback (preload/place.h) */
 #define KVT_STATS_SOURCES   4      /* enum kvt_prof_src (profiler/evidence.h) */
+#define KVT_STATS_PY_FALLBACKS 4   /* enum kvt_py_fallback (profiler/pyframes.h) */
 #define KVT_STATS_NAME      24
 
 enum kvt_stats_flag {
@@ -72,6 +73,13 @@ struct kvt_stats_seg {
 	uint64_t evidence[KVT_STATS_SOURCES];   /* chunks credited, per source */
 
 	uint64_t trace_events, trace_dropped, trace_write_errors;
+
+	/* Python call sites: captures that got frames, and those that fell
+	 * back to native frames only, per reason (named). */
+	uint64_t py_captured;
+	uint32_t nr_py_fallbacks, py_version;   /* 0x030b = 3.11; 0 none seen */
+	char     py_fallback_name[KVT_STATS_PY_FALLBACKS][KVT_STATS_NAME];
+	uint64_t py_fallback[KVT_STATS_PY_FALLBACKS];
 };
 
 #endif

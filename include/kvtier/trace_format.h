@@ -35,9 +35,9 @@ enum kvt_rec_type {
 	KVT_REC_MODULE = 3,         /* struct kvt_rec_module + path bytes */
 	KVT_REC_INFO   = 4,         /* head + "key=value" text (not NUL-terminated) */
 	KVT_REC_END    = 5,         /* struct kvt_rec_end: the writer closed cleanly */
-	/* 8: KVT_REC_PYSTACK (Python frames), on its way */
-	KVT_REC_EPOCH  = 7,         /* struct kvt_rec_epoch: one device after one migration epoch */
 	KVT_REC_MODULE_BUILDID = 6, /* struct kvt_rec_module_buildid + id bytes */
+	KVT_REC_EPOCH  = 7,         /* struct kvt_rec_epoch: one device after one migration epoch */
+	KVT_REC_PYSTACK = 8,        /* struct kvt_rec_pystack + frames: the Python frames of a stack id */
 };
 
 /* What happened. */
@@ -83,6 +83,27 @@ struct kvt_rec_stack {
 	uint32_t id;
 	uint32_t nr_frames;
 	/* uint64_t ip[nr_frames], innermost first */
+};
+
+/* The Python frames of the call site whose STACK record has the same id,
+ * written right after it. A stack id stands for one native + Python
+ * combination: the writer's dedup key covers both, so every event's
+ * stack_id names at most one PYSTACK. nr_frames entries follow, innermost
+ * first, each a struct kvt_rec_pyframe then func_bytes + file_bytes of
+ * UTF-8 (no NUL, no padding); they fill the record exactly. */
+#define KVT_TRACE_MAX_PYFRAMES 64u
+
+struct kvt_rec_pystack {
+	struct kvt_rec_head head;
+	uint32_t stack_id;          /* a KVT_REC_STACK id written earlier */
+	uint32_t nr_frames;         /* at most KVT_TRACE_MAX_PYFRAMES */
+	/* nr_frames x (struct kvt_rec_pyframe, func, file) */
+};
+
+struct kvt_rec_pyframe {            /* 8 bytes, then the two names */
+	uint32_t line;              /* PyFrame_GetLineNumber (0: unknown) */
+	uint16_t func_bytes;        /* co_qualname (co_name before 3.11) */
+	uint16_t file_bytes;        /* co_filename, its tail when cut */
 };
 
 struct kvt_rec_module {             /* a loaded object, for offline symbolization */

@@ -91,7 +91,7 @@ static void check_item(const struct kvt_trace_item *it)
 {
 	switch (it->type) {
 	case KVT_REC_EVENT:
-		if (!it->ev || it->stack || it->mod || it->end || it->epoch || it->build_id)
+		if (!it->ev || it->stack || it->mod || it->end || it->epoch || it->build_id || it->pystack)
 			abort();
 		check_names(it->ev);
 		break;
@@ -125,6 +125,21 @@ static void check_item(const struct kvt_trace_item *it)
 			abort();
 		touch(it->epoch, sizeof *it->epoch);
 		break;
+	case KVT_REC_PYSTACK: {
+		/* every frame's names lie inside the record the reader returned */
+		const char *lo = (const char *)it->pystack, *hi = lo + it->pystack->head.bytes;
+		if (!it->pyframes || it->pystack->nr_frames > KVT_TRACE_MAX_PYFRAMES)
+			abort();
+		for (uint32_t i = 0; i < it->pystack->nr_frames; i++) {
+			const struct kvt_trace_pyframe *f = &it->pyframes[i];
+			if (f->func < lo || f->func + f->func_len > hi || f->file < lo ||
+			    f->file + f->file_len > hi)
+				abort();
+			touch(f->func, f->func_len);
+			touch(f->file, f->file_len);
+		}
+		break;
+	}
 	default:
 		abort();          /* the reader let an unknown type through */
 	}
