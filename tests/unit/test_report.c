@@ -9,6 +9,7 @@
 #include <link.h>
 
 #include "unit/kvt_test.h"
+#include "unit/kvt_report_test.h"
 #include "../profiler/trace_read.h"
 #include "kvtier/api.h"
 #include "../../tools/dwsym.c"
@@ -18,11 +19,7 @@ static char vllm_trace[600], sglang_trace[600], drv_trace[600];
 
 static const char *tmp_path(const char *name)
 {
-	static char bufs[8][600];
-	static int next;
-	char *b = bufs[next++ & 7];
-	snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-	return b;
+	return kvt_tmp_path(tmpdir, name);
 }
 
 static int make_trace(char *out, const char *name, const char *prog, const char *mode)
@@ -148,36 +145,16 @@ static struct kvt_child rc;
 
 static char *report(const char *fmt, const char *t1, const char *t2)
 {
-	const char *out = tmp_path(fmt);
-	const char *argv[] = { kvt_path("kvtier"), "report", "--format", fmt, "-o", out, t1, t2, NULL };
-	if (kvt_run(&rc, argv, NULL) || rc.exit_code) {
-		fprintf(stderr, "report %s: %d %s\n", fmt, rc.exit_code, rc.err);
-		return NULL;
-	}
-	return kvt_slurp(out, NULL);
+	return kvt_report_run(&rc, tmpdir, fmt, t1, t2);
 }
 
-/* The number after the successive markers (each searched after the last). */
-static uint64_t num_after(const char *s, const char *const *marks)
-{
-	for (int i = 0; s && marks[i]; i++) {
-		s = strstr(s, marks[i]);
-		if (s)
-			s += strlen(marks[i]);
-	}
-	if (!s)
-		return UINT64_MAX;
-	while (*s == ' ' || *s == '"' || *s == ':')
-		s++;
-	return strtoull(s, NULL, 10);
-}
 
 static uint64_t json_kind(const char *j, const char *kind, const char *field)
 {
 	char k[64], f[64];
 	snprintf(k, sizeof k, "\"%s\":{", kind);
 	snprintf(f, sizeof f, "\"%s\":", field);
-	return num_after(j, (const char *const[]){ "\"kinds\":{", k, f, NULL });
+	return kvt_num_after(j, (const char *const[]){ "\"kinds\":{", k, f, NULL });
 }
 
 /* text row "  device  N  BYTES ..." in "allocations by kind" */
@@ -225,8 +202,8 @@ static void check_agree(const char *t1, const char *t2)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(js);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(html);
 	CU_ASSERT(a.nr[KVT_KIND_DEVICE] > 0);
-	CU_ASSERT_EQUAL(num_after(js, (const char *const[]){ "\"events\":", NULL }), a.nr_events);
-	CU_ASSERT_EQUAL(num_after(html, (const char *const[]){ "<span id=\"nr-events\">", NULL }),
+	CU_ASSERT_EQUAL(kvt_num_after(js, (const char *const[]){ "\"events\":", NULL }), a.nr_events);
+	CU_ASSERT_EQUAL(kvt_num_after(html, (const char *const[]){ "<span id=\"nr-events\">", NULL }),
 			a.nr_events);
 	for (unsigned k = 1; k < KVT_KIND__COUNT; k++) {
 		const char *name = kvt_kind_name(k);
@@ -241,9 +218,9 @@ static void check_agree(const char *t1, const char *t2)
 		CU_ASSERT_EQUAL(html_kind(html, name, 1), a.bytes[k]);
 	}
 	if (!t2) {                      /* top site by bytes, all three formats */
-		uint64_t jt = num_after(js, (const char *const[]){ "\"top_sites_by_bytes\":[", "\"bytes\":", NULL });
-		uint64_t tt = num_after(txt, (const char *const[]){ "top call sites by bytes", "\n    1 ", NULL });
-		uint64_t ht = num_after(html, (const char *const[]){ "<table id=\"sites-bytes\">", "<tr><td>1</td><td>", NULL });
+		uint64_t jt = kvt_num_after(js, (const char *const[]){ "\"top_sites_by_bytes\":[", "\"bytes\":", NULL });
+		uint64_t tt = kvt_num_after(txt, (const char *const[]){ "top call sites by bytes", "\n    1 ", NULL });
+		uint64_t ht = kvt_num_after(html, (const char *const[]){ "<table id=\"sites-bytes\">", "<tr><td>1</td><td>", NULL });
 		CU_ASSERT(a.top_site_bytes > 0);
 		CU_ASSERT_EQUAL(jt, a.top_site_bytes);
 		CU_ASSERT_EQUAL(tt, a.top_site_bytes);
@@ -286,7 +263,7 @@ static void test_drvapi_symbolized(void)
 	const char *site = strstr(js, "\"site\":{\"function\":\"main\",\"file\":\"");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(site);
 	CU_ASSERT_PTR_NOT_NULL(strstr(site, "drvapi.c\",\"line\":"));
-	CU_ASSERT(num_after(site, (const char *const[]){ "\"line\":", NULL }) > 0);
+	CU_ASSERT(kvt_num_after(site, (const char *const[]){ "\"line\":", NULL }) > 0);
 	const char *t = strstr(txt, "top call sites by count");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
 	CU_ASSERT_PTR_NOT_NULL(strstr(t, "  main (drvapi+0x"));
@@ -351,15 +328,15 @@ static void test_heat_generated(void)
 	char *js = report("json", out, NULL), *txt = report("text", out, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(js);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
-	uint64_t pf = num_after(js, (const char *const[]){ "\"ops\":{", "\"prefetch\":", NULL });
+	uint64_t pf = kvt_num_after(js, (const char *const[]){ "\"ops\":{", "\"prefetch\":", NULL });
 	CU_ASSERT(pf > 0 && pf < 200000);
-	CU_ASSERT_EQUAL(num_after(js, (const char *const[]){ "\"migrations\":", NULL }), pf);
-	CU_ASSERT(num_after(js, (const char *const[]){ "\"heat\":{", "\"events\":", NULL }) > pf);
+	CU_ASSERT_EQUAL(kvt_num_after(js, (const char *const[]){ "\"migrations\":", NULL }), pf);
+	CU_ASSERT(kvt_num_after(js, (const char *const[]){ "\"heat\":{", "\"events\":", NULL }) > pf);
 	CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"chunks\":[{\"trace\":0,"));
 	CU_ASSERT_PTR_NULL(strstr(txt, "no migrations recorded"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, " prefetch events"));
 	/* gen_trace: 32 KV layers of 64 MiB, managed:far */
-	CU_ASSERT_EQUAL(num_after(js, (const char *const[]){ "\"placements\":{", "\"managed:far\":{\"count\":", NULL }), 32);
+	CU_ASSERT_EQUAL(kvt_num_after(js, (const char *const[]){ "\"placements\":{", "\"managed:far\":{\"count\":", NULL }), 32);
 	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "trace 0: 32 x 67108864 bytes"));
 	free(js);
 	free(txt);

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 
 #include "unit/kvt_test.h"
+#include "unit/kvt_report_test.h"
 #include "../profiler/trace_read.h"
 
 static char tmpdir[] = "/tmp/kvt-symbolize-XXXXXX";
@@ -20,11 +21,7 @@ static struct kvt_child rc;
 
 static const char *tmp_path(const char *name)
 {
-	static char bufs[8][600];
-	static int next;
-	char *b = bufs[next++ & 7];
-	snprintf(b, sizeof bufs[0], "%s/%s", tmpdir, name);
-	return b;
+	return kvt_tmp_path(tmpdir, name);
 }
 
 static int copy_file(const char *from, const char *to, mode_t mode)
