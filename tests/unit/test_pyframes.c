@@ -8,6 +8,7 @@
  * recorded and the fallback is counted. Also threads, atexit, fork, and
  * KVTIER_PYTHON=0. No timing: every check is on what was recorded. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <limits.h>
 
 #include "unit/kvt_test.h"
@@ -65,6 +66,35 @@ static int suite_clean(void)
 
 /* ---- running the script and reading its trace ---- */
 
+/* Python is not built with a sanitizer: under make tsan / make asan the
+ * sanitizer's runtime must be preloaded before the instrumented libkvtier
+ * (pulled in as libkvtier's dependency, TSan never sees the threads the
+ * interpreter starts, and kvtier's instrumented hook crashed in the first
+ * one). The runtime this suite itself runs on, found by one of its symbols. */
+static void sanitizer_first(char *pre, size_t len)
+{
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#ifdef __SANITIZE_THREAD__
+	void *sym = dlsym(RTLD_DEFAULT, "__tsan_init");
+#else
+	void *sym = dlsym(RTLD_DEFAULT, "__asan_init");
+#endif
+	Dl_info di;
+	char lib[600];
+	if (!sym || !dladdr(sym, &di) || !di.dli_fname ||
+	    strncmp(pre, "LD_PRELOAD=", 11))
+		return;
+	size_t n = strlen(pre + 11);
+	if (n >= sizeof lib || 11 + strlen(di.dli_fname) + 1 + n >= len)
+		return;
+	memcpy(lib, pre + 11, n + 1);
+	snprintf(pre, len, "LD_PRELOAD=%s %.*s", di.dli_fname, (int)n, lib);
+#else
+	(void)pre;
+	(void)len;
+#endif
+}
+
 static struct kvt_child child;
 
 /* py_alloc.py MODE under kvtier, tracing to <tmpdir>/<name>.%p.trace. */
@@ -73,6 +103,7 @@ static int run_py(const char *name, const char *mode, const char *policy, const 
 	char lib[512], fake[512], ld[600], pre[600], tr[800], pol[600];
 	if (kvt_preload_env(lib, fake, ld, pre))
 		return -1;
+	sanitizer_first(pre, sizeof pre);
 	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s/%s.%%p.trace", tmpdir, name);
 	snprintf(pol, sizeof pol, "KVTIER_POLICY=%s", policy ? policy : "");
 	const char *argv[] = { PYTHON, script, rtlib, mode, NULL };
