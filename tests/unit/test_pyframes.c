@@ -108,7 +108,15 @@ static int run_py(const char *name, const char *mode, const char *policy, const 
 	snprintf(pol, sizeof pol, "KVTIER_POLICY=%s", policy ? policy : "");
 	const char *argv[] = { PYTHON, script, rtlib, mode, NULL };
 	const char *env[] = { ld, pre, tr, pol, "KVTIER_MIGRATE=0", "KVTIER_STATS=0",
-			      extra ? extra : "KVTIER_LOG=warn", NULL };
+			      extra ? extra : "KVTIER_LOG=warn",
+#ifdef __SANITIZE_ADDRESS__
+			      /* CPython leaves its objects to the exit by design: leak
+			       * checking stays on for every other suite, off for the
+			       * interpreter (LeakSanitizer failed every run on its own
+			       * allocations, 126 KiB in 117 blocks, none of kvtier's) */
+			      "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0:abort_on_error=0",
+#endif
+			      NULL };
 	if (kvt_run_bounded(&child, argv, env, 120) || child.exit_code) {
 		fprintf(stderr, "py_alloc.py %s: exit %d\n%s\n", mode, child.exit_code, child.err);
 		return -1;
