@@ -267,7 +267,7 @@ int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node, int
 	bits_assign(act, slots[s].first, slots[s].nr_chunks, tier == KVT_PLAN_TIER_HBM);
 	slots[s].base = base;
 	slots[s].size = size;
-	slots[s].cursor = 0;
+	__atomic_store_n(&slots[s].cursor, 0, __ATOMIC_RELAXED);
 	slots[s].node = node;
 	slots[s].dev = dev;
 	slots[s].gen++;
@@ -477,7 +477,14 @@ int kvt_heat_range_get(int slot, struct kvt_heat_range *out)
 	    !__atomic_load_n(&slots[slot].live, __ATOMIC_ACQUIRE))
 		return -ENOENT;
 	pthread_mutex_lock(&wlock);
-	*out = slots[slot];
+	const struct kvt_heat_range *s = &slots[slot];
+	/* field by field: the cursor moves without the mutex (kvt_heat_spread,
+	 * on every launch that names the range), so it is read atomically */
+	*out = (struct kvt_heat_range){
+		.base = s->base, .size = s->size, .first = s->first, .nr_chunks = s->nr_chunks,
+		.cap_chunks = s->cap_chunks, .cursor = __atomic_load_n(&s->cursor, __ATOMIC_RELAXED),
+		.gen = s->gen, .node = s->node, .dev = s->dev, .live = s->live,
+	};
 	pthread_mutex_unlock(&wlock);
 	return out->live ? 0 : -ENOENT;
 }
