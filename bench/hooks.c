@@ -21,7 +21,7 @@
 #define NOINLINE __attribute__((noinline))
 #define MiB (1ul << 20)
 
-enum bench_mode { MODE_CUDA, MODE_MMAP, MODE_MALLOC, MODE_LAUNCH };
+enum bench_mode { MODE_CUDA, MODE_MMAP, MODE_MALLOC, MODE_LAUNCH, MODE_LAUNCH_HOST };
 
 struct bench_cfg {
 	enum bench_mode mode;
@@ -38,15 +38,17 @@ static const size_t small_bytes[] = { 256, 4096, 65536, 1024 };
 
 static void *volatile sink;
 
-/* ---- the launch pattern ------------------------------------------------
- * cudaLaunchKernel of the stand-in's touch kernel with the arguments
- * (ranges, nr): the runtime reaches the driver's cuLaunchKernel through the
- * resolver, where kvtier's hook scans the parameters (profiler/evidence.c).
- * ranges[0] names a 2 MiB cudaMalloc'd buffer (redirected and tracked under
- * KVTIER_POLICY='device => managed:cxl'), so the scan follows the pointer and
- * finds a tracked address, as it would in a block table; nr is 0, so the
- * "kernel" itself touches nothing and the figure is the launch path alone.
- * The parameter array ends with NULL, where the scan stops reading slots. */
+/* ---- the launch patterns ----------------------------------------------
+ * launch: cudaLaunchKernel of the stand-in's paged kernel, handed as a
+ * server hands its attention kernel the layer's K and V bases (inside a
+ * 2 MiB cudaMalloc'd buffer, redirected and tracked under
+ * KVTIER_POLICY='device => managed:cxl') and device pointers to its block
+ * table and lengths (a second cudaMalloc): the scan finds the bases among
+ * the parameters and reads nothing behind the device pointers.
+ * launch-host: the touch kernel with (ranges, nr), ranges a HOST array
+ * naming the buffer (the old workloads' pattern): the scan follows that
+ * pointer (a process_vm_readv on a sampled launch) and finds the address.
+ * Both run nothing (no sequences, nr 0): the figure is the launch path. */
 static struct {
 	struct fakecuda_range ranges[4096 / sizeof(struct fakecuda_range)];
 } launch_arg __attribute__((aligned(4096)));
@@ -54,19 +56,30 @@ static struct { unsigned nr; unsigned pad; } launch_nr;    /* 8 readable bytes *
 static const struct fakecuda_range *launch_ranges = launch_arg.ranges;
 static void *launch_params[3] = { &launch_ranges, &launch_nr, NULL };
 static const void *launch_fn;
-static void *launch_buf;
+static void *launch_buf, *launch_table;
+static CUdeviceptr paged_k, paged_v, paged_table, paged_lens, paged_ranges;
+static unsigned paged_nr, paged_stride = 64, paged_bt = 16, paged_row = 256, paged_nr_ranges;
+static void *paged_params[] = { &paged_k, &paged_v, &paged_table, &paged_lens, &paged_nr,
+				&paged_stride, &paged_bt, &paged_row, &paged_ranges,
+				&paged_nr_ranges };
 
-static int launch_setup(void)
+static int launch_setup(int host_table)
 {
-	if (cudaFree(NULL) != cudaSuccess || cudaMalloc(&launch_buf, 2 * MiB) != cudaSuccess)
+	if (cudaFree(NULL) != cudaSuccess || cudaMalloc(&launch_buf, 2 * MiB) != cudaSuccess ||
+	    cudaMalloc(&launch_table, 64 * 1024) != cudaSuccess)
 		return -1;
 	/* the runtime dlopens the driver RTLD_LOCAL: ask the loaded one */
 	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-	CUfunction (*touch)(void) = drv ? (CUfunction (*)(void))dlsym(drv, "fakecuda_touch_kernel") : NULL;
-	if (!touch)
+	CUfunction (*kernel)(void) = drv ? (CUfunction (*)(void))dlsym(drv, host_table ?
+		"fakecuda_touch_kernel" : "fakecuda_paged_kernel") : NULL;
+	if (!kernel)
 		return -1;
-	launch_fn = (const void *)touch();
+	launch_fn = (const void *)kernel();
 	launch_arg.ranges[0] = (struct fakecuda_range){ (CUdeviceptr)(uintptr_t)launch_buf, 4096, 0 };
+	paged_k = (CUdeviceptr)(uintptr_t)launch_buf;
+	paged_v = paged_k + MiB;
+	paged_table = (CUdeviceptr)(uintptr_t)launch_table;
+	paged_lens = paged_table + 32 * 1024;
 	return 0;
 }
 
@@ -137,11 +150,19 @@ static int one_launch(unsigned long i)
 	return cudaLaunchKernel(launch_fn, one, one, launch_params, 0, NULL) == cudaSuccess ? 0 : -1;
 }
 
+static int one_paged_launch(unsigned long i)
+{
+	(void)i;
+	dim3 one = { 1, 1, 1 };
+	return cudaLaunchKernel(launch_fn, one, one, paged_params, 0, NULL) == cudaSuccess ? 0 : -1;
+}
+
 static int run_pairs(const struct bench_cfg *c, unsigned long n)
 {
 	int (*pair)(unsigned long) = c->mode == MODE_CUDA ? pair_cuda :
 				     c->mode == MODE_MMAP ? pair_mmap :
-				     c->mode == MODE_LAUNCH ? one_launch : pair_malloc;
+				     c->mode == MODE_LAUNCH ? one_paged_launch :
+				     c->mode == MODE_LAUNCH_HOST ? one_launch : pair_malloc;
 	for (unsigned long i = 0; i < n; i++)
 		if (pair(i))
 			return -1;
@@ -178,7 +199,7 @@ static NOINLINE void at_depth(int left, struct bench_cfg *c)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: hooks cuda|mmap|malloc|launch PAIRS [DEPTH]\n"
+	fprintf(stderr, "usage: hooks cuda|mmap|malloc|launch|launch-host PAIRS [DEPTH]\n"
 		"  one trial: PAIRS alloc+free pairs (launch: kernel launches) after\n"
 		"  PAIRS/10 warm-up ones, DEPTH (default 0) helper frames above the loop\n");
 	return 2;
@@ -197,6 +218,8 @@ int main(int argc, char **argv)
 		c.mode = MODE_MALLOC;
 	else if (!strcmp(argv[1], "launch"))
 		c.mode = MODE_LAUNCH;
+	else if (!strcmp(argv[1], "launch-host"))
+		c.mode = MODE_LAUNCH_HOST;
 	else
 		return usage();
 	c.nr_pairs = strtoul(argv[2], NULL, 0);
@@ -204,8 +227,9 @@ int main(int argc, char **argv)
 	if (!c.nr_pairs || c.depth < 0 || c.depth > 1000)
 		return usage();
 	c.nr_warmup = c.nr_pairs / 10 + 1;
-	if (c.mode == MODE_LAUNCH && launch_setup()) {
-		fprintf(stderr, "hooks: launch setup failed (cudaMalloc or fakecuda_touch_kernel)\n");
+	int launching = c.mode == MODE_LAUNCH || c.mode == MODE_LAUNCH_HOST;
+	if (launching && launch_setup(c.mode == MODE_LAUNCH_HOST)) {
+		fprintf(stderr, "hooks: launch setup failed (cudaMalloc or the stand-in's kernel)\n");
 		return 1;
 	}
 	at_depth(c.depth, &c);
@@ -216,7 +240,7 @@ int main(int argc, char **argv)
 	printf("mode=%s pairs=%lu depth=%d cpu_ns_per_pair=%.1f thread_ns_per_pair=%.1f "
 	       "wall_ns_per_pair=%.1f\n", argv[1], c.nr_pairs, c.depth,
 	       c.cpu_ns / c.nr_pairs, c.thread_ns / c.nr_pairs, c.wall_ns / c.nr_pairs);
-	if (c.mode == MODE_LAUNCH)
+	if (launching)
 		launch_report();
 	return 0;
 }

@@ -37,6 +37,8 @@ static struct {
 	CUresult (*graph_nodes)(CUgraph, CUgraphNode *, size_t *);
 	CUresult (*node_type)(CUgraphNode, CUgraphNodeType *);
 	CUresult (*kernel_node_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+	/* the launch scan's parameter layouts (12.4+; NULL before) */
+	CUresult (*param_info)(CUfunction, size_t, size_t *, size_t *);
 	int ok;
 } drv;
 
@@ -73,6 +75,7 @@ static void resolve(void)
 	drv.graph_nodes = entry(gpa, "cuGraphGetNodes", 10000);
 	drv.node_type = entry(gpa, "cuGraphNodeGetType", 10000);
 	drv.kernel_node_params = entry(gpa, "cuGraphKernelNodeGetParams", 12000);
+	drv.param_info = entry(gpa, "cuFuncGetParamInfo", 12040);
 	drv.ok = drv.alloc_managed && drv.mem_free && drv.advise;
 }
 
@@ -238,4 +241,13 @@ int kvt_cuda_graph_kernels(CUgraph g, void (*fn)(void **params, void *arg), void
 	}
 	kvt_sys_munmap(nodes, bytes);
 	return k;
+}
+
+int kvt_cuda_param_size(uint64_t f, unsigned i, size_t *size)
+{
+	size_t offset = 0;
+	CUresult r = CALL(param_info, (CUfunction)(uintptr_t)f, i, &offset, size);
+	if (r == CUDA_SUCCESS)
+		return 0;
+	return r == CUDA_ERROR_INVALID_VALUE ? 1 : -1;
 }

@@ -64,6 +64,8 @@
 	X(cuLaunchKernel, cuLaunchKernel_ptsz) \
 	X(cuLaunchKernelEx, cuLaunchKernelEx) \
 	X(cuLaunchKernelEx, cuLaunchKernelEx_ptsz) \
+	X(cuModuleUnload, cuModuleUnload) \
+	X(cuLibraryUnload, cuLibraryUnload) \
 	X(cuGraphInstantiate, cuGraphInstantiateWithFlags) \
 	X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams) \
 	X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz) \

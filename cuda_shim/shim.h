@@ -8,6 +8,8 @@
 #define KVT_CUDA_SHIM_H
 
 #include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* Resolve the entry points (idempotent, thread-safe). 0 when the driver's
  * resolver is known (kvtier saw it being looked up or linked), else -1. */
@@ -37,6 +39,12 @@ int kvt_cuda_accessed_by(CUdeviceptr p, size_t bytes, CUdevice dev);
  * not entered); the number of kernel nodes, or -1. Maps a scratch array of
  * the graph's node handles: for instantiation, not for every launch. */
 int kvt_cuda_graph_kernels(CUgraph g, void (*fn)(void **params, void *arg), void *arg);
+
+/* Byte size of parameter i of kernel f (cuFuncGetParamInfo, CUDA 12.4+):
+ * 0 with *size; 1 when i is past its last parameter; -1 when the driver
+ * cannot say (no entry point, a handle it does not know). The launch scan
+ * asks once per function (profiler/params.h). */
+int kvt_cuda_param_size(uint64_t f, unsigned i, size_t *size);
 
 /* The migrator (tier/migrator.c): its thread binds each device's
  * primary context (retained, made current, *ctx kept to switch back to it),

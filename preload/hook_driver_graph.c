@@ -29,7 +29,7 @@ KVT_EXPORT CUresult exp(const CUlaunchConfig *cfg, CUfunction f, void **params, 
 	kvt_rec_event(KVT_OP_LAUNCH, KVT_KIND_NONE, KVT_API_cuLaunchKernelEx, U64(f),  \
 		      threads, s, blocks, r);                                          \
 	if (r == CUDA_SUCCESS)                                                         \
-		kvt_prof_on_launch(params, s);                                         \
+		kvt_prof_on_launch(U64(f), params, s);                                         \
 	kvt_hook_exit();                                                               \
 	return r;                                                                      \
 }

@@ -6,6 +6,7 @@
 #include "hook_driver.h"
 #include "place.h"
 #include "../profiler/evidence.h"
+#include "../profiler/params.h"
 
 /* The old (CUdevice) ABIs keep their plain export names; cuda.h maps the
  * plain names to the _v2 ABIs, so undo that here. */
@@ -138,7 +139,7 @@ KVT_EXPORT CUresult exp(CUfunction f, unsigned gx, unsigned gy, unsigned gz,    
 	kvt_rec_event(KVT_OP_LAUNCH, KVT_KIND_NONE, KVT_API_cuLaunchKernel, U64(f), \
 		      (uint64_t)bx * by * bz, U64(s), (uint64_t)gx * gy * gz, r);  \
 	if (r == CUDA_SUCCESS)                                                  \
-		kvt_prof_on_launch(params, U64(s));                             \
+		kvt_prof_on_launch(U64(f), params, U64(s));                             \
 	kvt_hook_exit();                                                        \
 	return r;                                                               \
 }
@@ -146,6 +147,28 @@ CUresult cuLaunchKernel_ptsz(CUfunction, unsigned, unsigned, unsigned, unsigned,
 			     unsigned, unsigned, unsigned, CUstream, void **, void **);
 LAUNCH_HOOK(cuLaunchKernel)
 LAUNCH_HOOK(cuLaunchKernel_ptsz)
+
+/* An unloaded module's or library's function handles may come back for
+ * other kernels: the parameter layouts the launch scan kept go stale. */
+KVT_EXPORT CUresult cuModuleUnload(CUmodule m)
+{
+	DRV_PROLOGUE(cuModuleUnload, m);
+	CUresult r = real(m);
+	if (r == CUDA_SUCCESS)
+		kvt_param_layouts_forget();
+	kvt_hook_exit();
+	return r;
+}
+
+KVT_EXPORT CUresult cuLibraryUnload(CUlibrary l)
+{
+	DRV_PROLOGUE(cuLibraryUnload, l);
+	CUresult r = real(l);
+	if (r == CUDA_SUCCESS)
+		kvt_param_layouts_forget();
+	kvt_hook_exit();
+	return r;
+}
 
 /* ---- advice and prefetch: aux = advice / stream, aux2 = location ---- */
 

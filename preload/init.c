@@ -20,6 +20,8 @@
 #include "record.h"
 #include "place.h"
 #include "../profiler/evidence.h"
+#include "../profiler/params.h"
+#include "../cuda_shim/shim.h"
 #include "../profiler/pyframes.h"
 #include "../profiler/trace.h"
 #include "../tier/migrator.h"
@@ -158,6 +160,7 @@ static void init_once(void)
 	}
 	open_trace();
 	kvt_prof_set_device_test(kvt_rec_device_memory);   /* the launch scan skips it */
+	kvt_prof_set_param_info(kvt_cuda_param_size);      /* ... and reads arguments by layout */
 	kvt_place_init();
 	kvt_py_init();
 	kvt_migrator_start(&tier_host);

@@ -7,10 +7,15 @@
  * through process_vm_readv (a bad address is an error return, never a
  * fault).
  *
- * What the launch scan can see: kernelParams[i] points to argument i, and
- * without cuFuncGetParamInfo kvtier does not know how many there are, so it
- * reads up to KVT_LAUNCH_SLOTS slots and 8 bytes behind each (stopping at the
- * first unreadable one). A value inside a tracked range is allocation-level
+ * What the launch scan can see: kernelParams[i] points to argument i. With
+ * the function's layout (cuFuncGetParamInfo, asked once per function:
+ * params.h) the scan knows how many there are and their sizes, and reads
+ * every 8-byte word of each (up to KVT_PARAM_WORDS) with plain loads: the
+ * driver has just read the same bytes. Without one (a driver before 12.4, a
+ * handle it does not know) it reads up to KVT_LAUNCH_SLOTS slots and 8 bytes
+ * behind each through process_vm_readv (stopping at the first unreadable
+ * one). A launch naming nothing tracked and no host pointer to follow ends
+ * there, with no driver call. A value inside a tracked range is allocation-level
  * evidence (the kernel was handed that tensor): KVT_LAUNCH_SPREAD of its
  * chunks are credited, round-robin. A value that is not tracked but looks
  * like a user-space pointer is followed once: a KVT_LAUNCH_WINDOW-byte window
@@ -34,6 +39,7 @@
 
 #include "evidence.h"
 #include "heat.h"
+#include "params.h"
 #include "../base/kvt.h"
 
 static unsigned enabled;
@@ -160,8 +166,10 @@ static int launch_sampled(void)
 }
 
 /* The values of a launch's first parameters that look like pointers
- * (stopping at the first slot that does not), read behind kernelParams. */
-static unsigned param_values(void **params, uint64_t val[KVT_LAUNCH_SLOTS])
+ * (stopping at the first slot that does not), read behind kernelParams
+ * through process_vm_readv: without a layout kvtier does not know how many
+ * slots there are, nor how many bytes are behind each. */
+static unsigned param_values(void **params, uint64_t val[KVT_LAUNCH_VALUES])
 {
 	uint64_t slot[KVT_LAUNCH_SLOTS];
 	size_t got = read_self(slot, (uint64_t)(uintptr_t)params, sizeof slot) / 8;
@@ -171,12 +179,57 @@ static unsigned param_values(void **params, uint64_t val[KVT_LAUNCH_SLOTS])
 	return read_slots(val, slot, nr);
 }
 
+/* The same with the function's layout: kernelParams[i] and the words behind
+ * it are the bytes the driver read for this launch, so plain loads (no
+ * system call); every 8-byte word of a parameter up to KVT_PARAM_WORDS (a
+ * struct passed by value, an array of tensor pointers, is seen whole). */
+static unsigned layout_values(void **params, const struct kvt_param_layout *lay,
+			      uint64_t val[KVT_LAUNCH_VALUES])
+{
+	unsigned nr = 0;
+	for (unsigned i = 0; i < lay->nr && nr < KVT_LAUNCH_VALUES; i++) {
+		const char *arg = params[i];
+		if (!arg)
+			break;
+		for (unsigned k = 0; k < lay->words[i] && nr < KVT_LAUNCH_VALUES; k++) {
+			uint64_t v;
+			memcpy(&v, arg + 8 * k, 8);
+			if (user_pointer(v))
+				val[nr++] = v;
+		}
+	}
+	return nr;
+}
+
+/* Whether any of the values could give evidence: one inside a tracked
+ * range, or a host pointer to follow (the first KVT_LAUNCH_FOLLOW
+ * candidates, as the scan takes them; bit i of *readable: value i may be
+ * read behind, so the scan asks the device test no second time). */
+static int worth_crediting(const uint64_t *val, unsigned nr, uint32_t *readable)
+{
+	int worth = 0;
+	*readable = 0;
+	for (unsigned i = 0, tests = 0; i < nr; i++) {
+		if (kvt_heat_maybe(val[i])) {
+			worth = 1;
+			if (kvt_heat_find(val[i]) >= 0)
+				continue;
+		}
+		if (tests >= KVT_LAUNCH_FOLLOW || !user_pointer(val[i]))
+			continue;
+		tests++;
+		if (host_readable(val[i])) {
+			*readable |= 1u << i;
+			worth = 1;
+		}
+	}
+	return worth;
+}
+
 /* The window behind host pointer v (rotating over KVT_LAUNCH_SPAN bytes,
- * else its start): bytes read into win; none behind device memory. */
+ * else its start): bytes read into win. v is not device memory. */
 static size_t follow(uint64_t v, uint64_t win[KVT_LAUNCH_WINDOW / 8])
 {
-	if (!host_readable(v))
-		return 0;
 	uint32_t turn = __atomic_fetch_add(&window_turn, 1, __ATOMIC_RELAXED);
 	uint64_t off = (uint64_t)(turn % (KVT_LAUNCH_SPAN / KVT_LAUNCH_WINDOW)) * KVT_LAUNCH_WINDOW;
 	size_t n = read_self(win, v + off, KVT_LAUNCH_WINDOW);
@@ -185,24 +238,29 @@ static size_t follow(uint64_t v, uint64_t win[KVT_LAUNCH_WINDOW / 8])
 	return n;
 }
 
-static void launch_scan(void **params, uint64_t stream)
+static void launch_scan(uint64_t func, void **params, uint64_t stream)
 {
-	uint64_t val[KVT_LAUNCH_SLOTS];
+	uint64_t val[KVT_LAUNCH_VALUES];
 	uint64_t win[KVT_LAUNCH_WINDOW / 8];
-	/* nothing redirected yet: skip the parameter reads (system calls) that
-	 * could only find nothing; most launches of most processes end here */
+	struct kvt_param_layout lay;
+	/* nothing redirected yet: skip the parameter reads that could only find
+	 * nothing; most launches of most processes end here */
 	if (!params || kvt_heat_empty())
 		return;
-	/* the reads are system calls (~1 us each here), and a decode step
-	 * makes hundreds of launches: a sample is scanned, its evidence
-	 * weighing KVT_LAUNCH_SAMPLE */
+	/* a decode step makes hundreds of launches: a sample is scanned, its
+	 * evidence weighing KVT_LAUNCH_SAMPLE */
 	if (!launch_sampled())
 		return;
+	unsigned nr = kvt_param_layout(func, &lay) ? layout_values(params, &lay, val)
+						   : param_values(params, val);
+	uint32_t readable;
+	if (!worth_crediting(val, nr, &readable))
+		return;                    /* no driver call for a launch naming nothing tracked */
 	int (*capturing)(uint64_t) = __atomic_load_n(&capturing_fn, __ATOMIC_ACQUIRE);
 	if (capturing && capturing(stream) == 1)
 		return;
 	const float weight = (float)KVT_LAUNCH_SAMPLE;
-	unsigned nr = param_values(params, val), credited = 0, followed = 0;
+	unsigned credited = 0, followed = 0;
 	for (unsigned i = 0; i < nr && credited < KVT_LAUNCH_MAX_CHUNKS; i++) {
 		int s = kvt_heat_maybe(val[i]) ? kvt_heat_find(val[i]) : -1;
 		if (s >= 0) {
@@ -212,6 +270,8 @@ static void launch_scan(void **params, uint64_t stream)
 		if (followed >= KVT_LAUNCH_FOLLOW || !user_pointer(val[i]))
 			continue;
 		followed++;
+		if (!(readable & (1u << i)))
+			continue;
 		size_t n = follow(val[i], win);
 		credited += scan_window(win, (unsigned)(n / 8), KVT_LAUNCH_MAX_CHUNKS - credited, weight);
 	}
@@ -272,7 +332,7 @@ int kvt_prof_graphs_wanted(void)
 
 void kvt_prof_graph_scan(struct kvt_graph_ev *g, void **params)
 {
-	uint64_t val[KVT_LAUNCH_SLOTS], win[KVT_LAUNCH_WINDOW / 8];
+	uint64_t val[KVT_LAUNCH_VALUES], win[KVT_LAUNCH_WINDOW / 8];
 	if (!params)
 		return;
 	unsigned nr = param_values(params, val), followed = 0;
@@ -375,7 +435,8 @@ void kvt_prof_on_graph_launch(uint64_t exec)
 		}
 		if (followed++ >= KVT_GRAPH_FOLLOW || credited >= KVT_GRAPH_MAX_CHUNKS)
 			continue;
-		size_t n = follow(v & ~GRAPH_FOLLOW, win);
+		uint64_t table = v & ~GRAPH_FOLLOW;
+		size_t n = host_readable(table) ? follow(table, win) : 0;
 		credited += scan_window(win, (unsigned)(n / 8), KVT_GRAPH_MAX_CHUNKS - credited, weight);
 	}
 	launch_credited(credited);
@@ -467,10 +528,10 @@ unsigned kvt_prof_sources_enabled(void)
 	for (unsigned s = 0; s < KVT_SRC__COUNT; s++) \
 		if ((kvt_prof_sources_enabled() & (1u << s)) && sources[s]->op)
 
-void kvt_prof_on_launch(void **params, uint64_t stream)
+void kvt_prof_on_launch(uint64_t func, void **params, uint64_t stream)
 {
 	EACH_ENABLED(s, on_launch)
-		sources[s]->on_launch(params, stream);
+		sources[s]->on_launch(func, params, stream);
 }
 
 void kvt_prof_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)

@@ -20,14 +20,15 @@ struct kvt_prof_source_ops {
 	/* at exit; go_on(): whether its next driver or CUPTI call may be made */
 	void (*stop)(int (*go_on)(void));
 	void (*poll)(void);                   /* once per epoch */
-	void (*on_launch)(void **params, uint64_t stream);
+	void (*on_launch)(uint64_t func, void **params, uint64_t stream);
 	void (*on_copy)(uint64_t dst, uint64_t src, uint64_t bytes);
 	void (*on_memset)(uint64_t dst, uint64_t bytes);
 	void (*on_fault)(uint64_t addr);      /* a GPU page fault CUPTI reported */
 };
 
 /* Bounds of the launch scan (per cuLaunchKernel). */
-#define KVT_LAUNCH_SLOTS        16     /* parameter slots read */
+#define KVT_LAUNCH_SLOTS        16     /* parameter slots read (without a layout) */
+#define KVT_LAUNCH_VALUES       32     /* values looked at per launch */
 #define KVT_LAUNCH_FOLLOW       2      /* host pointers followed one level */
 #define KVT_LAUNCH_WINDOW       1024   /* bytes read behind a followed pointer */
 #define KVT_LAUNCH_SPAN         4096   /* the window rotates over this many bytes */
@@ -43,7 +44,9 @@ void kvt_prof_sources_enable(unsigned mask);
 unsigned kvt_prof_sources_enabled(void);
 
 /* Hooks (inside the recorded path). */
-void kvt_prof_on_launch(void **params, uint64_t stream);
+/* func: the CUfunction (its parameter layout, profiler/params.h, lets the
+ * scan read the arguments without a system call; 0 = unknown). */
+void kvt_prof_on_launch(uint64_t func, void **params, uint64_t stream);
 /* fn(stream) = 1 when stream is being captured into a graph: a launch
  * there does not run, and gives no evidence (the graph's launches will). */
 void kvt_prof_set_capturing(int (*fn)(uint64_t stream));

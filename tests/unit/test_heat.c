@@ -11,6 +11,7 @@
 #include "../cuda_shim/shim.h"
 #include "../profiler/evidence.h"
 #include "../profiler/heat.h"
+#include "../profiler/params.h"
 
 static void test_decay_closed_form(void)
 {
@@ -507,7 +508,7 @@ static void test_launch_sampling_periodic(void)
 	for (int n = 0; n < launches; n++) {
 		uint64_t tensor = base + (uint64_t)(n % 4) * 64 * M;
 		void *params[16] = { &tensor };
-		kvt_prof_on_launch(params, 0);
+		kvt_prof_on_launch(0, params, 0);
 	}
 	kvt_prof_sources_enable(was);
 	double sum = 0;
@@ -560,7 +561,7 @@ static void *device_thread(void *arg)        /* a fresh thread: its first launch
 	uint64_t dv = (uint64_t)(uintptr_t)device_table, hv = (uint64_t)(uintptr_t)host_table;
 	void *params[16] = { &dv, &hv };
 	for (unsigned n = 0; n < dc->launches; n++)
-		kvt_prof_on_launch(params, 0);
+		kvt_prof_on_launch(0, params, 0);
 	dc->ha = heat_at(dc->a);
 	dc->hb = heat_at(dc->b);
 	void *node[16] = { &dv };
@@ -610,6 +611,69 @@ static void test_launch_skips_device(void)
 	kvt_heat_init(1000);
 }
 
+/* With the function's parameter layout (profiler/params.h) the scan reads
+ * every word of a struct passed by value: here (int64 n, two tensor
+ * pointers), 24 bytes, as PyTorch passes an array of data pointers. Without
+ * one it reads 8 bytes behind each slot (the count, no pointer) and sees
+ * neither tensor. The slots after the struct hold garbage pointers the
+ * layout says are not parameters: never read. */
+#define LAYOUT_FUNC 0x7e57f00dull
+
+static int layout_info(uint64_t func, unsigned i, size_t *size)
+{
+	if (func != LAYOUT_FUNC)
+		return -1;
+	if (i > 0)
+		return 1;
+	*size = 24;
+	return 0;
+}
+
+struct by_value { int64_t n; uint64_t a, b; };
+struct layout_case { uint64_t func, a, b; float ha, hb; };
+
+static void *layout_thread(void *arg)        /* a fresh thread: its first launch is scanned */
+{
+	struct layout_case *lc = arg;
+	struct by_value bv = { 3, lc->a, lc->b };
+	void *params[16] = { &bv, (void *)8, (void *)16, (void *)24 };   /* past the last: bad */
+	if (lc->func)
+		kvt_prof_on_launch(lc->func, params, 0);
+	else
+		kvt_prof_on_launch(0, (void *[16]){ &bv }, 0);
+	lc->ha = heat_at(lc->a);
+	lc->hb = heat_at(lc->b);
+	return NULL;
+}
+
+static void test_launch_layout(void)
+{
+	const uint64_t M = 1ull << 20;
+	struct layout_case lc = { .a = 0x6a00000000ull, .b = 0x6b00000000ull };
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(0), 0);          /* tau 0: exact sums */
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(lc.a, 8 * M, KVT_PLAN_TIER_FAR, 0, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(lc.b, 8 * M, KVT_PLAN_TIER_FAR, 0, 0), 0);
+	unsigned was = kvt_prof_sources_enabled();
+	kvt_prof_sources_enable(1u << KVT_SRC_LAUNCH);
+	kvt_prof_set_param_info(layout_info);
+	pthread_t th;
+	lc.func = 0;                                          /* no layout: the old reads */
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, layout_thread, &lc), 0);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(lc.ha, 0);
+	CU_ASSERT_EQUAL(lc.hb, 0);
+	lc.func = LAYOUT_FUNC;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, layout_thread, &lc), 0);
+	pthread_join(th, NULL);
+	CU_ASSERT(lc.ha > 0);
+	CU_ASSERT(lc.hb > 0);
+	kvt_prof_set_param_info(NULL);
+	kvt_param_layouts_forget();
+	kvt_prof_sources_enable(was);
+	kvt_heat_reset();
+	kvt_heat_init(1000);
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -625,6 +689,7 @@ int main(void)
 		{ "collect and devices: ranges of several devices", test_collect_per_device },
 		{ "graphs: instantiated kernels' evidence credited at launch", test_graph_evidence },
 		{ "launch scan: never reads behind a device pointer", test_launch_skips_device },
+		{ "launch scan: a layout shows a struct's words, and no slot past it", test_launch_layout },
 		{ "fault_in: tier, residence, refaults", test_fault_in },
 		{ "evicted: strikes for driver evictions only", test_evicted_strikes },
 		CU_TEST_INFO_NULL,

@@ -229,16 +229,52 @@ CUresult fc_touch_run(const struct fakecuda_range *ranges, unsigned nr, int dev)
 static const uint8_t fc_touch_sizes[] = { 8, 4 };
 static const uint8_t fc_paged_sizes[] = { 8, 8, 8, 8, 4, 4, 4, 4, 8, 4 };
 
-CUresult fc_kernel_args(CUfunction f, void **params, struct fc_kargs *out)
+/* The stand-in's kernel behind handle f, or NULL (not one of its kernels). */
+static const struct fc_kernel *fc_kernel_of(CUfunction f)
 {
 	uint32_t magic = 0;
 	if (f)                           /* any handle: misaligned ones too */
 		memcpy(&magic, (const void *)f, sizeof magic);
-	if (magic != FC_KERNEL_MAGIC)
+	return magic == FC_KERNEL_MAGIC ? (const struct fc_kernel *)f : NULL;
+}
+
+/* Its argument sizes, *n of them. */
+static const uint8_t *fc_kernel_sizes(const struct fc_kernel *k, unsigned *n)
+{
+	*n = k->fn == FC_KFN_PAGED ? sizeof fc_paged_sizes : sizeof fc_touch_sizes;
+	return k->fn == FC_KFN_PAGED ? fc_paged_sizes : fc_touch_sizes;
+}
+
+/* As the driver (12.4+) answers it: offset and size of argument i, packed
+ * at natural alignment; CUDA_ERROR_INVALID_VALUE past the last. */
+CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t i, size_t *offset, size_t *size)
+{
+	FC_GUARD("cuFuncGetParamInfo", 0);
+	const struct fc_kernel *k = fc_kernel_of(f);
+	if (!k)
 		return CUDA_ERROR_INVALID_HANDLE;
-	const struct fc_kernel *k = (const struct fc_kernel *)f;
-	const uint8_t *sz = k->fn == FC_KFN_PAGED ? fc_paged_sizes : fc_touch_sizes;
-	unsigned n = k->fn == FC_KFN_PAGED ? sizeof fc_paged_sizes : sizeof fc_touch_sizes;
+	unsigned n;
+	const uint8_t *sz = fc_kernel_sizes(k, &n);
+	if (i >= n || !offset || !size)
+		return CUDA_ERROR_INVALID_VALUE;
+	size_t off = 0;
+	for (size_t j = 0; j <= i; j++) {
+		off = (off + sz[j] - 1) / sz[j] * sz[j];
+		if (j < i)
+			off += sz[j];
+	}
+	*offset = off;
+	*size = sz[i];
+	return CUDA_SUCCESS;
+}
+
+CUresult fc_kernel_args(CUfunction f, void **params, struct fc_kargs *out)
+{
+	const struct fc_kernel *k = fc_kernel_of(f);
+	if (!k)
+		return CUDA_ERROR_INVALID_HANDLE;
+	unsigned n;
+	const uint8_t *sz = fc_kernel_sizes(k, &n);
 	if (!params)
 		return CUDA_ERROR_INVALID_VALUE;
 	*out = (struct fc_kargs){ { 0 } };

@@ -123,6 +123,7 @@ static const struct fc_proc fc_procs[] = {
 	/* kernels, unified memory, pointers, IPC */
 	RP("cuLaunchKernel", 4000, cuLaunchKernel, cuLaunchKernel_ptsz),
 	RP("cuLaunchKernelEx", 11060, cuLaunchKernelEx, cuLaunchKernelEx_ptsz),
+	R("cuFuncGetParamInfo", 12040, cuFuncGetParamInfo),
 	R("cuMemAdvise", 8000, cuMemAdvise),
 	R("cuMemAdvise", 12020, cuMemAdvise_v2),
 	RP("cuMemPrefetchAsync", 8000, cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz),
