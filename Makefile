@@ -98,8 +98,11 @@ $(BUILD)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -ldl -lpthread
 
+# TEST_JOBS suites side by side (the migration suites are built to pass
+# beside two CPU hogs; test_stat runs alone); TEST_JOBS=1: one at a time.
+TEST_JOBS ?= 2
 test: all
-	@BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) SAN=$(SAN) tests/run_tests.sh
+	@BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) SAN=$(SAN) JOBS=$(TEST_JOBS) tests/run_tests.sh
 
 # The suites that run the migration thread, with two CPU hogs beside them
 # (a shared machine): their verdicts must not depend on the machine's speed.

@@ -179,11 +179,6 @@ static CUresult probe_restore(uint64_t addr, uint64_t bytes, CUdevice dev)
 			       CU_MEM_LOCATION_TYPE_DEVICE, dev);
 }
 
-static int range_same(uint16_t slot, uint32_t gen)
-{
-	struct kvt_heat_range r;
-	return !kvt_heat_range_get(slot, &r) && r.gen == gen;
-}
 
 /* ---- one epoch: harvest the last probes, follow the ranges, arm new ones ---- */
 
@@ -201,7 +196,10 @@ static void harvest(void)
 			.slot = sm.probes[i].slot, .weight = sm.probes[i].weight,
 			.dev = sm.probes[i].dev,
 		};
-		int live = range_same(p.slot, p.gen);
+		/* pinned, its free waits until the advice is given back: without
+		 * the pin a free between the test and the advice made it fail
+		 * (or, the address reused, advise another allocation) */
+		int live = !kvt_heat_pin(p.slot, p.gen);
 		if (p.region != NO_REGION) {
 			kvt_regions_account(&sm.set, p.region, hit ? KVT_REGION_ACCESSED : KVT_REGION_IDLE);
 			ctr.faulted += hit != 0;
@@ -211,6 +209,7 @@ static void harvest(void)
 		if (!live)
 			continue;                  /* freed: its advice went with it */
 		CUresult r = probe_restore(p.addr, p.bytes, p.dev);
+		kvt_heat_unpin();
 		if (r != CUDA_SUCCESS) {
 			advise_failed(r);
 			p.region = NO_REGION;
@@ -296,19 +295,26 @@ static void arm_region(uint32_t i)
 	p->dev = sl->dev;
 	p->hit = 0;
 	p->weight = (uint8_t)(rg->nr < KVT_SAMPLE_MAX_WEIGHT ? rg->nr : KVT_SAMPLE_MAX_WEIGHT);
+	if (kvt_heat_pin(p->slot, p->gen)) {   /* freed since the last epoch's walk */
+		kvt_regions_account(&sm.set, i, KVT_REGION_UNKNOWN);
+		return;
+	}
 	hash_put(sm.nr_probes);            /* before the advice: no fault is missed */
 	CUresult r = probe_unmap(p->addr, p->bytes, p->dev);
 	if (r != CUDA_SUCCESS) {
 		advise_failed(r);
 		kvt_regions_account(&sm.set, i, KVT_REGION_UNKNOWN);
 		p->region = NO_REGION;         /* no sample; a restore may still be owed */
-		if (probe_restore(p->addr, p->bytes, p->dev) == CUDA_SUCCESS) {
+		CUresult back = probe_restore(p->addr, p->bytes, p->dev);
+		kvt_heat_unpin();
+		if (back == CUDA_SUCCESS) {
 			__atomic_store_n(&p->bytes, 0, __ATOMIC_RELAXED);   /* matches nothing */
 			return;
 		}
 		sm.nr_probes++;
 		return;
 	}
+	kvt_heat_unpin();
 	sm.nr_probes++;
 	ctr.armed++;
 }

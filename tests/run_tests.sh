@@ -5,6 +5,7 @@
 # SUITES="test_a test_b": only those suites (and no layering check).
 # HOGS=N: N busy-looping processes beside the suites for their whole run
 # (make test-loaded), as on a shared machine.
+# JOBS=N: N suites side by side (output still in order); see run_suite.
 set -u
 BUILD=${BUILD:-build}
 export BUILD
@@ -48,11 +49,11 @@ else
 	echo "--- check_layers failed: an include cycle among folders, an include upward, or policy/ impure"
 fi
 fi
-for t in "$BUILD"/tests/unit/test_*; do
-	[ -x "$t" ] || continue
-	name=$(basename "$t")
-	case " ${SUITES:- $name } " in *" $name "*) ;; *) continue ;; esac
-	echo "=== $name"
+# run_suite NAME: one suite, its log in $logdir/NAME.log; what the summary
+# shows of it in $logdir/NAME.out and its counts "p f k crashed" in
+# $logdir/NAME.counts (so that suites can run side by side, JOBS=N).
+run_suite() {
+	local name=$1 t="$BUILD/tests/unit/$1" start rc row p f k c=0
 	start=$(date +%s)
 	timeout 900 "$t" >"$logdir/$name.log" 2>&1
 	rc=$?
@@ -61,12 +62,13 @@ for t in "$BUILD"/tests/unit/test_*; do
 	if [ -n "$row" ]; then
 		p=$(echo "$row" | awk '{print $4}'); f=$(echo "$row" | awk '{print $5}')
 		# inactive tests: skips a suite decided on (a tool missing; its log says which)
-		k=$(echo "$row" | awk '{print $6}'); skipped=$((skipped+${k:-0}))
+		k=$(echo "$row" | awk '{print $6}')
 	else
-		p=0; f=1
+		p=0; f=1; k=0
 	fi
-	if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; crashed=$((crashed+1)); fi
-	passed=$((passed+p)); failed=$((failed+f))
+	if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; c=1; fi
+	{
+	echo "=== $name"
 	sed -n '/Run Summary/,$p' "$logdir/$name.log"
 	if [ "$f" != 0 ]; then
 		echo "--- $name failed (rc=$rc); its log:"
@@ -78,7 +80,48 @@ for t in "$BUILD"/tests/unit/test_*; do
 			"$logdir/$name.log" | tail -30
 	fi
 	echo "    ($name: rc=$rc, $(( $(date +%s) - start ))s)"
+	} >"$logdir/$name.out"
+	echo "$p $f ${k:-0} $c" >"$logdir/$name.counts"
+}
+
+# collect NAME: print a finished suite's summary, add its counts.
+collect() {
+	local p f k c
+	cat "$logdir/$1.out"
+	read -r p f k c <"$logdir/$1.counts"
+	passed=$((passed+p)); failed=$((failed+f)); skipped=$((skipped+k)); crashed=$((crashed+c))
+}
+
+# JOBS=N: N suites at a time (default 1), printed in order. A suite in
+# ALONE runs with no other beside it (it lists or sweeps what every kvtier
+# process leaves in /dev/shm).
+JOBS=${JOBS:-1}
+ALONE=${ALONE:-test_stat}
+queue=()      # "pid name" of the suites running, oldest first
+drain_one() {
+	local head=${queue[0]}
+	wait "${head%% *}"
+	collect "${head#* }"
+	queue=("${queue[@]:1}")
+}
+for t in "$BUILD"/tests/unit/test_*; do
+	[ -x "$t" ] || continue
+	name=$(basename "$t")
+	case " ${SUITES:- $name } " in *" $name "*) ;; *) continue ;; esac
+	alone=0
+	case " $ALONE " in *" $name "*) alone=1 ;; esac
+	if [ "$JOBS" -le 1 ]; then
+		run_suite "$name"; collect "$name"; continue
+	fi
+	if [ $alone = 1 ]; then
+		while [ ${#queue[@]} -gt 0 ]; do drain_one; done
+		run_suite "$name"; collect "$name"; continue
+	fi
+	while [ ${#queue[@]} -ge "$JOBS" ]; do drain_one; done
+	run_suite "$name" &
+	queue+=("$! $name")
 done
+while [ ${#queue[@]} -gt 0 ]; do drain_one; done
 echo
 [ "$skipped" -gt 0 ] && echo "$skipped skipped (inactive: a tool they need is missing; see the SKIP lines)"
 echo "$passed passed, $failed failed"

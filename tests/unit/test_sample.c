@@ -367,6 +367,8 @@ static void test_sampling_finds_hot_chunks(void)
 {
 	static struct result r;
 	run(&r, "launch,cupti,sample", NULL, 1);
+	const char *line = strstr(r.info, "\nprof.source.sample=");
+	fprintf(stderr, "\n  %.*s\n", line ? (int)strcspn(line + 1, "\n") : 4, line ? line + 1 : "none");
 	CU_ASSERT_EQUAL(r.c.exit_code, 0);
 	CU_ASSERT_EQUAL(out(&r, "hot_in_hbm"), 4);
 	CU_ASSERT_EQUAL(out(&r, "cold_in_hbm"), 0);
