@@ -20,9 +20,18 @@
  *            faults memory in, is the program still making its KV cache).
  *   armed burst: KV at birth when one allocation takes pool_share_pct of
  *            the free memory; else its first members are MAYBE and the burst
- *            is confirmed by burst_confirm members, or by a full zero-fill
- *            with >= 2 members or >= fill_share_pct of free memory; it is
- *            refuted when it ends unconfirmed or a member is freed.
+ *            is confirmed by burst_confirm members with a size repeated, by
+ *            its members together taking pool_share_pct of free memory, or
+ *            by a full zero-fill with >= 2 members or >= fill_share_pct of
+ *            free memory; it is refuted when it ends unconfirmed, and the
+ *            members of one size are refuted when one of them is freed.
+ *            Until confirmed it takes up to KVT_POLICY_BURST_SIZES sizes:
+ *            a server's pools of one free-memory budget come in several
+ *            sizes (per-window pools, Mamba state + KV, MLA + indexer).
+ *   pools    a burst's confirmation spends the arming only once the KV
+ *            confirmed since the arming query takes pools_done_pct of the
+ *            free memory it reported; until then later bursts (further
+ *            pools) are armed. A pool KV at birth spends it at once.
  *   unarmed: never KV at birth; a large allocation among the first
  *            early_large, >= total/late_total_div, zero-filled in full before
  *            the next large allocation is reported LATE (llama.cpp's shape). */
@@ -45,6 +54,7 @@ void kvt_policy_cls_config_default(struct kvt_policy_cls_config *c)
 		.maybe_free_div = 512,
 		.pool_share_pct = 40,
 		.fill_share_pct = 10,
+		.pools_done_pct = 80,
 		.early_large = 8,
 		.late_total_div = 64,
 	};
@@ -91,22 +101,6 @@ static void emit(struct kvt_policy_cls_verdicts *out, uint64_t id, uint8_t v)
 	}
 }
 
-/* Verdict on every pending member; the burst stays open only if confirmed. */
-static void settle(struct kvt_policy_cls *c, uint8_t verdict,
-		   struct kvt_policy_cls_verdicts *out)
-{
-	struct kvt_policy_cls_burst *b = &c->burst;
-	for (unsigned i = 0; i < b->nr_pending; i++)
-		emit(out, b->pending[i].id, verdict);
-	b->nr_pending = 0;
-	if (verdict == KVT_VERDICT_CONFIRMED) {
-		b->confirmed = true;
-		c->arm_left = 0;
-	}
-	else
-		b->open = false;
-}
-
 /* share% of free memory (at arming) reached by bytes? */
 static bool share_of_free(const struct kvt_policy_cls *c, uint64_t bytes,
 			  unsigned pct)
@@ -117,6 +111,44 @@ static bool share_of_free(const struct kvt_policy_cls *c, uint64_t bytes,
 	       (unsigned __int128)c->free_at_arm * pct;
 }
 
+/* bytes more are KV: the arming ends once the pools fill the free memory
+ * (pools_done_pct of it; 0 = at the first confirmation). */
+static void count_kv(struct kvt_policy_cls *c, uint64_t bytes)
+{
+	c->kv_since_arm += bytes;
+	if (!c->cfg.pools_done_pct ||
+	    share_of_free(c, c->kv_since_arm, c->cfg.pools_done_pct) ||
+	    !c->free_at_arm)
+		c->arm_left = 0;
+}
+
+/* Verdict on every pending member; the burst stays open only if confirmed. */
+static void settle(struct kvt_policy_cls *c, uint8_t verdict,
+		   struct kvt_policy_cls_verdicts *out)
+{
+	struct kvt_policy_cls_burst *b = &c->burst;
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < b->nr_pending; i++) {
+		emit(out, b->pending[i].id, verdict);
+		bytes += b->pending[i].size;
+	}
+	b->nr_pending = 0;
+	if (verdict == KVT_VERDICT_CONFIRMED) {
+		b->confirmed = true;
+		count_kv(c, bytes);
+	}
+	else
+		b->open = false;
+}
+
+static uint64_t pending_bytes(const struct kvt_policy_cls_burst *b)
+{
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < b->nr_pending; i++)
+		bytes += b->pending[i].size;
+	return bytes;
+}
+
 static bool any_zeroed(const struct kvt_policy_cls_burst *b)
 {
 	for (unsigned i = 0; i < b->nr_pending; i++)
@@ -125,16 +157,48 @@ static bool any_zeroed(const struct kvt_policy_cls_burst *b)
 	return false;
 }
 
-/* Confirmation test for an armed, unconfirmed burst. */
+/* The most pending members of any one size. */
+static unsigned max_same_size(const struct kvt_policy_cls_burst *b)
+{
+	unsigned best = 0;
+	for (unsigned s = 0; s < b->nr_sizes; s++) {
+		unsigned n = 0;
+		for (unsigned i = 0; i < b->nr_pending; i++)
+			n += b->pending[i].size == b->sizes[s];
+		if (n > best)
+			best = n;
+	}
+	return best;
+}
+
+/* Confirmation test for an armed, unconfirmed burst: burst_confirm members
+ * of one size (a few sizes once or twice each is what activations look
+ * like), the members filling the free memory together, or a zero fill. */
 static bool armed_confirms(const struct kvt_policy_cls *c)
 {
 	const struct kvt_policy_cls_burst *b = &c->burst;
-	if (b->nr >= c->cfg.burst_confirm)
+	uint64_t bytes = pending_bytes(b);
+	if (max_same_size(b) >= c->cfg.burst_confirm)
+		return true;
+	if (share_of_free(c, bytes, c->cfg.pool_share_pct))
 		return true;
 	if (any_zeroed(b) &&
-	    (b->nr >= 2 || share_of_free(c, b->size * b->nr, c->cfg.fill_share_pct)))
+	    (b->nr >= 2 || share_of_free(c, bytes, c->cfg.fill_share_pct)))
 		return true;
 	return false;
+}
+
+/* Does an allocation of `size` join the open burst?  One of its sizes, or
+ * while armed and unconfirmed a new size if there is room for one. */
+static bool joins(struct kvt_policy_cls_burst *b, uint64_t size)
+{
+	for (unsigned i = 0; i < b->nr_sizes; i++)
+		if (b->sizes[i] == size)
+			return true;
+	if (!b->armed || b->confirmed || b->nr_sizes >= KVT_POLICY_BURST_SIZES)
+		return false;
+	b->sizes[b->nr_sizes++] = size;
+	return true;
 }
 
 static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
@@ -145,6 +209,8 @@ static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 	b->open = true;
 	b->kind = kind;
 	b->size = size;
+	b->sizes[0] = size;
+	b->nr_sizes = 1;
 	b->nr = 1;
 	b->last_t_ns = t_ns;
 	b->last_id = id;
@@ -153,7 +219,10 @@ static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 		c->arm_left--;
 	if (b->armed) {
 		if (share_of_free(c, size, c->cfg.pool_share_pct)) {
+			/* a packed cache, or the last and largest of a pool
+			 * set: nothing of its size is left to come */
 			b->confirmed = true;
+			c->kv_since_arm += size;
 			c->arm_left = 0;
 			return KVT_KV_YES;
 		}
@@ -194,24 +263,25 @@ int kvt_policy_cls_alloc(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 	    size < size_floor(c))
 		return KVT_KV_NO;
 	c->late_open = false;   /* the zero-fill window closes */
-	if (b->open && b->kind == kind && b->size == size &&
-	    t_ns - b->last_t_ns <= c->cfg.burst_gap_ns) {
+	if (b->open && b->kind == kind &&
+	    t_ns - b->last_t_ns <= c->cfg.burst_gap_ns && joins(b, size)) {
 		b->nr++;
+		b->size = size;
 		b->last_t_ns = t_ns;
 		b->last_id = id;
 		if (b->confirmed) {
 			kv = KVT_KV_YES;
-		} else if (!b->armed) {
+			count_kv(c, size);
+		} else if (!b->armed || b->nr_pending >= KVT_POLICY_MAX_PENDING) {
 			kv = KVT_KV_NO;
-		} else if (armed_confirms(c)) {
-			settle(c, KVT_VERDICT_CONFIRMED, out);
-			kv = KVT_KV_YES;
-		} else if (b->nr_pending < KVT_POLICY_MAX_PENDING) {
+		} else {
 			b->pending[b->nr_pending++] =
 				(struct kvt_policy_cls_member){ .id = id, .size = size };
 			kv = KVT_KV_MAYBE;
-		} else {
-			kv = KVT_KV_NO;
+			if (armed_confirms(c)) {
+				settle(c, KVT_VERDICT_CONFIRMED, out);
+				kv = KVT_KV_YES;
+			}
 		}
 	} else {
 		if (b->open && !b->confirmed && b->nr_pending)
@@ -232,12 +302,38 @@ static int pending_index(const struct kvt_policy_cls_burst *b, uint64_t id)
 	return -1;
 }
 
+/* A pending member was freed: KV is never freed early, so the members of
+ * its size are refuted and the size leaves the burst; the burst closes when
+ * none is left. */
+static void refute_size(struct kvt_policy_cls *c, uint64_t size,
+			struct kvt_policy_cls_verdicts *out)
+{
+	struct kvt_policy_cls_burst *b = &c->burst;
+	unsigned kept = 0, i;
+	for (i = 0; i < b->nr_pending; i++) {
+		if (b->pending[i].size == size) {
+			emit(out, b->pending[i].id, KVT_VERDICT_REFUTED);
+			b->nr--;
+		} else {
+			b->pending[kept++] = b->pending[i];
+		}
+	}
+	b->nr_pending = kept;
+	for (i = 0; i < b->nr_sizes && b->sizes[i] != size; i++)
+		;
+	if (i < b->nr_sizes)
+		b->sizes[i] = b->sizes[--b->nr_sizes];
+	if (!kept)
+		b->open = false;
+}
+
 void kvt_policy_cls_free(struct kvt_policy_cls *c, uint64_t id, uint64_t t_ns,
 			 struct kvt_policy_cls_verdicts *out)
 {
 	(void)t_ns;
-	if (pending_index(&c->burst, id) >= 0)
-		settle(c, KVT_VERDICT_REFUTED, out);   /* KV is never freed early */
+	int i = pending_index(&c->burst, id);
+	if (i >= 0)
+		refute_size(c, c->burst.pending[i].size, out);
 	if (c->late_open && c->late_id == id)
 		c->late_open = false;
 }
@@ -277,5 +373,6 @@ void kvt_policy_cls_meminfo(struct kvt_policy_cls *c, uint64_t free_bytes,
 	if (c->nr_large > 0) {
 		c->arm_left = c->cfg.arm_bursts;
 		c->free_at_arm = free_bytes;
+		c->kv_since_arm = 0;
 	}
 }

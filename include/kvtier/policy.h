@@ -27,6 +27,7 @@
 #define KVT_POLICY_MAX_FRAMES  64     /* frames the site callback is asked for */
 #define KVT_POLICY_MAX_RESOLVE 8      /* resolutions one event can produce */
 #define KVT_POLICY_MAX_PENDING 8      /* provisional allocations awaiting a verdict */
+#define KVT_POLICY_BURST_SIZES 4      /* distinct sizes one armed burst (a pool set) may hold */
 
 /* The conservative default used when KVTIER_POLICY is unset. */
 #define KVT_POLICY_DEFAULT_TEXT "kv => managed:cxl; * => native"
@@ -218,6 +219,9 @@ struct kvt_policy_cls_config {
 	unsigned maybe_free_div;     /* while armed, candidates are >= free/N (512) */
 	unsigned pool_share_pct;     /* one allocation >= this % of free confirms (40) */
 	unsigned fill_share_pct;     /* zero-filled burst >= this % of free confirms (10) */
+	unsigned pools_done_pct;     /* KV since the arming >= this % of free ends the
+				      * arming; under it a confirmation keeps it for
+				      * further pools (80) */
 	unsigned early_large;        /* late (unarmed) KV only among the first N large allocations (8) */
 	unsigned late_total_div;     /* late KV must be >= total/N (64) */
 };
@@ -228,13 +232,17 @@ struct kvt_policy_cls_member {
 	bool zeroed;
 };
 
-/* One burst: identical sizes of one kind, back to back. */
+/* One burst: allocations of one kind back to back, of one size, or while
+ * armed and unconfirmed of up to KVT_POLICY_BURST_SIZES sizes (a server's
+ * pool set: per-window pools, KV and state pools, interleaved caches). */
 struct kvt_policy_cls_burst {
 	bool open;
 	bool armed;                  /* started as the first large alloc after an arming meminfo */
 	bool confirmed;
 	uint8_t kind;
-	uint64_t size;
+	uint64_t size;               /* the last member's size */
+	uint64_t sizes[KVT_POLICY_BURST_SIZES];
+	unsigned nr_sizes;           /* distinct sizes so far (1 once open) */
 	uint64_t nr;                 /* members so far */
 	uint64_t last_t_ns;          /* the last member's birth, or the end of a memset of all of it */
 	uint64_t last_id;            /* the last member */
@@ -246,6 +254,7 @@ struct kvt_policy_cls {
 	struct kvt_policy_cls_config cfg;
 	unsigned arm_left;           /* armed bursts left since the last arming meminfo */
 	uint64_t free_at_arm;        /* free bytes that meminfo reported */
+	uint64_t kv_since_arm;       /* bytes confirmed KV since that meminfo */
 	uint64_t total_bytes;        /* device total from any meminfo (0 unknown) */
 	uint64_t large_bytes;        /* current size floor: min_bytes scaled to total_bytes */
 	uint64_t nr_large;           /* large device allocations so far */
