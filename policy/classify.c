@@ -6,8 +6,8 @@
  *
  * The model, strongest signal first:
  *   arming   a meminfo query after large allocations exist (the weights are
- *            in) arms the classifier for the next arm_bursts bursts, or
- *            until one of them is confirmed.
+ *            in) arms the classifier for the next arm_bursts bursts (see
+ *            pools) and refutes what is still unconfirmed.
  *   size     "large" scales with the device: total/min_total_div from the
  *            last meminfo that reported a total, never under
  *            min_floor_bytes and never over min_bytes (min_bytes alone
@@ -55,6 +55,7 @@ void kvt_policy_cls_config_default(struct kvt_policy_cls_config *c)
 		.pool_share_pct = 40,
 		.fill_share_pct = 10,
 		.pools_done_pct = 80,
+		.pool_member_div = 8,
 		.early_large = 8,
 		.late_total_div = 64,
 	};
@@ -135,6 +136,8 @@ static void settle(struct kvt_policy_cls *c, uint8_t verdict,
 	b->nr_pending = 0;
 	if (verdict == KVT_VERDICT_CONFIRMED) {
 		b->confirmed = true;
+		if (!c->pool_floor_bytes && c->cfg.pool_member_div)
+			c->pool_floor_bytes = b->size / c->cfg.pool_member_div;
 		count_kv(c, bytes);
 	}
 	else
@@ -149,43 +152,80 @@ static uint64_t pending_bytes(const struct kvt_policy_cls_burst *b)
 	return bytes;
 }
 
-static bool any_zeroed(const struct kvt_policy_cls_burst *b)
+/* Pending members of `size`: how many, and whether one is zero-filled. */
+static unsigned nr_of_size(const struct kvt_policy_cls_burst *b, uint64_t size,
+			   bool *zeroed)
 {
-	for (unsigned i = 0; i < b->nr_pending; i++)
-		if (b->pending[i].zeroed)
-			return true;
-	return false;
-}
-
-/* The most pending members of any one size. */
-static unsigned max_same_size(const struct kvt_policy_cls_burst *b)
-{
-	unsigned best = 0;
-	for (unsigned s = 0; s < b->nr_sizes; s++) {
-		unsigned n = 0;
-		for (unsigned i = 0; i < b->nr_pending; i++)
-			n += b->pending[i].size == b->sizes[s];
-		if (n > best)
-			best = n;
+	unsigned n = 0;
+	for (unsigned i = 0; i < b->nr_pending; i++) {
+		if (b->pending[i].size != size)
+			continue;
+		n++;
+		*zeroed |= b->pending[i].zeroed;
 	}
-	return best;
+	return n;
 }
 
-/* Confirmation test for an armed, unconfirmed burst: burst_confirm members
- * of one size (a few sizes once or twice each is what activations look
- * like), the members filling the free memory together, or a zero fill. */
-static bool armed_confirms(const struct kvt_policy_cls *c)
+#define CONFIRM_ALL UINT64_MAX
+
+/* Confirmation test for an armed, unconfirmed burst. Returns 0 (not yet),
+ * the size of a per-layer run that confirms it (burst_confirm members of
+ * that size, or two with a zero fill: a few sizes once or twice each is
+ * what activations look like), or CONFIRM_ALL when the pool set does (a
+ * zero-filled size taking fill_share_pct of free memory, or all members
+ * together pool_share_pct). */
+static uint64_t armed_confirms(const struct kvt_policy_cls *c)
 {
 	const struct kvt_policy_cls_burst *b = &c->burst;
-	uint64_t bytes = pending_bytes(b);
-	if (max_same_size(b) >= c->cfg.burst_confirm)
-		return true;
-	if (share_of_free(c, bytes, c->cfg.pool_share_pct))
-		return true;
-	if (any_zeroed(b) &&
-	    (b->nr >= 2 || share_of_free(c, bytes, c->cfg.fill_share_pct)))
-		return true;
-	return false;
+	uint64_t by = 0;
+	for (unsigned s = 0; s < b->nr_sizes; s++) {
+		bool zeroed = false;
+		unsigned n = nr_of_size(b, b->sizes[s], &zeroed);
+		if (zeroed && share_of_free(c, b->sizes[s] * n, c->cfg.fill_share_pct))
+			return CONFIRM_ALL;
+		if (n >= c->cfg.burst_confirm || (zeroed && n >= 2))
+			by = b->sizes[s];
+	}
+	if (share_of_free(c, pending_bytes(b), c->cfg.pool_share_pct))
+		return CONFIRM_ALL;
+	return by;
+}
+
+/* Drop pending member i: refuted, and its size leaves the burst. */
+static void refute_member(struct kvt_policy_cls_burst *b, unsigned i,
+			  struct kvt_policy_cls_verdicts *out)
+{
+	uint64_t size = b->pending[i].size;
+	unsigned s;
+	emit(out, b->pending[i].id, KVT_VERDICT_REFUTED);
+	b->nr--;
+	for (unsigned k = i + 1; k < b->nr_pending; k++)
+		b->pending[k - 1] = b->pending[k];
+	b->nr_pending--;
+	for (s = 0; s < b->nr_sizes && b->sizes[s] != size; s++)
+		;
+	if (s < b->nr_sizes)
+		b->sizes[s] = b->sizes[--b->nr_sizes];
+}
+
+/* Confirm the burst (armed_confirms said `by`). Confirmed by a per-layer
+ * run, a member alone in its size allocated before the run's first member
+ * is a table or a workspace made before the pools (SGLang's req_to_token):
+ * refuted. Members after it (an interleaved cache of another size) and
+ * repeated sizes go with the run. */
+static void confirm(struct kvt_policy_cls *c, uint64_t by,
+		    struct kvt_policy_cls_verdicts *out)
+{
+	struct kvt_policy_cls_burst *b = &c->burst;
+	unsigned i = 0;
+	while (by != CONFIRM_ALL && i < b->nr_pending && b->pending[i].size != by) {
+		bool zeroed = false;
+		if (nr_of_size(b, b->pending[i].size, &zeroed) == 1)
+			refute_member(b, i, out);
+		else
+			i++;
+	}
+	settle(c, KVT_VERDICT_CONFIRMED, out);
 }
 
 /* Does an allocation of `size` join the open burst?  One of its sizes, or
@@ -250,6 +290,12 @@ static uint64_t size_floor(const struct kvt_policy_cls *c)
 	if (armed && c->cfg.maybe_free_div &&
 	    c->free_at_arm / c->cfg.maybe_free_div > floor)
 		floor = c->free_at_arm / c->cfg.maybe_free_div;
+	/* after a confirmed pool, a further one may be as small as a member
+	 * of it / pool_member_div: an MLA layer's indexer cache is 1/5 of its
+	 * latent cache, ~1/600 of free memory */
+	if (armed && c->pool_floor_bytes && c->pool_floor_bytes < floor)
+		floor = c->pool_floor_bytes > c->large_bytes ?
+			c->pool_floor_bytes : c->large_bytes;
 	return floor;
 }
 
@@ -278,8 +324,9 @@ int kvt_policy_cls_alloc(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 			b->pending[b->nr_pending++] =
 				(struct kvt_policy_cls_member){ .id = id, .size = size };
 			kv = KVT_KV_MAYBE;
-			if (armed_confirms(c)) {
-				settle(c, KVT_VERDICT_CONFIRMED, out);
+			uint64_t by = armed_confirms(c);
+			if (by) {
+				confirm(c, by, out);
 				kv = KVT_KV_YES;
 			}
 		}
@@ -309,21 +356,14 @@ static void refute_size(struct kvt_policy_cls *c, uint64_t size,
 			struct kvt_policy_cls_verdicts *out)
 {
 	struct kvt_policy_cls_burst *b = &c->burst;
-	unsigned kept = 0, i;
-	for (i = 0; i < b->nr_pending; i++) {
-		if (b->pending[i].size == size) {
-			emit(out, b->pending[i].id, KVT_VERDICT_REFUTED);
-			b->nr--;
-		} else {
-			b->pending[kept++] = b->pending[i];
-		}
+	unsigned i = 0;
+	while (i < b->nr_pending) {
+		if (b->pending[i].size == size)
+			refute_member(b, i, out);
+		else
+			i++;
 	}
-	b->nr_pending = kept;
-	for (i = 0; i < b->nr_sizes && b->sizes[i] != size; i++)
-		;
-	if (i < b->nr_sizes)
-		b->sizes[i] = b->sizes[--b->nr_sizes];
-	if (!kept)
+	if (!b->nr_pending)
 		b->open = false;
 }
 
@@ -351,8 +391,9 @@ void kvt_policy_cls_memset(struct kvt_policy_cls *c, uint64_t id,
 	int i = pending_index(b, id);
 	if (i >= 0 && bytes >= b->pending[i].size) {
 		b->pending[i].zeroed = true;
-		if (armed_confirms(c))
-			settle(c, KVT_VERDICT_CONFIRMED, out);
+		uint64_t by = armed_confirms(c);
+		if (by)
+			confirm(c, by, out);
 	}
 	if (c->late_open && c->late_id == id && bytes >= c->late_size) {
 		c->late_open = false;
@@ -365,14 +406,18 @@ void kvt_policy_cls_meminfo(struct kvt_policy_cls *c, uint64_t free_bytes,
 			    struct kvt_policy_cls_verdicts *out)
 {
 	(void)t_ns;
-	(void)out;
 	if (total_bytes) {
 		c->total_bytes = total_bytes;
 		c->large_bytes = large_for_total(&c->cfg, total_bytes);
 	}
 	if (c->nr_large > 0) {
+		/* pools are sized from the query just before them: what is
+		 * still unconfirmed belongs to the phase that query ends */
+		if (c->burst.open && !c->burst.confirmed && c->burst.nr_pending)
+			settle(c, KVT_VERDICT_REFUTED, out);
 		c->arm_left = c->cfg.arm_bursts;
 		c->free_at_arm = free_bytes;
 		c->kv_since_arm = 0;
+		c->pool_floor_bytes = 0;
 	}
 }

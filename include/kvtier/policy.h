@@ -222,6 +222,9 @@ struct kvt_policy_cls_config {
 	unsigned pools_done_pct;     /* KV since the arming >= this % of free ends the
 				      * arming; under it a confirmation keeps it for
 				      * further pools (80) */
+	unsigned pool_member_div;    /* then a candidate may be as small as a
+				      * member of the confirmed pool / N (8;
+				      * 0 = the free-memory floor only) */
 	unsigned early_large;        /* late (unarmed) KV only among the first N large allocations (8) */
 	unsigned late_total_div;     /* late KV must be >= total/N (64) */
 };
@@ -255,6 +258,7 @@ struct kvt_policy_cls {
 	unsigned arm_left;           /* armed bursts left since the last arming meminfo */
 	uint64_t free_at_arm;        /* free bytes that meminfo reported */
 	uint64_t kv_since_arm;       /* bytes confirmed KV since that meminfo */
+	uint64_t pool_floor_bytes;   /* since: the first confirmed member / pool_member_div */
 	uint64_t total_bytes;        /* device total from any meminfo (0 unknown) */
 	uint64_t large_bytes;        /* current size floor: min_bytes scaled to total_bytes */
 	uint64_t nr_large;           /* large device allocations so far */
