@@ -326,7 +326,9 @@ int kvt_policy_cls_alloc(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 			kv = KVT_KV_MAYBE;
 			uint64_t by = armed_confirms(c);
 			if (by) {
+				b->nr_pending--;   /* KV at birth: no verdict of its own */
 				confirm(c, by, out);
+				count_kv(c, size);
 				kv = KVT_KV_YES;
 			}
 		}
