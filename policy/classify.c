@@ -19,19 +19,22 @@
  *            it: a synchronous zero-fill of a big member, slow where it
  *            faults memory in, is the program still making its KV cache).
  *   armed burst: KV at birth when one allocation takes pool_share_pct of
- *            the free memory; else its first members are MAYBE and the burst
- *            is confirmed by burst_confirm members with a size repeated, by
- *            its members together taking pool_share_pct of free memory, or
- *            by a full zero-fill with >= 2 members or >= fill_share_pct of
- *            free memory; it is refuted when it ends unconfirmed, and the
- *            members of one size are refuted when one of them is freed.
- *            Until confirmed it takes up to KVT_POLICY_BURST_SIZES sizes:
- *            a server's pools of one free-memory budget come in several
- *            sizes (per-window pools, Mamba state + KV, MLA + indexer).
+ *            the free memory; else its first members are MAYBE. Until
+ *            confirmed it takes up to KVT_POLICY_BURST_SIZES sizes (a
+ *            server's pools of one free-memory budget come in several:
+ *            per-window pools, Mamba state + KV, MLA + indexer caches).
+ *            Confirmed by a per-layer run (burst_confirm members of one
+ *            size, or a zero-filled pair), by a zero-filled size taking
+ *            fill_share_pct of free memory, or by all members together
+ *            taking pool_share_pct; a run refutes a member alone in its
+ *            size allocated before it (a table, a workspace). A free
+ *            refutes the members of the freed size; a fifth size, or a
+ *            new arming query, the rest.
  *   pools    a burst's confirmation spends the arming only once the KV
  *            confirmed since the arming query takes pools_done_pct of the
  *            free memory it reported; until then later bursts (further
- *            pools) are armed. A pool KV at birth spends it at once.
+ *            pools) are armed, down to a member of the first confirmed
+ *            pool / pool_member_div. A pool KV at birth spends it at once.
  *   unarmed: never KV at birth; a large allocation among the first
  *            early_large, >= total/late_total_div, zero-filled in full before
  *            the next large allocation is reported LATE (llama.cpp's shape). */

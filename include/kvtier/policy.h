@@ -215,9 +215,10 @@ struct kvt_policy_cls_config {
 	uint64_t min_floor_bytes;    /* the scaled size never goes below (4 MiB) */
 	uint64_t burst_gap_ns;       /* max gap inside a burst (5 s) */
 	unsigned burst_confirm;      /* members that confirm an armed burst (3) */
-	unsigned arm_bursts;         /* bursts a meminfo arms, until one is confirmed (3) */
+	unsigned arm_bursts;         /* bursts a meminfo arms, until the pools are done (3) */
 	unsigned maybe_free_div;     /* while armed, candidates are >= free/N (512) */
-	unsigned pool_share_pct;     /* one allocation >= this % of free confirms (40) */
+	unsigned pool_share_pct;     /* one allocation, or a burst's members together,
+				      * >= this % of free confirms (40) */
 	unsigned fill_share_pct;     /* zero-filled burst >= this % of free confirms (10) */
 	unsigned pools_done_pct;     /* KV since the arming >= this % of free ends the
 				      * arming; under it a confirmation keeps it for
