@@ -37,7 +37,10 @@
  *            pool / pool_member_div. A pool KV at birth spends it at once.
  *   unarmed: never KV at birth; a large allocation among the first
  *            early_large, >= total/late_total_div, zero-filled in full before
- *            the next large allocation is reported LATE (llama.cpp's shape). */
+ *            the next large allocation is reported LATE (llama.cpp's shape);
+ *            so is the large allocation right after a pool KV at birth or
+ *            LATE, if zero-filled the same way (llama.cpp's second, SWA
+ *            cache). */
 #include <string.h>
 
 #include "kvtier/policy.h"
@@ -245,7 +248,7 @@ static bool joins(struct kvt_policy_cls_burst *b, uint64_t size)
 }
 
 static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
-		       uint64_t t_ns, uint64_t id)
+		       uint64_t t_ns, uint64_t id, bool follows_pool)
 {
 	struct kvt_policy_cls_burst *b = &c->burst;
 	memset(b, 0, sizeof *b);
@@ -267,14 +270,18 @@ static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 			b->confirmed = true;
 			c->kv_since_arm += size;
 			c->arm_left = 0;
+			c->after_pool = true;
 			return KVT_KV_YES;
 		}
 		b->pending[0] = (struct kvt_policy_cls_member){ .id = id, .size = size };
 		b->nr_pending = 1;
 		return KVT_KV_MAYBE;
 	}
-	if (c->nr_large < c->cfg.early_large &&
-	    (!c->total_bytes || size >= c->total_bytes / c->cfg.late_total_div)) {
+	/* late: among the first large allocations and big, or right after a
+	 * single-buffer pool (a second cache made by the same constructor:
+	 * llama.cpp's iswa makes the full-attention buffer, then the SWA one) */
+	if (follows_pool || (c->nr_large < c->cfg.early_large &&
+	    (!c->total_bytes || size >= c->total_bytes / c->cfg.late_total_div))) {
 		c->late_open = true;
 		c->late_id = id;
 		c->late_size = size;
@@ -312,6 +319,8 @@ int kvt_policy_cls_alloc(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 	    size < size_floor(c))
 		return KVT_KV_NO;
 	c->late_open = false;   /* the zero-fill window closes */
+	bool follows_pool = c->after_pool;
+	c->after_pool = false;
 	if (b->open && b->kind == kind &&
 	    t_ns - b->last_t_ns <= c->cfg.burst_gap_ns && joins(b, size)) {
 		b->nr++;
@@ -338,7 +347,7 @@ int kvt_policy_cls_alloc(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 	} else {
 		if (b->open && !b->confirmed && b->nr_pending)
 			settle(c, KVT_VERDICT_REFUTED, out);
-		kv = start_burst(c, kind, size, t_ns, id);
+		kv = start_burst(c, kind, size, t_ns, id, follows_pool);
 	}
 	c->nr_large++;
 	return kv;
@@ -402,6 +411,7 @@ void kvt_policy_cls_memset(struct kvt_policy_cls *c, uint64_t id,
 	}
 	if (c->late_open && c->late_id == id && bytes >= c->late_size) {
 		c->late_open = false;
+		c->after_pool = true;
 		emit(out, id, KVT_VERDICT_LATE);
 	}
 }

@@ -267,6 +267,9 @@ struct kvt_policy_cls {
 	/* unarmed candidate for a late (zero-fill) verdict: the last large alloc */
 	bool late_open;
 	uint64_t late_id, late_size, late_nth;
+	/* the last large alloc was a pool KV at birth or late: the next one
+	 * may be late KV whatever its size (a second single-buffer cache) */
+	bool after_pool;
 };
 
 /* A verdict about an earlier allocation. */

@@ -170,6 +170,26 @@ static void test_distinct_sizes(void)
 		CU_ASSERT_EQUAL(verdict(70 + i), KVT_VERDICT_REFUTED);
 }
 
+/*   free 20G: [10G base, KV at birth][1G swa, zeroed][2G compute]
+ *   the buffer right after a single-buffer pool, zero-filled in full, is
+ *   late KV whatever its size; the one after it, not zero-filled, is not */
+static void test_second_cache_late(void)
+{
+	armed(20 * G);
+	CU_ASSERT_EQUAL(alloc(10 * G, 80), KVT_KV_YES);      /* 50% of free */
+	CU_ASSERT_EQUAL(cls.arm_left, 0u);
+	CU_ASSERT_EQUAL(alloc(1 * G, 81), KVT_KV_NO);
+	zero(81, 1 * G);
+	CU_ASSERT_EQUAL(out.nr, 1u);
+	CU_ASSERT_EQUAL(verdict(81), KVT_VERDICT_LATE);
+	CU_ASSERT_EQUAL(alloc(2 * G, 82), KVT_KV_NO);        /* compute buffer */
+	CU_ASSERT_EQUAL(alloc(3 * G, 83), KVT_KV_NO);
+	zero(82, 2 * G);                                     /* too late: closed */
+	CU_ASSERT_EQUAL(out.nr, 0u);
+	zero(83, 3 * G);                                     /* not after a pool */
+	CU_ASSERT_EQUAL(out.nr, 0u);
+}
+
 static CU_TestInfo pool_tests[] = {
 	{ "two window pools back to back", test_window_pools },
 	{ "two sizes interleaved per layer", test_interleaved },
@@ -178,6 +198,7 @@ static CU_TestInfo pool_tests[] = {
 	{ "a smaller pool after a confirmed one", test_pool_floor },
 	{ "a free refutes its size, a new query the rest", test_free_and_requery },
 	{ "distinct sizes once each never confirm", test_distinct_sizes },
+	{ "a second single-buffer cache after a pool is late KV", test_second_cache_late },
 	CU_TEST_INFO_NULL,
 };
 

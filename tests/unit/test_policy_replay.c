@@ -131,6 +131,7 @@ static void test_sequence_shapes(void)
 		{ "tests/replay/vllm-dsv32-mla-indexer.txt", 122, 2, 0 },
 		{ "tests/replay/sglang-dsv32-nsa.txt", 122, 2, 0 },
 		{ "tests/replay/sglang-eagle-draft-apart.txt", 66, 2, 0 },
+		{ "tests/replay/llamacpp-gemma3-27b-iswa.txt", 2, 0, 2 },
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
 		CU_ASSERT_FATAL(replay_path(t[i].file, KVT_POLICY_DEFAULT_TEXT) > 0);
