@@ -123,9 +123,8 @@ static bool share_of_free(const struct kvt_policy_cls *c, uint64_t bytes,
 static void count_kv(struct kvt_policy_cls *c, uint64_t bytes)
 {
 	c->kv_since_arm += bytes;
-	if (!c->cfg.pools_done_pct ||
-	    share_of_free(c, c->kv_since_arm, c->cfg.pools_done_pct) ||
-	    !c->free_at_arm)
+	if (!c->free_at_arm || !c->cfg.pools_done_pct ||
+	    share_of_free(c, c->kv_since_arm, c->cfg.pools_done_pct))
 		c->arm_left = 0;
 }
 
