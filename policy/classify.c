@@ -6,8 +6,8 @@
  *
  * The model, strongest signal first:
  *   arming   a meminfo query after large allocations exist (the weights are
- *            in) arms the classifier for the next arm_bursts bursts, or
- *            until one of them is confirmed.
+ *            in) arms the classifier for the next arm_bursts bursts (see
+ *            pools) and refutes what is still unconfirmed.
  *   size     "large" scales with the device: total/min_total_div from the
  *            last meminfo that reported a total, never under
  *            min_floor_bytes and never over min_bytes (min_bytes alone
@@ -19,13 +19,28 @@
  *            it: a synchronous zero-fill of a big member, slow where it
  *            faults memory in, is the program still making its KV cache).
  *   armed burst: KV at birth when one allocation takes pool_share_pct of
- *            the free memory; else its first members are MAYBE and the burst
- *            is confirmed by burst_confirm members, or by a full zero-fill
- *            with >= 2 members or >= fill_share_pct of free memory; it is
- *            refuted when it ends unconfirmed or a member is freed.
+ *            the free memory; else its first members are MAYBE. Until
+ *            confirmed it takes up to KVT_POLICY_BURST_SIZES sizes (a
+ *            server's pools of one free-memory budget come in several:
+ *            per-window pools, Mamba state + KV, MLA + indexer caches).
+ *            Confirmed by a per-layer run (burst_confirm members of one
+ *            size, or a zero-filled pair), by a zero-filled size taking
+ *            fill_share_pct of free memory, or by all members together
+ *            taking pool_share_pct; a run refutes a member alone in its
+ *            size allocated before it (a table, a workspace). A free
+ *            refutes the members of the freed size; a fifth size, or a
+ *            new arming query, the rest.
+ *   pools    a burst's confirmation spends the arming only once the KV
+ *            confirmed since the arming query takes pools_done_pct of the
+ *            free memory it reported; until then later bursts (further
+ *            pools) are armed, down to a member of the first confirmed
+ *            pool / pool_member_div. A pool KV at birth spends it at once.
  *   unarmed: never KV at birth; a large allocation among the first
  *            early_large, >= total/late_total_div, zero-filled in full before
- *            the next large allocation is reported LATE (llama.cpp's shape). */
+ *            the next large allocation is reported LATE (llama.cpp's shape);
+ *            so is the large allocation right after a pool KV at birth or
+ *            LATE, if zero-filled the same way (llama.cpp's second, SWA
+ *            cache). */
 #include <string.h>
 
 #include "kvtier/policy.h"
@@ -45,6 +60,8 @@ void kvt_policy_cls_config_default(struct kvt_policy_cls_config *c)
 		.maybe_free_div = 512,
 		.pool_share_pct = 40,
 		.fill_share_pct = 10,
+		.pools_done_pct = 80,
+		.pool_member_div = 8,
 		.early_large = 8,
 		.late_total_div = 64,
 	};
@@ -91,22 +108,6 @@ static void emit(struct kvt_policy_cls_verdicts *out, uint64_t id, uint8_t v)
 	}
 }
 
-/* Verdict on every pending member; the burst stays open only if confirmed. */
-static void settle(struct kvt_policy_cls *c, uint8_t verdict,
-		   struct kvt_policy_cls_verdicts *out)
-{
-	struct kvt_policy_cls_burst *b = &c->burst;
-	for (unsigned i = 0; i < b->nr_pending; i++)
-		emit(out, b->pending[i].id, verdict);
-	b->nr_pending = 0;
-	if (verdict == KVT_VERDICT_CONFIRMED) {
-		b->confirmed = true;
-		c->arm_left = 0;
-	}
-	else
-		b->open = false;
-}
-
 /* share% of free memory (at arming) reached by bytes? */
 static bool share_of_free(const struct kvt_policy_cls *c, uint64_t bytes,
 			  unsigned pct)
@@ -117,34 +118,144 @@ static bool share_of_free(const struct kvt_policy_cls *c, uint64_t bytes,
 	       (unsigned __int128)c->free_at_arm * pct;
 }
 
-static bool any_zeroed(const struct kvt_policy_cls_burst *b)
+/* bytes more are KV: the arming ends once the pools fill the free memory
+ * (pools_done_pct of it; 0 = at the first confirmation). */
+static void count_kv(struct kvt_policy_cls *c, uint64_t bytes)
 {
-	for (unsigned i = 0; i < b->nr_pending; i++)
-		if (b->pending[i].zeroed)
-			return true;
-	return false;
+	c->kv_since_arm += bytes;
+	if (!c->free_at_arm || !c->cfg.pools_done_pct ||
+	    share_of_free(c, c->kv_since_arm, c->cfg.pools_done_pct))
+		c->arm_left = 0;
 }
 
-/* Confirmation test for an armed, unconfirmed burst. */
-static bool armed_confirms(const struct kvt_policy_cls *c)
+/* Verdict on every pending member; the burst stays open only if confirmed. */
+static void settle(struct kvt_policy_cls *c, uint8_t verdict,
+		   struct kvt_policy_cls_verdicts *out)
+{
+	struct kvt_policy_cls_burst *b = &c->burst;
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < b->nr_pending; i++) {
+		emit(out, b->pending[i].id, verdict);
+		bytes += b->pending[i].size;
+	}
+	b->nr_pending = 0;
+	if (verdict == KVT_VERDICT_CONFIRMED) {
+		b->confirmed = true;
+		if (!c->pool_floor_bytes && c->cfg.pool_member_div)
+			c->pool_floor_bytes = b->size / c->cfg.pool_member_div;
+		count_kv(c, bytes);
+	}
+	else
+		b->open = false;
+}
+
+static uint64_t pending_bytes(const struct kvt_policy_cls_burst *b)
+{
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < b->nr_pending; i++)
+		bytes += b->pending[i].size;
+	return bytes;
+}
+
+/* Pending members of `size`: how many, and whether one is zero-filled. */
+static unsigned nr_of_size(const struct kvt_policy_cls_burst *b, uint64_t size,
+			   bool *zeroed)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < b->nr_pending; i++) {
+		if (b->pending[i].size != size)
+			continue;
+		n++;
+		*zeroed |= b->pending[i].zeroed;
+	}
+	return n;
+}
+
+#define CONFIRM_ALL UINT64_MAX
+
+/* Confirmation test for an armed, unconfirmed burst. Returns 0 (not yet),
+ * the size of a per-layer run that confirms it (burst_confirm members of
+ * that size, or two with a zero fill: a few sizes once or twice each is
+ * what activations look like), or CONFIRM_ALL when the pool set does (a
+ * zero-filled size taking fill_share_pct of free memory, or all members
+ * together pool_share_pct). */
+static uint64_t armed_confirms(const struct kvt_policy_cls *c)
 {
 	const struct kvt_policy_cls_burst *b = &c->burst;
-	if (b->nr >= c->cfg.burst_confirm)
-		return true;
-	if (any_zeroed(b) &&
-	    (b->nr >= 2 || share_of_free(c, b->size * b->nr, c->cfg.fill_share_pct)))
-		return true;
-	return false;
+	uint64_t by = 0;
+	for (unsigned s = 0; s < b->nr_sizes; s++) {
+		bool zeroed = false;
+		unsigned n = nr_of_size(b, b->sizes[s], &zeroed);
+		if (zeroed && share_of_free(c, b->sizes[s] * n, c->cfg.fill_share_pct))
+			return CONFIRM_ALL;
+		if (n >= c->cfg.burst_confirm || (zeroed && n >= 2))
+			by = b->sizes[s];
+	}
+	if (share_of_free(c, pending_bytes(b), c->cfg.pool_share_pct))
+		return CONFIRM_ALL;
+	return by;
+}
+
+/* Drop pending member i: refuted, and its size leaves the burst. */
+static void refute_member(struct kvt_policy_cls_burst *b, unsigned i,
+			  struct kvt_policy_cls_verdicts *out)
+{
+	uint64_t size = b->pending[i].size;
+	unsigned s;
+	emit(out, b->pending[i].id, KVT_VERDICT_REFUTED);
+	b->nr--;
+	for (unsigned k = i + 1; k < b->nr_pending; k++)
+		b->pending[k - 1] = b->pending[k];
+	b->nr_pending--;
+	for (s = 0; s < b->nr_sizes && b->sizes[s] != size; s++)
+		;
+	if (s < b->nr_sizes)
+		b->sizes[s] = b->sizes[--b->nr_sizes];
+}
+
+/* Confirm the burst (armed_confirms said `by`). Confirmed by a per-layer
+ * run, a member alone in its size allocated before the run's first member
+ * is a table or a workspace made before the pools (SGLang's req_to_token):
+ * refuted. Members after it (an interleaved cache of another size) and
+ * repeated sizes go with the run. */
+static void confirm(struct kvt_policy_cls *c, uint64_t by,
+		    struct kvt_policy_cls_verdicts *out)
+{
+	struct kvt_policy_cls_burst *b = &c->burst;
+	unsigned i = 0;
+	while (by != CONFIRM_ALL && i < b->nr_pending && b->pending[i].size != by) {
+		bool zeroed = false;
+		if (nr_of_size(b, b->pending[i].size, &zeroed) == 1)
+			refute_member(b, i, out);
+		else
+			i++;
+	}
+	settle(c, KVT_VERDICT_CONFIRMED, out);
+}
+
+/* Does an allocation of `size` join the open burst?  One of its sizes, or
+ * while armed and unconfirmed a new size if there is room for one. */
+static bool joins(struct kvt_policy_cls_burst *b, uint64_t size)
+{
+	for (unsigned i = 0; i < b->nr_sizes; i++)
+		if (b->sizes[i] == size)
+			return true;
+	if (!b->armed || b->confirmed || b->nr_sizes >= KVT_POLICY_BURST_SIZES)
+		return false;
+	b->sizes[b->nr_sizes++] = size;
+	return true;
 }
 
 static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
-		       uint64_t t_ns, uint64_t id)
+		       uint64_t t_ns, uint64_t id, bool follows_pool)
 {
 	struct kvt_policy_cls_burst *b = &c->burst;
 	memset(b, 0, sizeof *b);
 	b->open = true;
 	b->kind = kind;
 	b->size = size;
+	b->sizes[0] = size;
+	b->nr_sizes = 1;
 	b->nr = 1;
 	b->last_t_ns = t_ns;
 	b->last_id = id;
@@ -153,16 +264,23 @@ static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 		c->arm_left--;
 	if (b->armed) {
 		if (share_of_free(c, size, c->cfg.pool_share_pct)) {
+			/* a packed cache, or the last and largest of a pool
+			 * set: nothing of its size is left to come */
 			b->confirmed = true;
+			c->kv_since_arm += size;
 			c->arm_left = 0;
+			c->after_pool = true;
 			return KVT_KV_YES;
 		}
 		b->pending[0] = (struct kvt_policy_cls_member){ .id = id, .size = size };
 		b->nr_pending = 1;
 		return KVT_KV_MAYBE;
 	}
-	if (c->nr_large < c->cfg.early_large &&
-	    (!c->total_bytes || size >= c->total_bytes / c->cfg.late_total_div)) {
+	/* late: among the first large allocations and big, or right after a
+	 * single-buffer pool (a second cache made by the same constructor:
+	 * llama.cpp's iswa makes the full-attention buffer, then the SWA one) */
+	if (follows_pool || (c->nr_large < c->cfg.early_large &&
+	    (!c->total_bytes || size >= c->total_bytes / c->cfg.late_total_div))) {
 		c->late_open = true;
 		c->late_id = id;
 		c->late_size = size;
@@ -181,6 +299,12 @@ static uint64_t size_floor(const struct kvt_policy_cls *c)
 	if (armed && c->cfg.maybe_free_div &&
 	    c->free_at_arm / c->cfg.maybe_free_div > floor)
 		floor = c->free_at_arm / c->cfg.maybe_free_div;
+	/* after a confirmed pool, a further one may be as small as a member
+	 * of it / pool_member_div: an MLA layer's indexer cache is 1/5 of its
+	 * latent cache, ~1/600 of free memory */
+	if (armed && c->pool_floor_bytes && c->pool_floor_bytes < floor)
+		floor = c->pool_floor_bytes > c->large_bytes ?
+			c->pool_floor_bytes : c->large_bytes;
 	return floor;
 }
 
@@ -194,29 +318,35 @@ int kvt_policy_cls_alloc(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 	    size < size_floor(c))
 		return KVT_KV_NO;
 	c->late_open = false;   /* the zero-fill window closes */
-	if (b->open && b->kind == kind && b->size == size &&
-	    t_ns - b->last_t_ns <= c->cfg.burst_gap_ns) {
+	bool follows_pool = c->after_pool;
+	c->after_pool = false;
+	if (b->open && b->kind == kind &&
+	    t_ns - b->last_t_ns <= c->cfg.burst_gap_ns && joins(b, size)) {
 		b->nr++;
+		b->size = size;
 		b->last_t_ns = t_ns;
 		b->last_id = id;
 		if (b->confirmed) {
 			kv = KVT_KV_YES;
-		} else if (!b->armed) {
+			count_kv(c, size);
+		} else if (!b->armed || b->nr_pending >= KVT_POLICY_MAX_PENDING) {
 			kv = KVT_KV_NO;
-		} else if (armed_confirms(c)) {
-			settle(c, KVT_VERDICT_CONFIRMED, out);
-			kv = KVT_KV_YES;
-		} else if (b->nr_pending < KVT_POLICY_MAX_PENDING) {
+		} else {
 			b->pending[b->nr_pending++] =
 				(struct kvt_policy_cls_member){ .id = id, .size = size };
 			kv = KVT_KV_MAYBE;
-		} else {
-			kv = KVT_KV_NO;
+			uint64_t by = armed_confirms(c);
+			if (by) {
+				b->nr_pending--;   /* KV at birth: no verdict of its own */
+				confirm(c, by, out);
+				count_kv(c, size);
+				kv = KVT_KV_YES;
+			}
 		}
 	} else {
 		if (b->open && !b->confirmed && b->nr_pending)
 			settle(c, KVT_VERDICT_REFUTED, out);
-		kv = start_burst(c, kind, size, t_ns, id);
+		kv = start_burst(c, kind, size, t_ns, id, follows_pool);
 	}
 	c->nr_large++;
 	return kv;
@@ -232,12 +362,31 @@ static int pending_index(const struct kvt_policy_cls_burst *b, uint64_t id)
 	return -1;
 }
 
+/* A pending member was freed: KV is never freed early, so the members of
+ * its size are refuted and the size leaves the burst; the burst closes when
+ * none is left. */
+static void refute_size(struct kvt_policy_cls *c, uint64_t size,
+			struct kvt_policy_cls_verdicts *out)
+{
+	struct kvt_policy_cls_burst *b = &c->burst;
+	unsigned i = 0;
+	while (i < b->nr_pending) {
+		if (b->pending[i].size == size)
+			refute_member(b, i, out);
+		else
+			i++;
+	}
+	if (!b->nr_pending)
+		b->open = false;
+}
+
 void kvt_policy_cls_free(struct kvt_policy_cls *c, uint64_t id, uint64_t t_ns,
 			 struct kvt_policy_cls_verdicts *out)
 {
 	(void)t_ns;
-	if (pending_index(&c->burst, id) >= 0)
-		settle(c, KVT_VERDICT_REFUTED, out);   /* KV is never freed early */
+	int i = pending_index(&c->burst, id);
+	if (i >= 0)
+		refute_size(c, c->burst.pending[i].size, out);
 	if (c->late_open && c->late_id == id)
 		c->late_open = false;
 }
@@ -255,11 +404,13 @@ void kvt_policy_cls_memset(struct kvt_policy_cls *c, uint64_t id,
 	int i = pending_index(b, id);
 	if (i >= 0 && bytes >= b->pending[i].size) {
 		b->pending[i].zeroed = true;
-		if (armed_confirms(c))
-			settle(c, KVT_VERDICT_CONFIRMED, out);
+		uint64_t by = armed_confirms(c);
+		if (by)
+			confirm(c, by, out);
 	}
 	if (c->late_open && c->late_id == id && bytes >= c->late_size) {
 		c->late_open = false;
+		c->after_pool = true;
 		emit(out, id, KVT_VERDICT_LATE);
 	}
 }
@@ -269,13 +420,18 @@ void kvt_policy_cls_meminfo(struct kvt_policy_cls *c, uint64_t free_bytes,
 			    struct kvt_policy_cls_verdicts *out)
 {
 	(void)t_ns;
-	(void)out;
 	if (total_bytes) {
 		c->total_bytes = total_bytes;
 		c->large_bytes = large_for_total(&c->cfg, total_bytes);
 	}
 	if (c->nr_large > 0) {
+		/* pools are sized from the query just before them: what is
+		 * still unconfirmed belongs to the phase that query ends */
+		if (c->burst.open && !c->burst.confirmed && c->burst.nr_pending)
+			settle(c, KVT_VERDICT_REFUTED, out);
 		c->arm_left = c->cfg.arm_bursts;
 		c->free_at_arm = free_bytes;
+		c->kv_since_arm = 0;
+		c->pool_floor_bytes = 0;
 	}
 }

@@ -27,6 +27,7 @@
 #define KVT_POLICY_MAX_FRAMES  64     /* frames the site callback is asked for */
 #define KVT_POLICY_MAX_RESOLVE 8      /* resolutions one event can produce */
 #define KVT_POLICY_MAX_PENDING 8      /* provisional allocations awaiting a verdict */
+#define KVT_POLICY_BURST_SIZES 4      /* distinct sizes one armed burst (a pool set) may hold */
 
 /* The conservative default used when KVTIER_POLICY is unset. */
 #define KVT_POLICY_DEFAULT_TEXT "kv => managed:cxl; * => native"
@@ -214,10 +215,17 @@ struct kvt_policy_cls_config {
 	uint64_t min_floor_bytes;    /* the scaled size never goes below (4 MiB) */
 	uint64_t burst_gap_ns;       /* max gap inside a burst (5 s) */
 	unsigned burst_confirm;      /* members that confirm an armed burst (3) */
-	unsigned arm_bursts;         /* bursts a meminfo arms, until one is confirmed (3) */
+	unsigned arm_bursts;         /* bursts a meminfo arms, until the pools are done (3) */
 	unsigned maybe_free_div;     /* while armed, candidates are >= free/N (512) */
-	unsigned pool_share_pct;     /* one allocation >= this % of free confirms (40) */
+	unsigned pool_share_pct;     /* one allocation, or a burst's members together,
+				      * >= this % of free confirms (40) */
 	unsigned fill_share_pct;     /* zero-filled burst >= this % of free confirms (10) */
+	unsigned pools_done_pct;     /* KV since the arming >= this % of free ends the
+				      * arming; under it a confirmation keeps it for
+				      * further pools (80) */
+	unsigned pool_member_div;    /* then a candidate may be as small as a
+				      * member of the confirmed pool / N (8;
+				      * 0 = the free-memory floor only) */
 	unsigned early_large;        /* late (unarmed) KV only among the first N large allocations (8) */
 	unsigned late_total_div;     /* late KV must be >= total/N (64) */
 };
@@ -228,13 +236,17 @@ struct kvt_policy_cls_member {
 	bool zeroed;
 };
 
-/* One burst: identical sizes of one kind, back to back. */
+/* One burst: allocations of one kind back to back, of one size, or while
+ * armed and unconfirmed of up to KVT_POLICY_BURST_SIZES sizes (a server's
+ * pool set: per-window pools, KV and state pools, interleaved caches). */
 struct kvt_policy_cls_burst {
 	bool open;
 	bool armed;                  /* started as the first large alloc after an arming meminfo */
 	bool confirmed;
 	uint8_t kind;
-	uint64_t size;
+	uint64_t size;               /* the last member's size */
+	uint64_t sizes[KVT_POLICY_BURST_SIZES];
+	unsigned nr_sizes;           /* distinct sizes so far (1 once open) */
 	uint64_t nr;                 /* members so far */
 	uint64_t last_t_ns;          /* the last member's birth, or the end of a memset of all of it */
 	uint64_t last_id;            /* the last member */
@@ -246,6 +258,8 @@ struct kvt_policy_cls {
 	struct kvt_policy_cls_config cfg;
 	unsigned arm_left;           /* armed bursts left since the last arming meminfo */
 	uint64_t free_at_arm;        /* free bytes that meminfo reported */
+	uint64_t kv_since_arm;       /* bytes confirmed KV since that meminfo */
+	uint64_t pool_floor_bytes;   /* since: the first confirmed member / pool_member_div */
 	uint64_t total_bytes;        /* device total from any meminfo (0 unknown) */
 	uint64_t large_bytes;        /* current size floor: min_bytes scaled to total_bytes */
 	uint64_t nr_large;           /* large device allocations so far */
@@ -253,6 +267,9 @@ struct kvt_policy_cls {
 	/* unarmed candidate for a late (zero-fill) verdict: the last large alloc */
 	bool late_open;
 	uint64_t late_id, late_size, late_nth;
+	/* the last large alloc was a pool KV at birth or late: the next one
+	 * may be late KV whatever its size (a second single-buffer cache) */
+	bool after_pool;
 };
 
 /* A verdict about an earlier allocation. */

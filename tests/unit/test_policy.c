@@ -658,27 +658,41 @@ static void test_engine_zero_fill_and_refute(void)
 	CU_ASSERT_EQUAL(res.r[0].verdict, KVT_VERDICT_CONFIRMED);
 	CU_ASSERT_EQUAL(res.r[0].action.tier, KVT_TIER_CXL);
 
-	/* a fresh engine: a provisional candidate refuted by a different size */
+	/* a fresh engine: a different size joins the armed burst (a pool set
+	 * of up to KVT_POLICY_BURST_SIZES sizes), no verdict yet */
 	kvt_policy_engine_init(&eng, &pol, NULL, 0, 0, 0);
 	warm_up(100 * G);
 	d = alloc(KVT_KIND_DEVICE, 2 * G, 8, &res);
 	CU_ASSERT_EQUAL(d.reason, KVT_REASON_PROVISIONAL);
 	d = alloc(KVT_KIND_DEVICE, 1 * G, 9, &res);
-	CU_ASSERT_EQUAL(d.reason, KVT_REASON_PROVISIONAL);    /* still armed: 2nd burst */
-	CU_ASSERT_EQUAL_FATAL(res.nr, 1u);
-	CU_ASSERT_EQUAL(res.r[0].id, 8u);
-	CU_ASSERT_EQUAL(res.r[0].verdict, KVT_VERDICT_REFUTED);
-	CU_ASSERT_EQUAL(res.r[0].reason, KVT_REASON_REFUTED);
-	CU_ASSERT_EQUAL(res.r[0].action.tier, KVT_TIER_HBM);  /* stays managed:hbm */
-	/* refuted by a free (KV is never freed early) */
+	CU_ASSERT_EQUAL(d.reason, KVT_REASON_PROVISIONAL);
+	CU_ASSERT_EQUAL(res.nr, 0u);
+	/* refuted by a free (KV is never freed early): that size only */
 	kvt_policy_on_free(&eng, 9, 0, now_ns, &res);
 	CU_ASSERT_EQUAL_FATAL(res.nr, 1u);
 	CU_ASSERT_EQUAL(res.r[0].id, 9u);
 	CU_ASSERT_EQUAL(res.r[0].verdict, KVT_VERDICT_REFUTED);
-	/* third armed burst, then the arming is spent */
-	d = alloc(KVT_KIND_DEVICE, 5 * G, 10, &res);
+	CU_ASSERT_EQUAL(res.r[0].reason, KVT_REASON_REFUTED);
+	CU_ASSERT_EQUAL(res.r[0].action.tier, KVT_TIER_HBM);  /* stays managed:hbm */
+	/* three more sizes join; a fifth ends the burst: all of it refuted */
+	alloc(KVT_KIND_DEVICE, 5 * G, 10, &res);
+	alloc(KVT_KIND_DEVICE, 6 * G, 11, &res);
+	d = alloc(KVT_KIND_DEVICE, 7 * G, 17, &res);
 	CU_ASSERT_EQUAL(d.reason, KVT_REASON_PROVISIONAL);
-	d = alloc(KVT_KIND_DEVICE, 6 * G, 11, &res);
+	CU_ASSERT_EQUAL(res.nr, 0u);
+	d = alloc(KVT_KIND_DEVICE, 8 * G, 18, &res);
+	CU_ASSERT_EQUAL(d.reason, KVT_REASON_PROVISIONAL);    /* still armed: 2nd burst */
+	CU_ASSERT_EQUAL_FATAL(res.nr, 4u);
+	for (unsigned i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(res.r[i].verdict, KVT_VERDICT_REFUTED);
+	CU_ASSERT_EQUAL(res.r[0].id, 8u);
+	CU_ASSERT_EQUAL(res.r[3].id, 17u);
+	/* third armed burst, then the arming is spent */
+	kvt_policy_on_free(&eng, 18, 0, now_ns, &res);
+	d = alloc(KVT_KIND_DEVICE, 5 * G, 19, &res);
+	CU_ASSERT_EQUAL(d.reason, KVT_REASON_PROVISIONAL);
+	kvt_policy_on_free(&eng, 19, 0, now_ns, &res);
+	d = alloc(KVT_KIND_DEVICE, 6 * G, 20, &res);
 	CU_ASSERT_EQUAL(d.reason, KVT_REASON_RULE);
 	CU_ASSERT_FALSE(d.flags & (KVT_DEC_MAYBE | KVT_DEC_KV));
 	/* small allocations while armed neither join nor end a burst */
@@ -941,7 +955,7 @@ static CU_TestInfo budget_tests[] = {
 static CU_TestInfo engine_tests[] = {
 	{ "a maybe-KV allocation two rules send to the same place", test_engine_maybe_same_action },
 	{ "provisional then confirmed", test_engine_provisional_confirmed },
-	{ "zero fill confirms, size change and free refute", test_engine_zero_fill_and_refute },
+	{ "zero fill confirms, a fifth size and a free refute", test_engine_zero_fill_and_refute },
 	{ "slow zero-fills of members keep the burst open", test_engine_slow_fill_keeps_burst },
 	{ "pool at birth and the CXL limit", test_engine_pool_and_limit },
 	{ "rules without kv; ordinals", test_engine_no_kv_rules },

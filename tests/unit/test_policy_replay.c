@@ -123,6 +123,15 @@ static void test_sequence_shapes(void)
 		{ "tests/replay/sglang-mla-deepseek.txt", 27, 1, 0 },
 		{ "tests/replay/trtllm-llama3-8b.txt", 1, 0, 0 },
 		{ "tests/replay/llamacpp-8b-q4.txt", 1, 0, 1 },
+		/* servers with more than one KV pool (docs/policy.md "Pool sets") */
+		{ "tests/replay/trtllm-gemma3-27b-windows.txt", 2, 1, 0 },
+		{ "tests/replay/vllm-gptoss-120b-swa.txt", 18, 1, 0 },
+		{ "tests/replay/vllm-qwen3-next-hybrid.txt", 12, 1, 0 },
+		{ "tests/replay/sglang-qwen3-next-mamba.txt", 26, 3, 0 },
+		{ "tests/replay/vllm-dsv32-mla-indexer.txt", 122, 2, 0 },
+		{ "tests/replay/sglang-dsv32-nsa.txt", 122, 2, 0 },
+		{ "tests/replay/sglang-eagle-draft-apart.txt", 66, 2, 0 },
+		{ "tests/replay/llamacpp-gemma3-27b-iswa.txt", 2, 0, 2 },
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
 		CU_ASSERT_FATAL(replay_path(t[i].file, KVT_POLICY_DEFAULT_TEXT) > 0);
