@@ -17,10 +17,11 @@
 
 #define FC_KERNEL_MAGIC 0x66636b6eu   /* "fckn" */
 
-enum fc_kfn { FC_KFN_TOUCH, FC_KFN_PAGED };
+enum fc_kfn { FC_KFN_TOUCH, FC_KFN_PAGED, FC_KFN_COMPUTE };
 struct fc_kernel { uint32_t magic; const char *name; enum fc_kfn fn; };
 static struct fc_kernel fc_touch = { FC_KERNEL_MAGIC, "fakecuda_touch", FC_KFN_TOUCH };
 static struct fc_kernel fc_paged = { FC_KERNEL_MAGIC, "fakecuda_paged", FC_KFN_PAGED };
+static struct fc_kernel fc_compute = { FC_KERNEL_MAGIC, "fakecuda_compute", FC_KFN_COMPUTE };
 
 /* Per-call fault bookkeeping: faults are serviced in groups, and all of
  * one call's accesses come from one ordinal. */
@@ -189,6 +190,11 @@ FC_EXPORT CUfunction fakecuda_paged_kernel(void)
 	return (CUfunction)&fc_paged;
 }
 
+FC_EXPORT CUfunction fakecuda_compute_kernel(void)
+{
+	return (CUfunction)&fc_compute;
+}
+
 const char *fc_kernel_mem(uintptr_t p, size_t len)
 {
 	struct fc_alloc *a = fc_reg_find(p);
@@ -228,6 +234,7 @@ CUresult fc_touch_run(const struct fakecuda_range *ranges, unsigned nr, int dev)
 /* Argument sizes per kernel (fakecuda.h documents the signatures). */
 static const uint8_t fc_touch_sizes[] = { 8, 4 };
 static const uint8_t fc_paged_sizes[] = { 8, 8, 8, 8, 4, 4, 4, 4, 8, 4 };
+static const uint8_t fc_compute_sizes[] = { 8, 8, 8, 8, 8, 8, 4, 4, 4, 4 };
 
 CUresult fc_kernel_args(CUfunction f, void **params, struct fc_kargs *out)
 {
@@ -237,8 +244,10 @@ CUresult fc_kernel_args(CUfunction f, void **params, struct fc_kargs *out)
 	if (magic != FC_KERNEL_MAGIC)
 		return CUDA_ERROR_INVALID_HANDLE;
 	const struct fc_kernel *k = (const struct fc_kernel *)f;
-	const uint8_t *sz = k->fn == FC_KFN_PAGED ? fc_paged_sizes : fc_touch_sizes;
-	unsigned n = k->fn == FC_KFN_PAGED ? sizeof fc_paged_sizes : sizeof fc_touch_sizes;
+	const uint8_t *sz = k->fn == FC_KFN_PAGED ? fc_paged_sizes
+			  : k->fn == FC_KFN_COMPUTE ? fc_compute_sizes : fc_touch_sizes;
+	unsigned n = k->fn == FC_KFN_PAGED ? sizeof fc_paged_sizes
+		   : k->fn == FC_KFN_COMPUTE ? sizeof fc_compute_sizes : sizeof fc_touch_sizes;
 	if (!params)
 		return CUDA_ERROR_INVALID_VALUE;
 	*out = (struct fc_kargs){ { 0 } };
@@ -254,6 +263,8 @@ CUresult fc_kernel_run(CUfunction f, const struct fc_kargs *a, int dev)
 {
 	if (((const struct fc_kernel *)f)->fn == FC_KFN_PAGED)
 		return fc_paged_run(a, dev);
+	if (((const struct fc_kernel *)f)->fn == FC_KFN_COMPUTE)
+		return fc_compute_run(a, dev);
 	return fc_touch_run((const struct fakecuda_range *)(uintptr_t)a->v[0], (unsigned)a->v[1],
 			    dev);
 }
