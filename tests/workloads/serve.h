@@ -120,6 +120,7 @@ struct sv {
 	int (*get_counters)(struct fakecuda_counters *out);
 	int (*peek)(const void *ptr, void *out, size_t len);
 	int (*poke)(void *ptr, const void *in, size_t len);
+	int (*block_location)(const void *ptr, CUmemLocationType *type, int *id);
 	size_t dev_total;
 	uint64_t weights_bytes, kv_budget;
 	struct { char *ptr; size_t len; } weights[WL_MAX_LAYERS * 4 + 1];

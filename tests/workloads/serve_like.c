@@ -26,9 +26,9 @@ static void sv_defaults(struct sv_opts *o)
 	*o = (struct sv_opts){
 		.alt = SV_NATIVE, .pool_over_hbm = 4, .device_bytes = 1280ull << 20,
 		.weights_frac = 0.70, .act_frac = 0.02, .layers = 1, .row_bytes = 2048,
-		.flops_per_token = 1.0e9, .attn_flops = 32768, .sys_tokens = 1024,
-		.turn_min = 128, .turn_max = 768, .out_min = 64, .out_max = 256,
-		.max_ctx = 12288, .sessions = 48, .zipf = 0.8, .rate = 400, .think_s = 0.03,
+		.flops_per_token = 1.0e9, .attn_flops = 32768, .sys_tokens = 2048,
+		.turn_min = 256, .turn_max = 1536, .out_min = 128, .out_max = 512,
+		.max_ctx = 8192, .sessions = 24, .zipf = 0.8, .rate = 130, .think_s = 0.03,
 		.requests = 400, .max_batch = 64, .prefill_budget = 8192, .seed = 1,
 	};
 }
@@ -48,7 +48,8 @@ static void sv_usage(FILE *f)
 "                        host pool of N-1 x, copies on eviction and hit), kvtier\n"
 "                        (an N x pool from cudaMalloc: run it under kvtier), uvm\n"
 "                        (N x cudaMallocManaged), oracle (N x managed, home on the\n"
-"                        host, each step's chunks prefetched first)     [native]\n"
+"                        host, mapped; each step's chunks prefetched first\n"
+"                        while free HBM lasts, the rest read over the link) [native]\n"
 "  --pool-over-hbm N     N: the pool asked for / the pool that fits       [%.0f]\n"
 "  --device-bytes B      simulated HBM                                  [%" PRIu64 "M]\n"
 "  --weights-frac F      weights / HBM                                  [%.2f]\n"
@@ -181,11 +182,13 @@ static int sv_init_cuda(struct sv *v)
 	v->get_counters = (int (*)(struct fakecuda_counters *))sv_sym(drv, "fakecuda_get_counters");
 	v->peek = (int (*)(const void *, void *, size_t))sv_sym(drv, "fakecuda_peek");
 	v->poke = (int (*)(void *, const void *, size_t))sv_sym(drv, "fakecuda_poke");
+	v->block_location = (int (*)(const void *, CUmemLocationType *, int *))
+		sv_sym(drv, "fakecuda_block_location");
 	CUfunction (*paged)(void) = (CUfunction (*)(void))sv_sym(drv, "fakecuda_paged_kernel");
 	CUfunction (*comp)(void) = (CUfunction (*)(void))sv_sym(drv, "fakecuda_compute_kernel");
 	if (drv)
 		dlclose(drv);
-	if (!v->get_counters || !v->peek || !v->poke || !paged || !comp) {
+	if (!v->get_counters || !v->peek || !v->poke || !v->block_location || !paged || !comp) {
 		fprintf(stderr, "serve-like: no simulated GPU (fakecuda_* entries absent): this "
 			"workload has no real-GPU path yet (docs/workloads.md)\n");
 		printf("workload=serve-like\nsimulated=0\nresult=skip\n");

@@ -310,11 +310,33 @@ static double sv_prefill_flops(const struct sv *v)
 	return f;
 }
 
-/* oracle: the chunks this step's kernels use, prefetched to HBM first
- * (v->chunk_mark: one byte per 2 MiB chunk of the pool) */
+static bool sv_resident(struct sv *v, uint64_t ch)
+{
+	CUmemLocationType type = CU_MEM_LOCATION_TYPE_INVALID;
+	int id = 0;
+	return !v->block_location(v->pool + ch * WL_CHUNK, &type, &id) &&
+	       type == CU_MEM_LOCATION_TYPE_DEVICE;
+}
+
+static size_t sv_chunk_len(uint64_t total, uint64_t ch)
+{
+	uint64_t end = (ch + 1) * WL_CHUNK < total ? (ch + 1) * WL_CHUNK : total;
+	return (size_t)(end - ch * WL_CHUNK);
+}
+
+/* oracle: the chunks this step's kernels use that are not in HBM are
+ * prefetched first, demoting chunks the step does not use when HBM is
+ * full (v->chunk_mark: one byte per 2 MiB chunk of the pool); what still
+ * does not fit is read over the link (the pool is mapped for the GPU). */
 static void sv_oracle_prefetch(struct sv *v)
 {
 	struct cudaMemLocation dev = { .type = cudaMemLocationTypeDevice, .id = 0 };
+	struct fakecuda_counters c;
+	v->get_counters(&c);
+	uint64_t native = c.device_used_bytes - c.managed_resident_bytes;
+	uint64_t cap = c.device_capacity_bytes > native + 4 * WL_CHUNK
+		     ? c.device_capacity_bytes - native - 4 * WL_CHUNK : 0;
+	uint64_t room = cap > c.managed_resident_bytes ? (cap - c.managed_resident_bytes) / WL_CHUNK : 0;
 	uint64_t region = (uint64_t)v->nr_blocks * v->block_region;
 	uint64_t total = 2 * (uint64_t)v->o.layers * region, nc = (total + WL_CHUNK - 1) / WL_CHUNK;
 	memset(v->chunk_mark, 0, nc);
@@ -325,18 +347,25 @@ static void sv_oracle_prefetch(struct sv *v)
 				v->chunk_mark[off / WL_CHUNK] = 1;
 				v->chunk_mark[(off + v->block_region - 1) / WL_CHUNK] = 1;
 			}
-	for (uint64_t c = 0; c < nc;) {
-		if (!v->chunk_mark[c]) {
-			c++;
+	struct cudaMemLocation host = { .type = cudaMemLocationTypeHost, .id = 0 };
+	uint64_t victim = 0;
+	for (uint64_t ch = 0; ch < nc; ch++) {
+		if (!v->chunk_mark[ch] || sv_resident(v, ch))
 			continue;
+		while (!room && victim < nc) {     /* demote a chunk this step does not use */
+			if (!v->chunk_mark[victim] && sv_resident(v, victim)) {
+				WL_CK(cudaMemPrefetchAsync(v->pool + victim * WL_CHUNK,
+							   sv_chunk_len(total, victim), host, 0,
+							   v->stream));
+				room++;
+			}
+			victim++;
 		}
-		uint64_t e = c;
-		while (e < nc && v->chunk_mark[e])
-			e++;
-		uint64_t end = e * WL_CHUNK < total ? e * WL_CHUNK : total;
-		WL_CK(cudaMemPrefetchAsync(v->pool + c * WL_CHUNK, end - c * WL_CHUNK, dev, 0,
+		if (!room)
+			break;
+		WL_CK(cudaMemPrefetchAsync(v->pool + ch * WL_CHUNK, sv_chunk_len(total, ch), dev, 0,
 					   v->stream));
-		c = e;
+		room--;
 	}
 }
 
