@@ -45,6 +45,8 @@ struct fakecuda_counters {
  *   FAKECUDA_PACE       (default 0)     synchronisation waits for p x virtual time
  *   FAKECUDA_RECLAIM    (default 1)     0: migrations keep both copies' pages
  *   FAKECUDA_COHERENT   (default 0)     1: host code can read device memory
+ *   FAKECUDA_MMA_PEAK   (default 790e12) FLOP/s of fakecuda_compute_kernel
+ *   FAKECUDA_MMA_EFF    (default 0.5)   the share of that peak it reaches
  * (docs/simulated-device.md has them all) */
 
 int  fakecuda_get_counters(struct fakecuda_counters *out);   /* 0 or CUresult */
