@@ -101,7 +101,7 @@ for x in $RATIOS; do
 				-v o="$(val "$OUT/$x-offload.out" output_tokens_per_s 2>/dev/null)" \
 				-v ot="$(val "$OUT/$x-offload.out" ttft_ms_p50 2>/dev/null)" 'BEGIN {
 				m = ""
-				if (n + 0 > 0 && k < n) m = m " below-native"
+				if (n + 0 > 0 && k < n) m = m sprintf(" below native (%.2fx)", k / n)
 				if (x == 4 && n + 0 > 0) {
 					if (k < 1.2 * n) m = m sprintf(" tput %.2fx native (<1.2)", k / n)
 					if (kt > 0.75 * nt) m = m sprintf(" TTFT %.2fx native (>0.75)", kt / nt)
