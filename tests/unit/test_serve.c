@@ -147,6 +147,32 @@ static void test_serve_offload_host_hits(void)
 	CU_ASSERT_EQUAL(sv_num(off.out, "corrupt"), 0);
 }
 
+/* The prefill kernel costs FLOPs / (peak x efficiency): one turn alone, so
+ * its TTFT is its prefill step; halving FAKECUDA_MMA_EFF adds exactly the
+ * prefill's FLOPs / (790e12 x 0.5) seconds (TTFT printed to 1 us). */
+static void test_serve_prefill_cost(void)
+{
+	static struct kvt_child c5, c25;
+	static char ld[600];
+	const char *argv[] = { kvt_path("workloads/serve-like"), "--quiet", "--requests", "1",
+			       "--sys-tokens", "64", "--turn-min", "100", "--turn-max", "100",
+			       "--out-min", "8", "--out-max", "8", NULL };
+	snprintf(ld, sizeof ld, "LD_LIBRARY_PATH=%s", kvt_path("fakecuda"));
+	const char *e5[] = { ld, "FAKECUDA_MMA_EFF=0.5", NULL };
+	const char *e25[] = { ld, "FAKECUDA_MMA_EFF=0.25", NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&c5, argv, e5, SV_LIMIT_S), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&c25, argv, e25, SV_LIMIT_S), 0);
+	CU_ASSERT_EQUAL(c5.exit_code, 0);
+	CU_ASSERT_EQUAL(c25.exit_code, 0);
+	/* 164 new tokens: 164 x 1e9 + 164 x 82 x 32768 */
+	double flops = sv_num(c5.out, "prefill_flops");
+	CU_ASSERT_DOUBLE_EQUAL(flops, 164e9 + 164.0 * 82 * 32768, 1e3);
+	CU_ASSERT_DOUBLE_EQUAL(sv_num(c25.out, "prefill_flops"), flops, 1);
+	double extra_ms = flops / (790e12 * 0.5) * 1e3;
+	CU_ASSERT_DOUBLE_EQUAL(sv_num(c25.out, "ttft_ms_p50") - sv_num(c5.out, "ttft_ms_p50"),
+			       extra_ms, 0.002);
+}
+
 /* ---- every alternative prints its row ---- */
 
 static void sv_check_row(const struct kvt_child *c, const char *alt)
@@ -194,6 +220,7 @@ static CU_TestInfo tests_serve[] = {
 	{ "hits of one session's turns, exactly", test_serve_hits_one_session },
 	{ "hits of a shared system prompt, exactly", test_serve_hits_shared_prompt },
 	{ "offload serves host hits and copies them back intact", test_serve_offload_host_hits },
+	{ "prefill costs FLOPs / (peak x FAKECUDA_MMA_EFF)", test_serve_prefill_cost },
 	{ "native, offload, uvm and oracle print their rows", test_serve_alternatives },
 	{ "kvtier: OOM alone, a row under libkvtier", test_serve_kvtier },
 	CU_TEST_INFO_NULL,
