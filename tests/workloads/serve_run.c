@@ -227,6 +227,8 @@ static void sv_admit_all(struct sv *v, double now)
 			i++;                             /* the user has not sent it yet */
 			continue;
 		}
+		/* the budget is checked against the whole prompt (the lookup comes
+		 * later) and charged with what is computed */
 		uint32_t todo = sv_prompt_tokens(v, q);
 		if (v->nr_run >= v->o.max_batch || (admitted && (int)todo > budget))
 			break;
