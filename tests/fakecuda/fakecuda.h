@@ -45,6 +45,8 @@ struct fakecuda_counters {
  *   FAKECUDA_PACE       (default 0)     synchronisation waits for p x virtual time
  *   FAKECUDA_RECLAIM    (default 1)     0: migrations keep both copies' pages
  *   FAKECUDA_COHERENT   (default 0)     1: host code can read device memory
+ *   FAKECUDA_MMA_PEAK   (default 790e12) FLOP/s of fakecuda_compute_kernel
+ *   FAKECUDA_MMA_EFF    (default 0.5)   the share of that peak it reaches
  * (docs/simulated-device.md has them all) */
 
 int  fakecuda_get_counters(struct fakecuda_counters *out);   /* 0 or CUresult */
@@ -124,5 +126,34 @@ int fakecuda_device_counters(int ordinal, struct fakecuda_device_counters *out);
  * host pools): ptr itself. NULL for memory the driver does not know or a
  * range that runs past its allocation. Test-only: no real driver has it. */
 void *fakecuda_view(const void *ptr, size_t len);
+
+/* A prefill "kernel" (fc_compute.c): compute-bound work that costs
+ * flops / (FAKECUDA_MMA_PEAK x FAKECUDA_MMA_EFF) of device time (defaults
+ * 790e12 FLOP/s, the H200's bf16 dense matrix rate as measured, and 0.5),
+ * plus the KV rows of a prefill, addressed through a block table in device
+ * memory like fakecuda_paged_kernel's. kernelParams:
+ *   [0] uint64_t flops        work of this launch
+ *   [1] CUdeviceptr k         the layer's K base
+ *   [2] CUdeviceptr v         its V base (0: K only)
+ *   [3] CUdeviceptr table     int32 [nr_seqs][stride]: block ids
+ *   [4] CUdeviceptr lens      int32 [nr_seqs]: tokens after the prefill
+ *   [5] CUdeviceptr starts    int32 [nr_seqs]: first token computed now
+ *   [6] unsigned nr_seqs
+ *   [7] unsigned stride
+ *   [8] unsigned block_tokens
+ *   [9] unsigned row_bytes
+ * Tokens [0, start) of each sequence are read (the cached prefix the new
+ * tokens attend to), [start, len) written, at HBM or link cost as any
+ * access. FAKECUDA_MMA_EFF is in (0, 1]; a bad value keeps the default. */
+CUfunction fakecuda_compute_kernel(void);
+
+/* Test-only: copy len bytes at ptr out of (peek) or into (poke) the
+ * driver's store of any allocation it knows, wherever its bytes are now
+ * (HBM or host copy of a managed block), with no cost, no counter and no
+ * migration: a workload's content stamps and their checks, which stand for
+ * what its kernels write and read, must not move memory themselves.
+ * 0, or CUDA_ERROR_INVALID_VALUE for memory the driver does not know. */
+int fakecuda_peek(const void *ptr, void *out, size_t len);
+int fakecuda_poke(void *ptr, const void *in, size_t len);
 
 #endif

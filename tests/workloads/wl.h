@@ -164,6 +164,7 @@ int wl_main(int argc, char **argv, const struct wl_ops *ops);
  * captured once per (key, n) and replayed from then on. */
 typedef void (*wl_launch_fn)(struct wl *w, const void *key, unsigned n);
 void wl_launch_maybe_graph(struct wl *w, const void *key, unsigned n, wl_launch_fn launch);
+void wl_set_prog(const char *name);        /* prefix of wl_die/wl_log lines */
 void wl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void wl_log(const struct wl *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* CUDA call that must succeed (dies naming the call otherwise). */

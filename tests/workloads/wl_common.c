@@ -25,6 +25,11 @@ static const char *wl_prog = "workload";
 
 /* ---- messages ------------------------------------------------------------- */
 
+void wl_set_prog(const char *name)
+{
+	wl_prog = name;
+}
+
 void wl_die(const char *fmt, ...)
 {
 	va_list ap;

@@ -17,10 +17,11 @@
 
 #define FC_KERNEL_MAGIC 0x66636b6eu   /* "fckn" */
 
-enum fc_kfn { FC_KFN_TOUCH, FC_KFN_PAGED };
+enum fc_kfn { FC_KFN_TOUCH, FC_KFN_PAGED, FC_KFN_COMPUTE };
 struct fc_kernel { uint32_t magic; const char *name; enum fc_kfn fn; };
 static struct fc_kernel fc_touch = { FC_KERNEL_MAGIC, "fakecuda_touch", FC_KFN_TOUCH };
 static struct fc_kernel fc_paged = { FC_KERNEL_MAGIC, "fakecuda_paged", FC_KFN_PAGED };
+static struct fc_kernel fc_compute = { FC_KERNEL_MAGIC, "fakecuda_compute", FC_KFN_COMPUTE };
 
 /* Per-call fault bookkeeping: faults are serviced in groups, and all of
  * one call's accesses come from one ordinal. */
@@ -189,6 +190,11 @@ FC_EXPORT CUfunction fakecuda_paged_kernel(void)
 	return (CUfunction)&fc_paged;
 }
 
+FC_EXPORT CUfunction fakecuda_compute_kernel(void)
+{
+	return (CUfunction)&fc_compute;
+}
+
 const char *fc_kernel_mem(uintptr_t p, size_t len)
 {
 	struct fc_alloc *a = fc_reg_find(p);
@@ -228,6 +234,7 @@ CUresult fc_touch_run(const struct fakecuda_range *ranges, unsigned nr, int dev)
 /* Argument sizes per kernel (fakecuda.h documents the signatures). */
 static const uint8_t fc_touch_sizes[] = { 8, 4 };
 static const uint8_t fc_paged_sizes[] = { 8, 8, 8, 8, 4, 4, 4, 4, 8, 4 };
+static const uint8_t fc_compute_sizes[] = { 8, 8, 8, 8, 8, 8, 4, 4, 4, 4 };
 
 /* The stand-in's kernel behind handle f, or NULL (not one of its kernels). */
 static const struct fc_kernel *fc_kernel_of(CUfunction f)
@@ -241,8 +248,10 @@ static const struct fc_kernel *fc_kernel_of(CUfunction f)
 /* Its argument sizes, *n of them. */
 static const uint8_t *fc_kernel_sizes(const struct fc_kernel *k, unsigned *n)
 {
-	*n = k->fn == FC_KFN_PAGED ? sizeof fc_paged_sizes : sizeof fc_touch_sizes;
-	return k->fn == FC_KFN_PAGED ? fc_paged_sizes : fc_touch_sizes;
+	*n = k->fn == FC_KFN_PAGED ? sizeof fc_paged_sizes
+	   : k->fn == FC_KFN_COMPUTE ? sizeof fc_compute_sizes : sizeof fc_touch_sizes;
+	return k->fn == FC_KFN_PAGED ? fc_paged_sizes
+	     : k->fn == FC_KFN_COMPUTE ? fc_compute_sizes : fc_touch_sizes;
 }
 
 /* As the driver (12.4+) answers it: offset and size of argument i, packed
@@ -290,6 +299,8 @@ CUresult fc_kernel_run(CUfunction f, const struct fc_kargs *a, int dev)
 {
 	if (((const struct fc_kernel *)f)->fn == FC_KFN_PAGED)
 		return fc_paged_run(a, dev);
+	if (((const struct fc_kernel *)f)->fn == FC_KFN_COMPUTE)
+		return fc_compute_run(a, dev);
 	return fc_touch_run((const struct fakecuda_range *)(uintptr_t)a->v[0], (unsigned)a->v[1],
 			    dev);
 }

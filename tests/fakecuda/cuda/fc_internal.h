@@ -218,6 +218,8 @@ CUresult fc_kernel_run(CUfunction f, const struct fc_kargs *a, int dev);
 const char *fc_kernel_mem(uintptr_t addr, size_t len);
 /* The paged-attention kernel's body (fc_paged.c); lock held or not. */
 CUresult fc_paged_run(const struct fc_kargs *a, int dev);
+/* The prefill (compute) kernel's body (fc_compute.c); takes the lock. */
+CUresult fc_compute_run(const struct fc_kargs *a, int dev);
 CUresult fc_copy_run(uintptr_t dst, uintptr_t src, size_t n, int dev);
 CUresult fc_memset_run(uintptr_t dst, unsigned value, size_t n, unsigned elem, int dev);
 

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# make bench-serve: the SIMULATED serving table (issue 24). serve-like (a
+# multi-turn workload with an LRU prefix cache over a paged KV pool) runs
+# each alternative on the same HBM and the same arrival schedule: native
+# (the pool that fits), offload (that pool + a pinned host pool of N-1 x,
+# vLLM OffloadingConnector's mechanism), kvtier (an N x pool from plain
+# cudaMalloc under `kvtier run`, shipped defaults), oracle (an N x managed
+# pool placed per step), uvm (an N x managed pool, opt-in: it thrashes for
+# minutes). Prints one table with the targets per row and writes
+# $BUILD/bench-serve.json. Every figure is simulated.
+#   BENCH_SERVE_RATIOS ("4")   pool sizes N (the issue's set: "2 4 8", ~3x longer)
+#   BENCH_SERVE_ALTS ("native offload kvtier oracle")  add uvm to run it too
+#   BENCH_SERVE_PACE (2)  FAKECUDA_PACE of the kvtier rows (the migrator works
+#                        in real time); the other rows run unpaced
+#   BENCH_SERVE_TIMEOUT (300)  seconds a row may run before it is reported
+#                        as timed out
+#   BENCH_SERVE_ARGS      extra serve-like flags (e.g. "--seed 7 --requests 200")
+#   BENCH_SERVE_JOBS (2)  runs in parallel (figures are virtual-clock, except
+#                        the paced kvtier rows', which depend a little on load)
+# Targets: at 4x kvtier >= 1.2x native throughput and <= 0.75x native TTFT
+# p50; at every N kvtier >= 0.95x offload throughput and TTFT p50 <= 1.05x
+# offload's; at no N below native's throughput.
+set -u
+BUILD=${BUILD:-build}
+RATIOS=${BENCH_SERVE_RATIOS:-"4"}
+ALTS=${BENCH_SERVE_ALTS:-"native offload kvtier oracle"}
+PACE=${BENCH_SERVE_PACE:-2}
+TMO=${BENCH_SERVE_TIMEOUT:-300}
+JOBS=${BENCH_SERVE_JOBS:-2}
+ARGS=${BENCH_SERVE_ARGS:-}
+OUT=$BUILD/bench-serve
+JSON=$BUILD/bench-serve.json
+export FAKECUDA_RECLAIM=0
+export LD_LIBRARY_PATH=$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mkdir -p "$OUT"
+rm -f "$OUT"/*.out "$OUT"/*.err "$OUT"/*.rc "$OUT"/*.wall "$OUT"/*.trace
+start=$(date +%s.%N)
+
+run_one() {
+	local x=$1 alt=$2 base="$OUT/$1-$2" t0 cmd
+	cmd="$BUILD/workloads/serve-like --quiet --alt $alt --pool-over-hbm $x $ARGS"
+	t0=$(date +%s.%N)
+	case $alt in
+	kvtier)
+		FAKECUDA_PACE=$PACE timeout "$TMO" "$BUILD/kvtier" run --quiet \
+			--trace "$OUT/$x-kvtier.%p.trace" -- $cmd >"$base.out" 2>"$base.err" ;;
+	*)
+		timeout "$TMO" $cmd >"$base.out" 2>"$base.err" ;;
+	esac
+	echo $? >"$base.rc"
+	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", b - a }' >"$base.wall"
+}
+export -f run_one
+export OUT BUILD ARGS PACE TMO
+
+# native does not depend on N: one run, reported at every N
+for x in $RATIOS; do
+	for a in $ALTS; do
+		[ "$a" = native ] && continue
+		echo "$x $a"
+	done
+done | { case " $ALTS " in *" native "*) echo "1 native" ;; esac; cat; } |
+	xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1"'
+wall_all=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
+
+val() { sed -n "s/^$2=//p" "$1" | head -1; }
+
+printf '\nkvtier bench-serve — SIMULATED GPU (fakecuda cost model; not a measurement of hardware)\n'
+printf 'serve-like defaults%s; the same schedule for every row; kvtier rows: shipped KVTIER_* defaults, FAKECUDA_PACE %s\n\n' \
+	"${ARGS:+ + $ARGS}" "$PACE"
+printf '%5s %-8s %12s %8s %9s %9s %9s %9s %6s %10s %7s %s\n' N alt 'out tok/s' 'req/s' \
+	'TTFT p50' 'TTFT p99' 'TPOT p50' 'TPOT p99' hit 'link MiB' wall targets
+echo "[" >"$JSON.tmp"
+first=1
+failed=0
+nat="$OUT/1-native.out"
+for x in $RATIOS; do
+	for a in $ALTS; do
+		f="$OUT/$x-$a.out"
+		[ "$a" = native ] && f=$nat
+		base=${f%.out}
+		rc=$(cat "$base.rc" 2>/dev/null || echo 99)
+		if [ "$rc" != 0 ]; then
+			why="FAILED rc=$rc: $(tail -1 "$base.err" 2>/dev/null)"
+			[ "$rc" = 124 ] && why="timed out after ${TMO}s of real time"
+			[ "$rc" = 3 ] && why="out of memory: $(grep 'out of memory' "$base.err" | tail -1)"
+			printf '%4sx %-8s %s\n' "$x" "$a" "$why"
+			[ "$a" = kvtier ] && printf '%4sx %-8s targets: MISSED (no result)\n' "$x" "$a"
+			failed=$((failed + 1))
+			continue
+		fi
+		tps=$(val "$f" output_tokens_per_s); rps=$(val "$f" requests_per_s)
+		t50=$(val "$f" ttft_ms_p50); t99=$(val "$f" ttft_ms_p99)
+		p50=$(val "$f" tpot_ms_p50); p99=$(val "$f" tpot_ms_p99)
+		hit=$(val "$f" prefix_hit_rate); link=$(val "$f" bytes_link); tab=$(val "$f" tables)
+		verdict=-
+		if [ "$a" = kvtier ]; then
+			verdict=$(awk -v x="$x" -v k="$tps" -v kt="$t50" \
+				-v n="$(val "$nat" output_tokens_per_s)" -v nt="$(val "$nat" ttft_ms_p50)" \
+				-v o="$(val "$OUT/$x-offload.out" output_tokens_per_s 2>/dev/null)" \
+				-v ot="$(val "$OUT/$x-offload.out" ttft_ms_p50 2>/dev/null)" 'BEGIN {
+				m = ""
+				if (n + 0 > 0 && k < n) m = m sprintf(" below native (%.2fx)", k / n)
+				if (x == 4 && n + 0 > 0) {
+					if (k < 1.2 * n) m = m sprintf(" tput %.2fx native (<1.2)", k / n)
+					if (kt > 0.75 * nt) m = m sprintf(" TTFT %.2fx native (>0.75)", kt / nt)
+				}
+				if (o + 0 > 0) {
+					if (k < 0.95 * o) m = m sprintf(" tput %.2fx offload (<0.95)", k / o)
+					if (kt > 1.05 * ot) m = m sprintf(" TTFT %.2fx offload (>1.05)", kt / ot)
+				}
+				print (m == "" ? "met" : "MISSED:" m) }')
+		fi
+		printf '%4sx %-8s %12.0f %8.1f %9.3f %9.3f %9.4f %9.4f %6.3f %10d %6ss %s\n' "$x" "$a" "$tps" \
+			"$rps" "$t50" "$t99" "$p50" "$p99" "$hit" $((link >> 20)) "$(cat "$base.wall")" "$verdict"
+		[ $first = 1 ] || echo "," >>"$JSON.tmp"
+		first=0
+		printf '  {"pool_over_hbm": %s, "alternative": "%s", "output_tokens_per_s": %s, "requests_per_s": %s, "ttft_ms_p50": %s, "ttft_ms_p99": %s, "tpot_ms_p50": %s, "tpot_ms_p99": %s, "prefix_hit_rate": %s, "bytes_link": %s, "tables": "%s", "targets": "%s", "simulated": true}' \
+			"$x" "$a" "$tps" "$rps" "$t50" "$t99" "$p50" "$p99" "$hit" "$link" "$tab" "$verdict" >>"$JSON.tmp"
+	done
+done
+printf '\n]\n' >>"$JSON.tmp"
+mv "$JSON.tmp" "$JSON"
+printf '\n(simulated) wrote %s in %ss on %s CPUs (load %s); per-run output in %s/\n' "$JSON" \
+	"$wall_all" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$OUT"
+printf '(native is the pool that fits: one run, the same at every N)\n'
+[ $failed -eq 0 ]

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/* CUnit suite for serve-like ($BUILD/workloads/serve-like), the serving
+ * workload of bench-serve: its stamps are checked after reuse and a damaged
+ * one fails the run, the prefix cache's hits come out exactly where a
+ * schedule makes them computable, and every alternative runs and prints
+ * its row. Child processes on the SIMULATED GPU; no assertion on speed. */
+#include "unit/kvt_test.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* generous: the suite must pass beside CPU hogs */
+#define SV_LIMIT_S 240
+
+/* The value of "key=" at the start of a line, or NULL. */
+static const char *sv_get(const char *out, const char *key)
+{
+	static char val[8][128];
+	static int next;
+	size_t n = strlen(key);
+	for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (!strncmp(p, key, n) && p[n] == '=') {
+			char *v = val[next++ & 7];
+			size_t i = 0;
+			for (p += n + 1; *p && *p != '\n' && i + 1 < sizeof val[0]; p++)
+				v[i++] = *p;
+			v[i] = 0;
+			return v;
+		}
+	}
+	return NULL;
+}
+
+static double sv_num(const char *out, const char *key)
+{
+	const char *v = sv_get(out, key);
+	return v ? strtod(v, NULL) : -1;
+}
+
+/* Run serve-like with args (NULL-ended) on the stand-in, optionally under
+ * libkvtier; a small run unless the args say otherwise. */
+static void sv_run(struct kvt_child *c, const char *const *args, bool kvtier)
+{
+	static char ld[600], lib[512], fake[512], ldpath[600], pre[600];
+	const char *argv[40];
+	int n = 0;
+	argv[n++] = kvt_path("workloads/serve-like");
+	argv[n++] = "--quiet";
+	for (int i = 0; args[i] && n < 38; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	snprintf(ld, sizeof ld, "LD_LIBRARY_PATH=%s", kvt_path("fakecuda"));
+	const char *env[4] = { ld, "FAKECUDA_RECLAIM=0", NULL, NULL };
+	if (kvtier) {
+		CU_ASSERT_EQUAL_FATAL(kvt_preload_env(lib, fake, ldpath, pre), 0);
+		env[2] = pre;
+	}
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(c, argv, env, SV_LIMIT_S), 0);
+}
+
+/* ---- correctness ---- */
+
+static void test_serve_verifies(void)
+{
+	static struct kvt_child c;
+	const char *args[] = { "--requests", "60", NULL };
+	sv_run(&c, args, false);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_STRING_EQUAL(sv_get(c.out, "result"), "ok");
+	CU_ASSERT_STRING_EQUAL(sv_get(c.out, "tables"), "device");
+	CU_ASSERT_EQUAL(sv_num(c.out, "corrupt"), 0);
+	/* every hit checks its blocks: more stamps than blocks that were hit */
+	CU_ASSERT(sv_num(c.out, "verified") > sv_num(c.out, "hit_tokens") / 16);
+	CU_ASSERT(sv_num(c.out, "hit_tokens") > 0);
+	CU_ASSERT_EQUAL(sv_num(c.out, "requests"), 60);
+}
+
+static void test_serve_corruption_detected(void)
+{
+	static struct kvt_child c;
+	const char *args[] = { "--requests", "30", "--inject-corruption", NULL };
+	sv_run(&c, args, false);
+	CU_ASSERT_EQUAL(c.exit_code, 1);
+	CU_ASSERT_STRING_EQUAL(sv_get(c.out, "result"), "corrupt");
+	CU_ASSERT(sv_num(c.out, "corrupt") >= 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "CORRUPTION"));
+}
+
+/* One session, three turns of 100 new tokens and 50 generated, a 64-token
+ * system prompt, a pool that holds everything:
+ *   turn 0: prompt 64+100        = 164, nothing cached        hit   0
+ *           cached after it: (164+50-1)/16 = 13 blocks
+ *   turn 1: prompt 64+150+100    = 314, 13 blocks cached      hit 208
+ *           cached after it: (314+50-1)/16 = 22 blocks
+ *   turn 2: prompt 64+300+100    = 464, 22 blocks cached      hit 352
+ * hits 560 of 942 prompt tokens; 3 x 50 tokens generated. */
+static void test_serve_hits_one_session(void)
+{
+	static struct kvt_child c;
+	const char *args[] = { "--sessions", "1", "--requests", "3", "--sys-tokens", "64",
+			       "--turn-min", "100", "--turn-max", "100", "--out-min", "50",
+			       "--out-max", "50", "--think", "0", NULL };
+	sv_run(&c, args, false);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_EQUAL(sv_num(c.out, "prompt_tokens"), 942);
+	CU_ASSERT_EQUAL(sv_num(c.out, "hit_tokens"), 560);
+	CU_ASSERT_EQUAL(sv_num(c.out, "computed_tokens"), 382);
+	CU_ASSERT_EQUAL(sv_num(c.out, "output_tokens"), 150);
+	CU_ASSERT_DOUBLE_EQUAL(sv_num(c.out, "prefix_hit_rate"), 560.0 / 942, 1e-4);
+}
+
+/* Two sessions, one turn each, far apart (a long think time makes the
+ * second turn another session's): the second finds only the shared system
+ * prompt, 4 blocks of 16 tokens. */
+static void test_serve_hits_shared_prompt(void)
+{
+	static struct kvt_child c;
+	const char *args[] = { "--sessions", "2", "--requests", "2", "--sys-tokens", "64",
+			       "--turn-min", "100", "--turn-max", "100", "--out-min", "50",
+			       "--out-max", "50", "--think", "1000", "--rate", "1", NULL };
+	sv_run(&c, args, false);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_EQUAL(sv_num(c.out, "prompt_tokens"), 328);
+	CU_ASSERT_EQUAL(sv_num(c.out, "hit_tokens"), 64);
+	CU_ASSERT(sv_num(c.out, "idle_s") > 0);          /* the gap was skipped */
+}
+
+/* A small pool: offload's host pool serves hits the native pool lost, and
+ * the blocks copied back carry their stamps. */
+static void test_serve_offload_host_hits(void)
+{
+	static struct kvt_child nat, off;
+	const char *an[] = { "--requests", "120", "--alt", "native", NULL };
+	const char *ao[] = { "--requests", "120", "--alt", "offload", "--pool-over-hbm", "4", NULL };
+	sv_run(&nat, an, false);
+	sv_run(&off, ao, false);
+	CU_ASSERT_EQUAL(nat.exit_code, 0);
+	CU_ASSERT_EQUAL(off.exit_code, 0);
+	CU_ASSERT(sv_num(off.out, "host_hit_tokens") > 0);
+	CU_ASSERT(sv_num(off.out, "bytes_offload_in") > 0);
+	CU_ASSERT(sv_num(off.out, "bytes_offload_out") > 0);
+	CU_ASSERT(sv_num(off.out, "prefix_hit_rate") > sv_num(nat.out, "prefix_hit_rate"));
+	/* a host hit copies one block (K and V of 16 tokens) back per 16 tokens */
+	CU_ASSERT_EQUAL(sv_num(off.out, "host_hit_tokens"),
+			sv_num(off.out, "bytes_offload_in") / (2.0 * 16 * 2048) * 16);
+	CU_ASSERT_EQUAL(sv_num(nat.out, "host_hit_tokens"), 0);
+	CU_ASSERT_EQUAL(sv_num(off.out, "corrupt"), 0);
+}
+
+/* The prefill kernel costs FLOPs / (peak x efficiency): one turn alone, so
+ * its TTFT is its prefill step; halving FAKECUDA_MMA_EFF adds exactly the
+ * prefill's FLOPs / (790e12 x 0.5) seconds (TTFT printed to 1 us). */
+static void test_serve_prefill_cost(void)
+{
+	static struct kvt_child c5, c25;
+	static char ld[600];
+	const char *argv[] = { kvt_path("workloads/serve-like"), "--quiet", "--requests", "1",
+			       "--sys-tokens", "64", "--turn-min", "100", "--turn-max", "100",
+			       "--out-min", "8", "--out-max", "8", NULL };
+	snprintf(ld, sizeof ld, "LD_LIBRARY_PATH=%s", kvt_path("fakecuda"));
+	const char *e5[] = { ld, "FAKECUDA_MMA_EFF=0.5", NULL };
+	const char *e25[] = { ld, "FAKECUDA_MMA_EFF=0.25", NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&c5, argv, e5, SV_LIMIT_S), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&c25, argv, e25, SV_LIMIT_S), 0);
+	CU_ASSERT_EQUAL(c5.exit_code, 0);
+	CU_ASSERT_EQUAL(c25.exit_code, 0);
+	/* 164 new tokens: 164 x 1e9 + 164 x 82 x 32768 */
+	double flops = sv_num(c5.out, "prefill_flops");
+	CU_ASSERT_DOUBLE_EQUAL(flops, 164e9 + 164.0 * 82 * 32768, 1e3);
+	CU_ASSERT_DOUBLE_EQUAL(sv_num(c25.out, "prefill_flops"), flops, 1);
+	double extra_ms = flops / (790e12 * 0.5) * 1e3;
+	CU_ASSERT_DOUBLE_EQUAL(sv_num(c25.out, "ttft_ms_p50") - sv_num(c5.out, "ttft_ms_p50"),
+			       extra_ms, 0.002);
+}
+
+/* ---- every alternative prints its row ---- */
+
+static void sv_check_row(const struct kvt_child *c, const char *alt)
+{
+	char want[64];
+	snprintf(want, sizeof want, "serve: alt=%s pool_over_hbm=2 ", alt);
+	CU_ASSERT_EQUAL(c->exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c->out, want));
+	CU_ASSERT(sv_num(c->out, "output_tokens_per_s") > 0);
+	CU_ASSERT(sv_num(c->out, "ttft_ms_p50") > 0);
+	CU_ASSERT(sv_num(c->out, "tpot_ms_p99") >= sv_num(c->out, "tpot_ms_p50"));
+	CU_ASSERT_STRING_EQUAL(sv_get(c->out, "result"), "ok");
+	if (!strstr(c->out, want))
+		fprintf(stderr, "%s\n%s\n", c->out, c->err);
+}
+
+static void test_serve_alternatives(void)
+{
+	static const char *const alts[] = { "native", "offload", "uvm", "oracle" };
+	for (size_t i = 0; i < sizeof alts / sizeof alts[0]; i++) {
+		static struct kvt_child c;
+		const char *args[] = { "--requests", "40", "--alt", alts[i], "--pool-over-hbm", "2",
+				       NULL };
+		sv_run(&c, args, false);
+		sv_check_row(&c, alts[i]);
+	}
+}
+
+/* kvtier's row: the N x pool from plain cudaMalloc does not fit alone
+ * (out of memory, exit 3) and runs under libkvtier. */
+static void test_serve_kvtier(void)
+{
+	static struct kvt_child c;
+	const char *args[] = { "--requests", "40", "--alt", "kvtier", "--pool-over-hbm", "2", NULL };
+	sv_run(&c, args, false);
+	CU_ASSERT_EQUAL(c.exit_code, 3);
+	CU_ASSERT_STRING_EQUAL(sv_get(c.out, "result"), "oom");
+	sv_run(&c, args, true);
+	sv_check_row(&c, "kvtier");
+}
+
+static CU_TestInfo tests_serve[] = {
+	{ "stamps verified after reuse, tables in device memory", test_serve_verifies },
+	{ "a damaged cached block fails the run", test_serve_corruption_detected },
+	{ "hits of one session's turns, exactly", test_serve_hits_one_session },
+	{ "hits of a shared system prompt, exactly", test_serve_hits_shared_prompt },
+	{ "offload serves host hits and copies them back intact", test_serve_offload_host_hits },
+	{ "prefill costs FLOPs / (peak x FAKECUDA_MMA_EFF)", test_serve_prefill_cost },
+	{ "native, offload, uvm and oracle print their rows", test_serve_alternatives },
+	{ "kvtier: OOM alone, a row under libkvtier", test_serve_kvtier },
+	CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+	{ "serve", NULL, NULL, NULL, NULL, tests_serve },
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	return kvt_test_main(suites);
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/* serve-like: a multi-turn serving benchmark on the SIMULATED GPU. Sessions
+ * return for turns on a seeded Poisson schedule with Zipf popularity; each
+ * turn's prompt is the session's history plus a new user prompt, and the
+ * server (a vLLM-like step loop) keeps a paged KV pool with an LRU prefix
+ * cache over it. The alternatives (--alt) differ only in where that pool
+ * lives (docs/workloads.md "Serving: multi-turn prefix reuse").
+ * Test infrastructure: stdio and exit() are fine here. */
+#ifndef SERVE_H
+#define SERVE_H
+
+#include "wl.h"
+
+enum sv_alt { SV_NATIVE, SV_OFFLOAD, SV_KVTIER, SV_UVM, SV_ORACLE };
+
+struct sv_opts {
+	enum sv_alt alt;
+	double pool_over_hbm;      /* N: the pool the server asks for / what fits */
+	uint64_t device_bytes;
+	double weights_frac;
+	double act_frac;
+	int layers;
+	unsigned row_bytes;        /* per token per layer, K (and V) */
+	double flops_per_token;    /* prefill: 2 x parameters */
+	double attn_flops;         /* prefill: per new token per context token */
+	int sys_tokens;            /* shared system prompt (a multiple of 16) */
+	int turn_min, turn_max;    /* new user prompt per turn */
+	int out_min, out_max;      /* tokens generated per turn */
+	int max_ctx;               /* a session past this starts a new conversation */
+	int sessions;
+	double zipf;
+	double rate;               /* requests per simulated second */
+	double think_s;            /* least gap between a session's turns */
+	int requests;
+	int max_batch;             /* running requests */
+	int prefill_budget;        /* prompt tokens computed per step */
+	uint64_t seed;
+	int quiet;
+	int inject_corruption;
+};
+
+/* One turn of one session, fixed by the schedule. */
+struct sv_req {
+	uint32_t sess;
+	uint32_t hist;             /* session tokens before it (after the system prompt) */
+	uint32_t prompt;           /* new user tokens */
+	uint32_t out;              /* tokens it generates */
+	uint32_t gen;              /* conversation number of the session */
+	double arrive_s;
+	/* filled by the run */
+	double send_s, first_s, done_s;
+	uint32_t hit_tokens;
+};
+
+struct sv_sched {
+	struct sv_req *req;
+	int nr;
+	int nr_sess;
+	uint32_t max_stream;       /* longest token stream of one turn */
+};
+
+/* ---- serve_sched.c ---- */
+void sv_make_schedule(const struct sv_opts *o, struct sv_sched *s);
+
+/* ---- serve_cache.c: the block pool, its LRU queue, the prefix cache ---- */
+#define SV_NONE UINT32_MAX
+
+struct sv_key { uint32_t sess, gen, idx; };   /* sess SV_NONE: the system prompt */
+
+struct sv_block {
+	uint32_t ref;
+	uint32_t prev, next;       /* the free queue (LRU first) while ref == 0 */
+	bool keyed, queued;
+	struct sv_key key;
+};
+
+struct sv_pool {
+	uint32_t nr;
+	struct sv_block *b;
+	uint32_t head, tail, queued;
+	/* key -> slot; open addressing */
+	uint64_t *hkeys;
+	uint32_t *hval;
+	uint32_t hcap;
+};
+
+void sv_pool_init(struct sv_pool *p, uint32_t nr);
+void sv_pool_fini(struct sv_pool *p);
+uint32_t sv_pool_find(const struct sv_pool *p, struct sv_key k);
+/* Take block id for a request: out of the queue, ref + 1. */
+void sv_pool_ref(struct sv_pool *p, uint32_t id);
+/* Drop a reference; at zero the block joins the queue's tail (keyed: a
+ * cached prefix, LRU) or head (not keyed: free, used first). */
+void sv_pool_unref(struct sv_pool *p, uint32_t id);
+/* The queue's head for a new use: *evicted gets its old key (keyed false
+ * when it had none). SV_NONE when the queue is empty. */
+uint32_t sv_pool_take(struct sv_pool *p, struct sv_block *evicted);
+void sv_pool_set_key(struct sv_pool *p, uint32_t id, struct sv_key k);
+void sv_pool_drop_key(struct sv_pool *p, uint32_t id);
+
+/* ---- the server (serve_run.c), set up by serve_like.c ---- */
+struct sv_running {
+	uint32_t q;                /* its turn in the schedule */
+	uint32_t *blocks;          /* block ids of stream positions [0, kv_tokens) */
+	uint32_t nblocks;
+	uint32_t prompt;           /* stream tokens of the prompt (system + history + new) */
+	uint32_t start;            /* prompt tokens found cached */
+	uint32_t produced;         /* output tokens so far */
+	bool prefill;              /* admitted this step: its prefill runs now */
+};
+
+struct sv {
+	struct sv_opts o;
+	struct sv_sched s;
+	const char *prog;
+	cudaStream_t stream, side;        /* compute; offload copies */
+	bool side_pending;                /* copies issued on side since its last sync */
+	PFN_cuLaunchKernel_v4000 launch;
+	CUfunction paged_fn, compute_fn;
+	int (*get_counters)(struct fakecuda_counters *out);
+	int (*peek)(const void *ptr, void *out, size_t len);
+	int (*poke)(void *ptr, const void *in, size_t len);
+	int (*block_location)(const void *ptr, CUmemLocationType *type, int *id);
+	size_t dev_total;
+	uint64_t weights_bytes, kv_budget;
+	struct { char *ptr; size_t len; } weights[WL_MAX_LAYERS * 4 + 1];
+	int nr_weights;
+	/* the GPU-visible pool: region r (2l: K of layer l, 2l+1: V) at
+	 * pool + r * nr_blocks * block_region bytes */
+	char *pool;
+	uint32_t nr_blocks;
+	uint64_t block_region;            /* WL_BLOCK_TOKENS * row_bytes */
+	bool managed;
+	struct sv_pool gpu;
+	/* offload: pinned host pool of (N-1)x, same layout per slot */
+	char *host;
+	uint32_t nr_host;
+	struct sv_pool hostp;
+	/* the step loop */
+	struct sv_running *run;
+	int nr_run;
+	int *pending;                     /* turns arrived, not admitted, in order */
+	int nr_pending, next_arrival;
+	double *sess_free_s;              /* a session's next turn may be sent from */
+	bool *sess_busy;
+	double idle_s;
+	uint64_t v0_ns;
+	double pace;
+	/* block tables: pinned staging, device copies */
+	unsigned stride;
+	int32_t *stage;
+	int32_t *d_dtable, *d_dlens, *d_ptable, *d_plens, *d_pstarts;
+	struct fakecuda_range *d_weights;
+	uint8_t *chunk_mark;              /* oracle: chunks of this step */
+	/* results */
+	uint64_t steps, out_tokens, prompt_tokens, hit_tokens, host_hit_tokens, computed_tokens;
+	uint64_t bytes_tables, bytes_offload_out, bytes_offload_in, prefill_flops;
+	uint64_t checked, bad;
+	int done;
+	bool corrupted;
+	struct fakecuda_counters c0, c1;
+};
+
+int sv_serve(struct sv *v);
+double sv_now_s(struct sv *v);
+void sv_stamp_block(struct sv *v, char *pool, uint32_t nr, uint32_t id, struct sv_key k);
+uint64_t sv_check_block(struct sv *v, const char *pool, uint32_t nr, uint32_t id,
+			struct sv_key k);
+
+#endif

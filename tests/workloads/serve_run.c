@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: MIT */
+/* serve-like: the server's step loop. Each step admits arrived turns FCFS
+ * while the pool, the batch and the prefill budget allow, looks their
+ * prompts up in the prefix cache (hits reuse cached blocks; the offload
+ * alternative copies host hits back), prefills the rest with the compute
+ * kernel and decodes every running request one token with the paged
+ * kernel; both read device-resident block tables uploaded from pinned
+ * staging each step. Content stamps (fakecuda_poke/peek) stand for what
+ * the kernels write and read; every reused block's stamps are checked. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve.h"
+
+#define SV_BT WL_BLOCK_TOKENS
+
+/* ---- time: the device's virtual clock plus the idle gaps skipped ---- */
+
+double sv_now_s(struct sv *v)
+{
+	struct fakecuda_counters c;
+	v->get_counters(&c);
+	return (double)(c.virtual_ns - v->v0_ns) / 1e9 + v->idle_s;
+}
+
+static void sv_idle_until(struct sv *v, double t)
+{
+	double gap = t - sv_now_s(v);
+	if (gap <= 0)
+		return;
+	v->idle_s += gap;
+	if (v->pace > 0) {              /* the migrator lives in real time */
+		double real = gap * v->pace;
+		struct timespec ts = { (time_t)real, (long)((real - floor(real)) * 1e9) };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* ---- content stamps: 32 bytes at the start of each region of a block ---- */
+
+static void sv_stamp(uint64_t seed, struct sv_key k, int region, unsigned char out[32])
+{
+	uint64_t tag = ((uint64_t)k.sess << 40) ^ ((uint64_t)k.gen << 28) ^ k.idx;
+	memcpy(out, "KVSV", 4);
+	memcpy(out + 4, &region, 4);
+	memcpy(out + 8, &tag, 8);
+	wl_pattern(seed, tag * 131 + (uint64_t)region, 0, out + 16, 16);
+}
+
+static char *sv_at(struct sv *v, const char *pool, uint32_t nr, uint32_t id, int region)
+{
+	return (char *)pool + ((uint64_t)region * nr + id) * v->block_region;
+}
+
+void sv_stamp_block(struct sv *v, char *pool, uint32_t nr, uint32_t id, struct sv_key k)
+{
+	unsigned char st[32];
+	for (int r = 0; r < 2 * v->o.layers; r++) {
+		sv_stamp(v->o.seed, k, r, st);
+		if (v->poke(sv_at(v, pool, nr, id, r), st, sizeof st))
+			wl_die("fakecuda_poke failed at block %u", id);
+	}
+}
+
+uint64_t sv_check_block(struct sv *v, const char *pool, uint32_t nr, uint32_t id,
+			struct sv_key k)
+{
+	unsigned char st[32], got[32];
+	uint64_t bad = 0;
+	for (int r = 0; r < 2 * v->o.layers; r++) {
+		sv_stamp(v->o.seed, k, r, st);
+		v->checked++;
+		if (v->peek(sv_at(v, pool, nr, id, r), got, sizeof got) || memcmp(st, got, sizeof st)) {
+			if (v->bad + bad < 8)
+				fprintf(stderr, "%s: CORRUPTION: block %u region %d (session %d, "
+					"conversation %u, block %u of its stream) lost its stamp\n",
+					v->prog, id, r, k.sess == SV_NONE ? -1 : (int)k.sess, k.gen,
+					k.idx);
+			bad++;
+		}
+	}
+	v->bad += bad;
+	return bad;
+}
+
+/* ---- the prefix cache ---- */
+
+static struct sv_key sv_key_of(const struct sv *v, const struct sv_req *q, uint32_t j)
+{
+	if (j < (uint32_t)v->o.sys_tokens / SV_BT)
+		return (struct sv_key){ SV_NONE, 0, j };
+	return (struct sv_key){ q->sess, q->gen, j };
+}
+
+/* Copy block src of one pool to block dst of the other, every region, on
+ * the side stream (the OffloadingConnector's transfers). */
+static void sv_copy_block(struct sv *v, bool out, uint32_t gpu_id, uint32_t host_id)
+{
+	for (int r = 0; r < 2 * v->o.layers; r++) {
+		char *g = sv_at(v, v->pool, v->nr_blocks, gpu_id, r);
+		char *h = sv_at(v, v->host, v->nr_host, host_id, r);
+		WL_CK(cudaMemcpyAsync(out ? h : g, out ? g : h, v->block_region,
+				      out ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
+				      v->side));
+	}
+	if (out)
+		v->bytes_offload_out += 2ull * v->o.layers * v->block_region;
+	else
+		v->bytes_offload_in += 2ull * v->o.layers * v->block_region;
+	v->side_pending = true;
+}
+
+/* A GPU block for a new use; offload copies the prefix it evicts out to
+ * the host pool unless the host already has that key. */
+static uint32_t sv_take_gpu(struct sv *v)
+{
+	struct sv_block old;
+	uint32_t id = sv_pool_take(&v->gpu, &old);
+	if (id == SV_NONE)
+		wl_die("block pool exhausted (admission should have waited)");
+	if (v->o.alt != SV_OFFLOAD || !old.keyed || !v->nr_host ||
+	    sv_pool_find(&v->hostp, old.key) != SV_NONE)
+		return id;
+	struct sv_block hold;
+	uint32_t h = sv_pool_take(&v->hostp, &hold);
+	if (h == SV_NONE)
+		return id;
+	sv_copy_block(v, true, id, h);
+	sv_pool_set_key(&v->hostp, h, old.key);
+	sv_pool_unref(&v->hostp, h);
+	return id;
+}
+
+/* Prompt tokens of turn q found cached, block by block from the start
+ * (at least one token is always computed); *gpu_hits: of them in HBM's
+ * pool, *queued_hits: of those sitting in the queue. */
+static uint32_t sv_lookup(struct sv *v, const struct sv_req *q, uint32_t prompt,
+			  uint32_t *gpu_hits, uint32_t *queued_hits)
+{
+	uint32_t j = 0;
+	*gpu_hits = *queued_hits = 0;
+	for (; (j + 1) * SV_BT <= prompt - 1; j++) {
+		struct sv_key k = sv_key_of(v, q, j);
+		uint32_t id = sv_pool_find(&v->gpu, k);
+		if (id != SV_NONE) {
+			(*gpu_hits)++;
+			*queued_hits += v->gpu.b[id].queued;
+			continue;
+		}
+		if (v->o.alt != SV_OFFLOAD || sv_pool_find(&v->hostp, k) == SV_NONE)
+			break;
+	}
+	return j;
+}
+
+/* ---- admission ---- */
+
+static uint32_t sv_prompt_tokens(const struct sv *v, const struct sv_req *q)
+{
+	return (uint32_t)v->o.sys_tokens + q->hist + q->prompt;
+}
+
+static bool sv_admit(struct sv *v, int qi)
+{
+	struct sv_req *q = &v->s.req[qi];
+	uint32_t prompt = sv_prompt_tokens(v, q);
+	uint32_t kv_tokens = prompt + q->out - 1;
+	uint32_t need = (kv_tokens + SV_BT - 1) / SV_BT, gpu_hits, queued_hits;
+	uint32_t hit_blocks = sv_lookup(v, q, prompt, &gpu_hits, &queued_hits);
+	if (need - gpu_hits > v->gpu.queued - queued_hits)
+		return false;
+	struct sv_running *r = &v->run[v->nr_run];
+	*r = (struct sv_running){ .q = (uint32_t)qi, .nblocks = need, .prompt = prompt,
+				  .start = hit_blocks * SV_BT, .prefill = true };
+	r->blocks = malloc(sizeof *r->blocks * need);
+	if (!r->blocks)
+		wl_die("out of host memory");
+	/* first hold every hit, so that taking new blocks evicts none of them */
+	for (uint32_t j = 0; j < hit_blocks; j++) {
+		struct sv_key k = sv_key_of(v, q, j);
+		uint32_t id = sv_pool_find(&v->gpu, k);
+		r->blocks[j] = id;
+		if (id != SV_NONE)
+			sv_pool_ref(&v->gpu, id);
+		else                                     /* offload: a host hit */
+			sv_pool_ref(&v->hostp, sv_pool_find(&v->hostp, k));
+	}
+	for (uint32_t j = 0; j < need; j++) {
+		struct sv_key k = sv_key_of(v, q, j);
+		if (j < hit_blocks && r->blocks[j] != SV_NONE) {   /* in HBM's pool */
+			sv_check_block(v, v->pool, v->nr_blocks, r->blocks[j], k);
+			continue;
+		}
+		uint32_t id = sv_take_gpu(v);
+		if (j < hit_blocks) {                    /* copied back from the host */
+			uint32_t h = sv_pool_find(&v->hostp, k);
+			sv_copy_block(v, false, id, h);
+			sv_pool_unref(&v->hostp, h);
+			sv_pool_set_key(&v->gpu, id, k);
+			sv_check_block(v, v->pool, v->nr_blocks, id, k);
+			v->host_hit_tokens += SV_BT;
+		} else {                                 /* computed now */
+			sv_stamp_block(v, v->pool, v->nr_blocks, id, k);
+		}
+		r->blocks[j] = id;
+	}
+	v->prompt_tokens += prompt;
+	v->hit_tokens += r->start;
+	v->computed_tokens += prompt - r->start;
+	q->hit_tokens = r->start;
+	v->nr_run++;
+	return true;
+}
+
+static void sv_admit_all(struct sv *v, double now)
+{
+	while (v->next_arrival < v->s.nr && v->s.req[v->next_arrival].arrive_s <= now)
+		v->pending[v->nr_pending++] = v->next_arrival++;
+	int budget = v->o.prefill_budget, admitted = 0;
+	for (int i = 0; i < v->nr_pending;) {
+		struct sv_req *q = &v->s.req[v->pending[i]];
+		if (v->sess_busy[q->sess] || v->sess_free_s[q->sess] > now) {
+			i++;                             /* the user has not sent it yet */
+			continue;
+		}
+		/* the budget is checked against the whole prompt (the lookup comes
+		 * later) and charged with what is computed */
+		uint32_t todo = sv_prompt_tokens(v, q);
+		if (v->nr_run >= v->o.max_batch || (admitted && (int)todo > budget))
+			break;
+		if (q->send_s == 0)
+			q->send_s = fmax(q->arrive_s, v->sess_free_s[q->sess]);
+		if (!sv_admit(v, v->pending[i]))
+			break;                           /* FCFS: wait for blocks */
+		budget -= (int)(sv_prompt_tokens(v, q) - q->hit_tokens);
+		admitted++;
+		v->sess_busy[q->sess] = true;
+		memmove(&v->pending[i], &v->pending[i + 1],
+			sizeof *v->pending * (size_t)(v->nr_pending - i - 1));
+		v->nr_pending--;
+	}
+}
+
+/* The earliest time a pending or future turn can be sent. */
+static double sv_next_send(const struct sv *v)
+{
+	double t = INFINITY;
+	for (int i = 0; i < v->nr_pending; i++) {
+		const struct sv_req *q = &v->s.req[v->pending[i]];
+		if (!v->sess_busy[q->sess])
+			t = fmin(t, fmax(q->arrive_s, v->sess_free_s[q->sess]));
+	}
+	if (v->next_arrival < v->s.nr)
+		t = fmin(t, v->s.req[v->next_arrival].arrive_s);
+	return t;
+}
+
+/* ---- one step's tables and kernels ---- */
+
+static void sv_launch(struct sv *v, CUfunction f, void **args)
+{
+	CUresult res = v->launch(f, 1, 1, 1, 1, 1, 1, 0, (CUstream)v->stream, args, NULL);
+	if (res != CUDA_SUCCESS)
+		wl_die("cuLaunchKernel failed: CUresult %d", (int)res);
+}
+
+/* Fill the staging rows of the running requests selected by prefill (or
+ * not), upload them; returns how many. */
+static unsigned sv_tables(struct sv *v, bool prefill, int32_t *stage, int32_t *d_table,
+			  int32_t *d_lens, int32_t *d_starts)
+{
+	unsigned n = 0, max = (unsigned)v->o.max_batch;
+	int32_t *lens = stage + (size_t)max * v->stride, *starts = lens + max;
+	for (int i = 0; i < v->nr_run; i++) {
+		const struct sv_running *r = &v->run[i];
+		if (r->prefill != prefill)
+			continue;
+		int32_t *row = stage + (size_t)n * v->stride;
+		for (uint32_t j = 0; j < r->nblocks; j++)
+			row[j] = (int32_t)r->blocks[j];
+		lens[n] = (int32_t)(prefill ? r->prompt : r->prompt + r->produced);
+		starts[n] = (int32_t)r->start;
+		n++;
+	}
+	if (!n)
+		return 0;
+	size_t tb = (size_t)n * v->stride * sizeof(int32_t), lb = (size_t)n * sizeof(int32_t);
+	WL_CK(cudaMemcpyAsync(d_table, stage, tb, cudaMemcpyHostToDevice, v->stream));
+	WL_CK(cudaMemcpyAsync(d_lens, lens, lb, cudaMemcpyHostToDevice, v->stream));
+	v->bytes_tables += tb + lb;
+	if (d_starts) {
+		WL_CK(cudaMemcpyAsync(d_starts, starts, lb, cudaMemcpyHostToDevice, v->stream));
+		v->bytes_tables += lb;
+	}
+	return n;
+}
+
+static double sv_prefill_flops(const struct sv *v)
+{
+	double f = 0;
+	for (int i = 0; i < v->nr_run; i++) {
+		const struct sv_running *r = &v->run[i];
+		if (!r->prefill)
+			continue;
+		double n = r->prompt - r->start;
+		f += n * v->o.flops_per_token + n * (r->start + n / 2) * v->o.attn_flops;
+	}
+	return f;
+}
+
+static bool sv_resident(struct sv *v, uint64_t ch)
+{
+	CUmemLocationType type = CU_MEM_LOCATION_TYPE_INVALID;
+	int id = 0;
+	return !v->block_location(v->pool + ch * WL_CHUNK, &type, &id) &&
+	       type == CU_MEM_LOCATION_TYPE_DEVICE;
+}
+
+static size_t sv_chunk_len(uint64_t total, uint64_t ch)
+{
+	uint64_t end = (ch + 1) * WL_CHUNK < total ? (ch + 1) * WL_CHUNK : total;
+	return (size_t)(end - ch * WL_CHUNK);
+}
+
+/* oracle: the chunks this step's kernels use that are not in HBM are
+ * prefetched first, demoting chunks the step does not use when HBM is
+ * full (v->chunk_mark: one byte per 2 MiB chunk of the pool); what still
+ * does not fit is read over the link (the pool is mapped for the GPU). */
+static void sv_oracle_prefetch(struct sv *v)
+{
+	struct cudaMemLocation dev = { .type = cudaMemLocationTypeDevice, .id = 0 };
+	struct fakecuda_counters c;
+	v->get_counters(&c);
+	uint64_t native = c.device_used_bytes - c.managed_resident_bytes;
+	uint64_t cap = c.device_capacity_bytes > native + 4 * WL_CHUNK
+		     ? c.device_capacity_bytes - native - 4 * WL_CHUNK : 0;
+	uint64_t room = cap > c.managed_resident_bytes ? (cap - c.managed_resident_bytes) / WL_CHUNK : 0;
+	uint64_t region = (uint64_t)v->nr_blocks * v->block_region;
+	uint64_t total = 2 * (uint64_t)v->o.layers * region, nc = (total + WL_CHUNK - 1) / WL_CHUNK;
+	memset(v->chunk_mark, 0, nc);
+	for (int i = 0; i < v->nr_run; i++)
+		for (uint32_t j = 0; j < v->run[i].nblocks; j++)
+			for (int rg = 0; rg < 2 * v->o.layers; rg++) {
+				uint64_t off = rg * region + v->run[i].blocks[j] * v->block_region;
+				v->chunk_mark[off / WL_CHUNK] = 1;
+				v->chunk_mark[(off + v->block_region - 1) / WL_CHUNK] = 1;
+			}
+	struct cudaMemLocation host = { .type = cudaMemLocationTypeHost, .id = 0 };
+	uint64_t victim = 0;
+	for (uint64_t ch = 0; ch < nc; ch++) {
+		if (!v->chunk_mark[ch] || sv_resident(v, ch))
+			continue;
+		while (!room && victim < nc) {     /* demote a chunk this step does not use */
+			if (!v->chunk_mark[victim] && sv_resident(v, victim)) {
+				WL_CK(cudaMemPrefetchAsync(v->pool + victim * WL_CHUNK,
+							   sv_chunk_len(total, victim), host, 0,
+							   v->stream));
+				room++;
+			}
+			victim++;
+		}
+		if (!room)
+			break;
+		WL_CK(cudaMemPrefetchAsync(v->pool + ch * WL_CHUNK, sv_chunk_len(total, ch), dev, 0,
+					   v->stream));
+		room--;
+	}
+}
+
+static void sv_step_kernels(struct sv *v)
+{
+	unsigned max = (unsigned)v->o.max_batch;
+	size_t part = (size_t)max * v->stride + 2 * max;
+	unsigned np = sv_tables(v, true, v->stage, v->d_ptable, v->d_plens, v->d_pstarts);
+	unsigned nd = sv_tables(v, false, v->stage + part, v->d_dtable, v->d_dlens, NULL);
+	if (v->side_pending) {            /* the step's kernels need its copies done */
+		WL_CK(cudaStreamSynchronize(v->side));
+		v->side_pending = false;
+	}
+	if (v->o.alt == SV_ORACLE)
+		sv_oracle_prefetch(v);
+	uint64_t region = (uint64_t)v->nr_blocks * v->block_region;
+	uint64_t flops = (uint64_t)(sv_prefill_flops(v) / v->o.layers);
+	v->prefill_flops += flops * (uint64_t)v->o.layers;
+	for (int l = 0; l < v->o.layers; l++) {
+		CUdeviceptr k = (CUdeviceptr)(uintptr_t)(v->pool + 2 * (uint64_t)l * region);
+		CUdeviceptr vv = (CUdeviceptr)(uintptr_t)(v->pool + (2 * (uint64_t)l + 1) * region);
+		unsigned stride = v->stride, bt = SV_BT, row = v->o.row_bytes;
+		if (np) {
+			CUdeviceptr t = (CUdeviceptr)(uintptr_t)v->d_ptable;
+			CUdeviceptr ln = (CUdeviceptr)(uintptr_t)v->d_plens;
+			CUdeviceptr st = (CUdeviceptr)(uintptr_t)v->d_pstarts;
+			void *args[] = { &flops, &k, &vv, &t, &ln, &st, &np, &stride, &bt, &row };
+			sv_launch(v, v->compute_fn, args);
+		}
+		CUdeviceptr t = (CUdeviceptr)(uintptr_t)v->d_dtable;
+		CUdeviceptr ln = (CUdeviceptr)(uintptr_t)v->d_dlens;
+		CUdeviceptr wr = (CUdeviceptr)(uintptr_t)(v->d_weights + 4 * l);
+		unsigned nw = 4;
+		void *args[] = { &k, &vv, &t, &ln, &nd, &stride, &bt, &row, &wr, &nw };
+		sv_launch(v, v->paged_fn, args);
+	}
+	WL_CK(cudaStreamSynchronize(v->stream));
+}
+
+/* ---- completion ---- */
+
+static void sv_finish(struct sv *v, int i, double now)
+{
+	struct sv_running *r = &v->run[i];
+	struct sv_req *q = &v->s.req[r->q];
+	q->done_s = now;
+	uint32_t full = (r->prompt + q->out - 1) / SV_BT;
+	for (uint32_t j = 0; j < full; j++)
+		sv_pool_set_key(&v->gpu, r->blocks[j], sv_key_of(v, q, j));
+	if (v->o.inject_corruption && !v->corrupted && full) {
+		unsigned char x = 0xee;            /* one byte of a cached stamp */
+		v->poke(v->pool + (uint64_t)r->blocks[0] * v->block_region + 20, &x, 1);
+		v->corrupted = true;
+	}
+	for (uint32_t j = r->nblocks; j-- > 0;)    /* the stream's head evicted last */
+		sv_pool_unref(&v->gpu, r->blocks[j]);
+	free(r->blocks);
+	v->sess_busy[q->sess] = false;
+	v->sess_free_s[q->sess] = now + v->o.think_s;
+	v->run[i] = v->run[--v->nr_run];
+	v->done++;
+}
+
+/* After the step: prefills made their first token and their full prompt
+ * blocks are cached; every decode made one more. */
+static void sv_after_step(struct sv *v, double now)
+{
+	for (int i = 0; i < v->nr_run;) {
+		struct sv_running *r = &v->run[i];
+		struct sv_req *q = &v->s.req[r->q];
+		if (r->prefill) {
+			r->prefill = false;
+			q->first_s = now;
+			for (uint32_t j = r->start / SV_BT; j < r->prompt / SV_BT; j++)
+				sv_pool_set_key(&v->gpu, r->blocks[j], sv_key_of(v, q, j));
+		}
+		r->produced++;
+		v->out_tokens++;
+		if (r->produced == q->out)
+			sv_finish(v, i, now);
+		else
+			i++;
+	}
+}
+
+int sv_serve(struct sv *v)
+{
+	v->get_counters(&v->c0);
+	v->v0_ns = v->c0.virtual_ns;
+	while (v->done < v->s.nr) {
+		double now = sv_now_s(v);
+		sv_admit_all(v, now);
+		if (!v->nr_run) {
+			double t = sv_next_send(v);
+			if (!isfinite(t))
+				wl_die("stalled: %d pending, none admissible", v->nr_pending);
+			if (t <= now) {
+				struct sv_req *q = &v->s.req[v->pending[0]];
+				wl_die("turn of %u prompt tokens does not fit the pool (%u blocks)",
+				       sv_prompt_tokens(v, q), v->nr_blocks);
+			}
+			sv_idle_until(v, t);
+			continue;
+		}
+		sv_step_kernels(v);
+		v->steps++;
+		sv_after_step(v, sv_now_s(v));
+	}
+	v->get_counters(&v->c1);
+	return 0;
+}
