@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # `make bench` and the real-GPU bundle (owner: bench):
-#   make bench        bench-policy, bench-report and bench-sim (their own
+#   make bench        bench-policy, bench-report, bench-sim and bench-serve (their own
 #                     mk files), then bench-table: one table of figures
 #                     measured side by side (bench/run.sh) and $(BUILD)/bench.json,
 #                     and README.md's Performance section from it
@@ -67,11 +67,14 @@ bench: bench-table
 # 1x; plain bench-sim: 2x, and native at 1x
 bench: export BENCH_SIM_RATIOS := 4 2 1
 bench: export BENCH_SIM_1X := native uvm oracle
-bench-table: bench-policy bench-report bench-sim $(LIBKVTIER) $(KVTIER) $(BUILD)/fakecuda/libcuda.so.1 \
+# and the serving table at pools of 2, 4 and 8x (bench-serve, mk/serve.mk)
+bench: export BENCH_SERVE_RATIOS := 2 4 8
+bench-table: bench-policy bench-report bench-sim bench-serve $(LIBKVTIER) $(KVTIER) $(BUILD)/fakecuda/libcuda.so.1 \
 		$(BUILD)/fakecuda/libcudart.so.13 $(BUILD)/bench/bench_policy $(BENCH_HOOKS) $(BENCH_TRACE_WRITE) \
 		$(BENCH_PROFILER)
 	@BUILD=$(BUILD) MAKE="$(MAKE)" bench/run.sh
 	@tests/bench/perf_readme.sh $(BUILD)/bench.json README.md
+	@tests/bench/serve_readme.sh $(BUILD)/bench-serve.json README.md
 
 # ---- the real-GPU bundle -------------------------------------------------------
 # A nested make with BUILD=build/gpu links the workloads to the toolkit's

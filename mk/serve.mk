@@ -2,7 +2,7 @@
 # The serving benchmark (issue 24): $(BUILD)/workloads/serve-like, a
 # multi-turn workload with a prefix cache on the SIMULATED GPU, and
 #   make bench-serve   native / offload / kvtier / uvm / oracle at
-#                      BENCH_SERVE_RATIOS (default "2 4 8"), one table and
+#                      BENCH_SERVE_RATIOS (default "4"; make bench: "2 4 8"), one table and
 #                      $(BUILD)/bench-serve.json (tests/bench/bench_serve.sh)
 SV_SRCS := tests/workloads/serve_like.c tests/workloads/serve_run.c \
 	   tests/workloads/serve_cache.c tests/workloads/serve_sched.c

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# README's serving table from the last `make bench-serve`: rewrites the text
+# between <!-- serve:begin --> and <!-- serve:end --> in README.md from
+# $BUILD/bench-serve.json (jq only), dated and with the commit. Everything
+# outside the markers is left byte for byte. `make bench` runs it after
+# bench-serve; by hand: tests/bench/serve_readme.sh [bench-serve.json [README.md]].
+# Exit: 0 written (or no jq), 1 missing JSON or markers.
+set -u
+BUILD=${BUILD:-build}
+JSON=${1:-$BUILD/bench-serve.json}
+README=${2:-README.md}
+BEGIN='<!-- serve:begin -->'
+END='<!-- serve:end -->'
+
+if ! command -v jq >/dev/null; then
+	echo "serve_readme: jq not installed: $README's serving table left as it was" >&2
+	exit 0
+fi
+[ -s "$JSON" ] || { echo "serve_readme: no $JSON (run make bench-serve first)" >&2; exit 1; }
+if [ "$(grep -cxF "$BEGIN" "$README")" != 1 ] || [ "$(grep -cxF "$END" "$README")" != 1 ]; then
+	echo "serve_readme: $README needs exactly one '$BEGIN' line and one '$END' line" >&2
+	exit 1
+fi
+DATE=$(date -u -r "$JSON" +%Y-%m-%dT%H:%MZ)
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+
+section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" '
+  def n($d): if . == null then "-" else (. * pow(10; $d) | round / pow(10; $d) | tostring) end;
+  def mib: if . == null then "-" else (. / 1048576 | round | tostring) end;
+  def verdict: if . == null or . == "-" then "" elif startswith("met") then "met"
+               else "**missed**" + (ltrimstr("MISSED") | if . == "" then "" else "" + . end) end;
+  "Serving (`make bench-serve`, \($date), commit \($commit); SIMULATED GPU, every figure simulated): the `serve-like` workload (multi-turn sessions, an LRU prefix cache, device-resident block tables; [docs/workloads.md](docs/workloads.md)) on the same arrival schedule for every row. `native`: the pool that fits; `offload`: that pool plus a pinned host pool of N−1×, copies on eviction and hit (vLLM OffloadingConnector, LMCache); `kvtier`: an N× pool from `cudaMalloc` under `kvtier run`, shipped defaults; `oracle`: an N× managed pool with each step'"'"'s chunks prefetched first. Targets (kvtier rows): at 4× ≥ 1.2× native throughput and ≤ 0.75× its TTFT p50; at every N ≥ 0.95× offload throughput with TTFT p50 ≤ 1.05× offload; never below native. Why kvtier misses them: [docs/performance.md](docs/performance.md), \"Serving benchmark\".",
+  "",
+  "| pool ÷ HBM | alternative | output tok/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | prefix hits | link MiB | targets |",
+  "|---|---|---|---|---|---|---|---|",
+  ( .[] | "| \(if .alternative == "native" then "1" else (.pool_over_hbm | tostring) end)× | \(.alternative) | \(.output_tokens_per_s | n(0)) | \(.ttft_ms_p50 | n(2)) / \(.ttft_ms_p99 | n(1)) | \(.tpot_ms_p50 | n(3)) / \(.tpot_ms_p99 | n(3)) | \(.prefix_hit_rate | n(3)) | \(.bytes_link | mib) | \(.targets | verdict) |" )
+' "$JSON") || { echo "serve_readme: $JSON did not parse" >&2; exit 1; }
+
+tmp=$README.serve.$$
+printf '%s\n' "$section" >"$tmp.body"
+awk -v b="$BEGIN" -v e="$END" -v bodyfile="$tmp.body" '
+	$0 == b { print; while ((getline l < bodyfile) > 0) print l; skip = 1; next }
+	$0 == e { skip = 0 }
+	!skip' "$README" >"$tmp" && mv "$tmp" "$README"
+rc=$?
+rm -f "$tmp" "$tmp.body"
+[ $rc = 0 ] || exit 1
+echo "serve_readme: $README serving table rewritten from $JSON ($DATE)"
