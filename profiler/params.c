@@ -89,12 +89,13 @@ static void publish(struct slot *s, uint32_t gen, uint32_t meta, uint64_t words)
 {
 	uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
 	if ((seq & 1) || !__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0,
-						      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+						      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&s->gen, gen, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->meta, meta, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->words, words, __ATOMIC_RELAXED);
+	/* release stores, not a fence (TSan has no fences): a reader that
+	 * sees any new field with its acquire load then sees seq moved on */
+	__atomic_store_n(&s->gen, gen, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->meta, meta, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->words, words, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
@@ -105,11 +106,11 @@ static int read_slot(struct slot *s, uint32_t gen, uint32_t *meta, uint64_t *wor
 	uint32_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
 	if (seq & 1)
 		return -1;
-	uint32_t g = __atomic_load_n(&s->gen, __ATOMIC_RELAXED);
-	*meta = __atomic_load_n(&s->meta, __ATOMIC_RELAXED);
-	*words = __atomic_load_n(&s->words, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq)
+	/* acquire loads: the second read of seq cannot move above them */
+	uint32_t g = __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE);
+	*meta = __atomic_load_n(&s->meta, __ATOMIC_ACQUIRE);
+	*words = __atomic_load_n(&s->words, __ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != seq)
 		return -1;
 	return g == gen && *meta ? 1 : 0;
 }
