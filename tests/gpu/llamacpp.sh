@@ -103,23 +103,29 @@ cmd_cpu() {
 	cp "$m/tiny.gguf" "$m/tiny.1.gguf"
 	make_model "$m"
 	cmp -s "$m/tiny.gguf" "$m/tiny.1.gguf" || die "make_gguf.py wrote two different models from one seed"
-	for r in 1 2; do
+	# twice at -c 4096, then with 4 sequences at -c 16384 (a 512 MiB KV): the
+	# KV's size must not change the tokens (run.sh sizes it from the card)
+	for r in 1:4096:1 2:4096:1 3:16384:4; do
 		# shellcheck disable=SC2086
-		nice -n 19 "$d/bin/llama-cli" -m "$m/tiny.gguf" -c 4096 -np 1 -f "$m/prompt.txt" $GEN_FLAGS -t 1 \
-			>"$m/gen.$r.out" 2>"$m/gen.$r.err" || die "llama-cli failed: $m/gen.$r.err"
+		nice -n 19 "$d/bin/llama-cli" -m "$m/tiny.gguf" -c "$(echo $r | cut -d: -f2)" -np "${r##*:}" \
+			-f "$m/prompt.txt" $GEN_FLAGS -t 1 >"$m/gen.${r%%:*}.out" 2>"$m/gen.${r%%:*}.err" ||
+			die "llama-cli failed: $m/gen.${r%%:*}.err"
 	done
-	a=$(output_tokens "$m/gen.1.out"); b=$(output_tokens "$m/gen.2.out")
-	[ -n "$a" ] || die "llama-cli generated nothing: $m/gen.1.out"
-	[ "$a" = "$b" ] || die "two greedy runs differ: $m/gen.1.out $m/gen.2.out"
-	echo "llamacpp.sh: CPU-only llama.cpp loads the tiny model ($(sed -n 's/^kv_bytes_per_token=//p' "$m/model.txt") KV bytes a token); two greedy runs give the same $(echo "$a" | wc -w) tokens: $(echo "$a" | cut -c1-80)"
+	a=$(output_tokens "$m/gen.1.err"); b=$(output_tokens "$m/gen.2.err")
+	[ "$(output_tokens "$m/gen.3.err")" = "$a" ] || die "-c 16384 -np 4 gives other tokens than -c 4096: $m/gen.3.err"
+	[ "$(echo "$a" | wc -w)" -ge 8 ] || die "llama-cli generated fewer than 8 tokens: $m/gen.1.err"
+	[ "$a" = "$b" ] || die "two greedy runs differ: $m/gen.1.err $m/gen.2.err"
+	echo "llamacpp.sh: CPU-only llama.cpp loads the tiny model ($(sed -n 's/^kv_bytes_per_token=//p' "$m/model.txt") KV bytes a token); two greedy runs (and one at -c 16384 -np 4) give the same $(echo "$a" | wc -w) tokens: $(echo "$a" | cut -c1-80) ..."
 	echo "llamacpp-cpu: 1 passed, 0 failed"
 }
 
 # the fixed greedy prompt, written next to the model: run.sh reads it there
 PROMPT="w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12 w13 w14 w15 w16"
-GEN_FLAGS="-n 32 --temp 0 --top-k 1 --seed 25 -no-cnv --no-warmup --no-display-prompt -ub 64"
-# the tokens of the generation: llama-cli prints the words of the vocabulary
-output_tokens() { tr -s ' \n' '  ' <"$1" | sed 's/\[end of text\]//; s/^ *//; s/ *$//'; }
+# -v: llama-cli logs each token it evaluates ("eval: [ 'piece':id ]") on stderr
+GEN_FLAGS="-n 32 --temp 0 --top-k 1 --seed 25 -no-cnv --no-warmup --no-display-prompt -ub 64 -v"
+# the generated token ids: every evaluated batch after the prompt is one
+# sampled token (the last one sampled is never evaluated: n - 1 of them)
+output_tokens() { grep -a '^eval: ' "$1" | tail -n +2 | sed 's/.*:\([0-9][0-9]*\) \]$/\1/' | tr '\n' ' ' | sed 's/ $//'; }
 
 case ${1:-} in
 build) cmd_build ;;

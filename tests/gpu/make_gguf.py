@@ -29,6 +29,11 @@ def vocab(n_vocab):
         tokens.append("<0x%02X>" % b)
         scores.append(0.0)
         types.append(gguf.TokenType.BYTE)
+    # SPM merges adjacent pieces whose concatenation is a token: "▁"+"w"
+    # must be one ("▁w") for "▁w"+"1" to reach "▁w1"
+    tokens.append(SPACE + "w")
+    scores.append(0.0)
+    types.append(gguf.TokenType.NORMAL)
     for i in range(n_vocab - len(tokens)):
         tokens.append("%sw%d" % (SPACE, i))
         scores.append(-float(i))            # SPM merges prefer higher scores
@@ -41,22 +46,25 @@ def vocab(n_vocab):
 def weights(a, rng):
     e, h, ff, v = a.embd, a.heads * a.head_dim, a.ff, a.vocab
 
-    def mat(n_out, n_in):
-        return (rng.standard_normal((n_out, n_in)) / np.sqrt(n_in)).astype(np.float16)
+    def mat(n_out, n_in, gain=1.0):
+        return (gain * rng.standard_normal((n_out, n_in)) / np.sqrt(n_in)).astype(np.float16)
 
     def ones(n):
         return np.ones(n, dtype=np.float32)
 
-    out = [("token_embd.weight", mat(v, e)), ("output_norm.weight", ones(e))]
+    # q and k at gain 4: attention far from uniform, so the output depends on
+    # what the KV holds; an untied output matrix keeps greedy tokens varied
+    out = [("token_embd.weight", mat(v, e, np.sqrt(e))), ("output_norm.weight", ones(e)),
+           ("output.weight", mat(v, e, 4.0))]
     for i in range(a.layers):
         p = "blk.%d." % i
         out += [(p + "attn_norm.weight", ones(e)),
-                (p + "attn_q.weight", mat(h, e)), (p + "attn_k.weight", mat(h, e)),
+                (p + "attn_q.weight", mat(h, e, 4.0)), (p + "attn_k.weight", mat(h, e, 4.0)),
                 (p + "attn_v.weight", mat(h, e)), (p + "attn_output.weight", mat(e, h)),
                 (p + "ffn_norm.weight", ones(e)),
                 (p + "ffn_gate.weight", mat(ff, e)), (p + "ffn_up.weight", mat(ff, e)),
                 (p + "ffn_down.weight", mat(e, ff))]
-    return out                               # no output.weight: tied to token_embd
+    return out
 
 
 def main():
@@ -71,8 +79,8 @@ def main():
     ap.add_argument("--vocab", type=int, default=512)
     ap.add_argument("--ctx-train", type=int, default=1 << 20)
     a = ap.parse_args()
-    if a.vocab < 260:
-        sys.exit("make_gguf.py: --vocab must be at least 260 (specials, 256 bytes, one word)")
+    if a.vocab < 261:
+        sys.exit("make_gguf.py: --vocab must be at least 261 (specials, 256 bytes, two words)")
 
     rng = np.random.default_rng(a.seed)
     arch = "llama"
