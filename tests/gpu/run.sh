@@ -136,25 +136,7 @@ graph_info() {  # graphs made and launched, and what the launch source kept of t
 FAR_POLICY="device,size>=$BUF => managed:cxl; * => native"
 BLANKET_POLICY="device => managed:hbm; * => native"
 
-# ---- 0: calibration: the costs the simulated device models, measured here ----
-# (docs/simulated-device.md "Calibration"; each line has the stand-in's value)
-CAL_BLOCKS=$(( HALF / 4 / (2 << 20) )); [ $CAL_BLOCKS -gt 256 ] && CAL_BLOCKS=256
-step calibrate "0" -- "$PROBE" calibrate "$CAL_BLOCKS" &&
-	rows+=("$(printf '%-26s %-8s %s' calibrate "$STATUS" "$(grep -v '^calibrate:' "$LOG/calibrate.out" | tr '\n' ' ')")")
-
-# ---- 1+2: the probe, side by side ----------------------------------------------
-step probe-native "0" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 native && probe_row
-step probe-blanket "0" -- env KVTIER_POLICY="$BLANKET_POLICY" KVTIER_MIGRATE=0 \
-	"$KVTIER" run --trace "$LOG/probe-blanket.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 any && probe_row
-step probe-static "0" -- env KVTIER_POLICY="$FAR_POLICY" KVTIER_HBM_BUDGET="$BUDGET" KVTIER_MIGRATE=0 \
-	"$KVTIER" run --trace "$LOG/probe-static.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 far && probe_row
-step probe-kvtier "0" -- env KVTIER_POLICY="$FAR_POLICY" KVTIER_HBM_BUDGET="$BUDGET" KVTIER_EPOCH_MS=20 \
-	"$KVTIER" run --trace "$LOG/probe-kvtier.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 20 far && probe_row
-rows+=("$(printf '%-26s %-8s %s' "  kvtier trace events" - "$(trace_counts probe-kvtier)")")
-grep -il 'cupti' "$LOG"/probe-kvtier.err >/dev/null 2>&1 &&
-	rows+=("$(printf '%-26s %-8s %s' "  cupti" - "$(grep -i cupti "$LOG/probe-kvtier.err" | head -1)")")
-
-# ---- 3: the workloads at the same KV size, side by side ------------------------------
+# ---- the workloads' helpers -------------------------------------------------------
 # KV = 4x the budget fits on the card natively (it is at most a quarter of the
 # free memory): native is the all-in-HBM bound; kvtier keeps KVTIER_HBM_BUDGET
 # of it in HBM and the rest on the far node; static is kvtier without the
@@ -186,35 +168,104 @@ wl_row() {   # wl_row: the workload's tokens/s, checks and kvtier trace counts
 	[ -n "$pl" ] && rows+=("$(printf '%-26s %-8s %s' "  placed" - "$pl")")
 	return 0
 }
-for wl in vllm-like sglang-like llamacpp-like; do
-	# shellcheck disable=SC2086
-	step "$wl-native" "0" -- "$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS && wl_row
-	step "$wl-blanket" "0" -- env KVTIER_POLICY="device => managed:hbm; async => managed:hbm; * => native" \
-		KVTIER_MIGRATE=0 "$KVTIER" run --trace "$LOG/$wl-blanket.%p.trace" -- \
-		"$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS && wl_row traced
-	step "$wl-static" "0" -- env KVTIER_POLICY="$(kv_policy "$wl")" KVTIER_HBM_BUDGET="$BUDGET" KVTIER_MIGRATE=0 \
-		"$KVTIER" run --trace "$LOG/$wl-static.%p.trace" -- "$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS &&
-		wl_row traced
-	step "$wl-kvtier" "0" -- env KVTIER_POLICY="$(kv_policy "$wl")" KVTIER_HBM_BUDGET="$BUDGET" \
-		"$KVTIER" run --trace "$LOG/$wl-kvtier.%p.trace" -- "$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS &&
-		wl_row traced
-done
-# admission by fault (opt-in, checked on the stand-in only so far), each
-# workload beside its remote-admission kvtier row above: with the zipf-decode
-# rows below, what decides whether auto can be the default (docs/performance.md,
-# "What the next GPU run decides")
 auto_rows() {   # auto_rows STEP: its admission counters and any give-way line
 	rows+=("$(printf '%-26s %-8s %s' "  admission" - "$(admit_info "$1")")")
 	local gw; gw=$(grep -h 'gives way' "$LOG/$1.err" 2>/dev/null | head -1 | cut -c1-200)
 	[ -n "$gw" ] && rows+=("$(printf '%-26s %-8s %s' "  gave way" - "$gw")")
 	return 0
 }
-for wl in vllm-like sglang-like llamacpp-like; do
-	# shellcheck disable=SC2086
-	step "$wl-kvtier-auto" "0" -- env KVTIER_POLICY="$(kv_policy "$wl")" KVTIER_HBM_BUDGET="$BUDGET" \
-		KVTIER_ADMIT=auto "$KVTIER" run --trace "$LOG/$wl-kvtier-auto.%p.trace" -- \
-		"$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS && wl_row traced && auto_rows "$wl-kvtier-auto"
-done
+tps() { sed -n 's/^tokens_per_s=//p' "$LOG/$1.out" 2>/dev/null | head -1; }
+
+# ---- 0: calibration: the costs the simulated device models, measured here ----
+# (docs/simulated-device.md "Calibration"; each line has the stand-in's value)
+CAL_BLOCKS=$(( HALF / 4 / (2 << 20) )); [ $CAL_BLOCKS -gt 256 ] && CAL_BLOCKS=256
+step calibrate "0" -- "$PROBE" calibrate "$CAL_BLOCKS" &&
+	rows+=("$(printf '%-26s %-8s %s' calibrate "$STATUS" "$(grep -v '^calibrate:' "$LOG/calibrate.out" | tr '\n' ' ')")")
+
+# ---- 1: PyTorch -------------------------------------------------------------------
+PY=${PYTHON:-python3}
+if command -v "$PY" >/dev/null; then
+	# PyTorch brings its own runtime: the bundle's lib/cuda stays off its path.
+	# Its own limit (two generations, each a fresh torch import and CUDA
+	# context); each child gets half of it, and one that overruns has its
+	# Python stacks written to torch-{native,kvtier}.err before it is killed.
+	TORCH_S=${GPU_TORCH_S:-200}
+	tl=$(left); [ "$tl" -gt "$TORCH_S" ] && tl=$TORCH_S
+	STEP_S=$TORCH_S step torch "0 77" -- env LD_LIBRARY_PATH="$KVT_LIBS${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}" \
+		"$PY" "$B/gpu/torch_check.py" --kvtier "$KVTIER" --out "$LOG" \
+		--child-s $(( tl > 30 ? (tl - 10) / 2 : 10 )) &&
+		rows+=("$(printf '%-26s %-8s %s' torch "$STATUS" "$(tail -1 "$LOG/torch.out")")")
+else
+	rows+=("$(printf '%-26s %-8s %s' torch skipped "no $PY")")
+fi
+
+# ---- 2: llama.cpp, unmodified (issue 25; tests/gpu/llamacpp.sh build) --------------
+# The tiny random-weights model (tests/gpu/make_gguf.py) at a context whose KV
+# is 4x the budget (fits natively; at most a quarter of the free memory):
+# native (KV in HBM), -nkvo (llama.cpp's own answer: KV in host memory,
+# attention on the CPU) and under kvtier with a site rule for the KV buffer
+# (llama_kv_cache_init's cudaMalloc), the budget and the shipped defaults.
+# Each: prompt and generation tokens/s and the greedy output's token ids;
+# kvtier's must be native's. cuBLAS (too big to carry) comes from the machine.
+LL=$B/llamacpp
+LLAMA_S=${GPU_LLAMA_S:-60}
+LLAMA_RULE="device,site~*llama_kv_cache* => managed:cxl; * => native"
+llama_skip() { for v in native nkvo kvtier; do rows+=("$(printf '%-26s %-8s %s' "llama.cpp-$v" skipped "$1")"); done; }
+cublas_dir() {   # where this machine has libcublas.so.13 ("" = on the loader's path)
+	ldconfig -p 2>/dev/null | grep -q '^[[:space:]]*libcublas\.so\.13 ' && { echo; return 0; }
+	local d f
+	for d in ${LLAMACPP_CUBLAS_DIR:-} /usr/local/cuda/lib64 /usr/local/cuda-13*/lib64 \
+		$("${PYTHON:-python3}" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+		f=$(find "$d" -maxdepth 4 -name 'libcublas.so.13' 2>/dev/null | head -1)
+		[ -n "$f" ] && { dirname "$f"; return 0; }
+	done
+	return 1
+}
+llama_tokens() { grep -a '^eval: ' "$LOG/$1.err" 2>/dev/null | tail -n +2 | sed 's/.*:\([0-9][0-9]*\) \]$/\1/' | tr '\n' ' ' | sed 's/ $//'; }
+llama_tps() {    # llama_tps STEP prompt|eval: llama-cli's own tokens/s
+	grep -a "llama_perf_context_print: *$2 eval time" "$LOG/$1.err" 2>/dev/null |
+		sed -n 's/.*, *\([0-9.]*\) tokens per second.*/\1/p' | head -1
+}
+llama_row() {    # llama_row: tokens/s, KV, the output, and against native
+	local t same=-; t=$(llama_tokens "$LAST")
+	echo "$t" >"$LOG/$LAST.tokens"
+	[ "$LAST" != llama.cpp-native ] && [ -n "$LL_NATIVE_TOKENS" ] &&
+		{ [ "$t" = "$LL_NATIVE_TOKENS" ] && same=yes || same=NO; }
+	if [ "$LAST" = llama.cpp-kvtier ] && [ "$same" = NO ]; then STATUS="FAIL(tokens)"; failed=1; fi
+	[ -n "$t" ] || { STATUS="FAIL(no tokens)"; failed=1; }
+	rows+=("$(printf '%-26s %-8s prompt %s tok/s, gen %s tok/s, KV %s MiB (-c %s -np %s); same as native: %s; tokens %s' \
+		"$LAST" "$STATUS" "$(llama_tps "$LAST" prompt)" "$(llama_tps "$LAST" "")" $((LL_KV >> 20)) "$LL_CTX" "$LL_NP" \
+		"$same" "$(echo "$t" | cut -c1-60)")")
+	return 0
+}
+if [ ! -x "$LL/llama-cli" ] || [ ! -e "$LL/tiny.gguf" ]; then
+	llama_skip "no llama.cpp in the bundle ($LL: make gpu-llamacpp before make gpu-bundle)"
+elif ! LL_CUBLAS=$(cublas_dir); then
+	llama_skip "no libcublas.so.13 on this machine (set LLAMACPP_CUBLAS_DIR)"
+else
+	LL_KVB=$(sed -n 's/^kv_bytes_per_token=//p' "$LL/model.txt")
+	LL_NP=4
+	LL_CTX=$(( KV / LL_KVB / 256 * 256 ))          # KV = 4x the budget, like the workloads'
+	LL_KV=$(( LL_CTX * LL_KVB ))
+	[ "$LL_KV" -le $((HALF / 2)) ] || { echo "tests/gpu/run.sh: sizing error: llama.cpp KV $LL_KV > a quarter of free" >&2; exit 1; }
+	LL_PATH=$LL:$B/lib/cuda:$KVT_LIBS${LL_CUBLAS:+:$LL_CUBLAS}${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}
+	read -r -a LL_ARGS <<<"-m $LL/tiny.gguf -c $LL_CTX -np $LL_NP -ngl 99 -f $LL/prompt.txt $(cat "$LL/gen_flags.txt")"
+	LL_NATIVE_TOKENS=
+	STEP_S=$LLAMA_S step llama.cpp-native "0" -- env LD_LIBRARY_PATH="$LL_PATH" "$LL/llama-cli" "${LL_ARGS[@]}" &&
+		{ llama_row; LL_NATIVE_TOKENS=$(cat "$LOG/llama.cpp-native.tokens"); }
+	STEP_S=$LLAMA_S step llama.cpp-nkvo "0" -- env LD_LIBRARY_PATH="$LL_PATH" "$LL/llama-cli" "${LL_ARGS[@]}" -nkvo &&
+		llama_row
+	STEP_S=$LLAMA_S step llama.cpp-kvtier "0" -- env LD_LIBRARY_PATH="$LL_PATH" KVTIER_POLICY="$LLAMA_RULE" \
+		KVTIER_HBM_BUDGET="$BUDGET" "$KVTIER" run --trace "$LOG/llama.cpp-kvtier.%p.trace" -- \
+		"$LL/llama-cli" "${LL_ARGS[@]}" && llama_row
+	pl=$(sed -n 's/^ *kvtier placed: *//p' "$LOG/llama.cpp-kvtier.err" 2>/dev/null | head -1)
+	rows+=("$(printf '%-26s %-8s %s' "  placed" - "${pl:-no placement summary}")")
+	rows+=("$(printf '%-26s %-8s %s' "  kvtier trace events" - "$(trace_counts llama.cpp-kvtier)")")
+	rows+=("$(printf '%-26s %-8s %s' "  migrations" - "$(admit_info llama.cpp-kvtier)")")
+	rows+=("$(printf '%-26s %-8s %s' "  cupti" - "$(grep -ih cupti "$LOG/llama.cpp-kvtier.err" 2>/dev/null | head -1 | cut -c1-160)")")
+fi
+
+# ---- 3: zipf-decode --------------------------------------------------------------------
 # zipf-decode, the workload of issue 6's oracle target: vllm-like with a
 # Zipf-skewed decode whose hot set fits the budget and moves (bench-sim's
 # zipf-decode flags and window) at KV = 2x the budget. Native keeps all of it
@@ -235,34 +286,52 @@ for adm in remote auto; do
 		"$B/workloads/vllm-like" --kv-bytes "$ZIPF_KV" $ZIPF_ARGS && wl_row traced
 done
 auto_rows zipf-decode-kvtier-auto
-tps() { sed -n 's/^tokens_per_s=//p' "$LOG/$1.out" 2>/dev/null | head -1; }
 rows+=("$(printf '%-26s %-8s %s' "  zipf-decode ÷ native" - "$(awk -v n="$(tps zipf-decode-native)" \
 	-v r="$(tps zipf-decode-kvtier)" -v a="$(tps zipf-decode-kvtier-auto)" 'function q(x) {
 	return (n > 0 && x != "") ? sprintf("%.3f", x / n) : "-" }
 	BEGIN { printf "kvtier %s, auto %s (target: kvtier >= 0.9 of the oracle; native >= the oracle)", q(r), q(a) }')")")
+# ---- 4: the probe, side by side ----------------------------------------------
+step probe-native "0" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 native && probe_row
+step probe-blanket "0" -- env KVTIER_POLICY="$BLANKET_POLICY" KVTIER_MIGRATE=0 \
+	"$KVTIER" run --trace "$LOG/probe-blanket.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 any && probe_row
+step probe-static "0" -- env KVTIER_POLICY="$FAR_POLICY" KVTIER_HBM_BUDGET="$BUDGET" KVTIER_MIGRATE=0 \
+	"$KVTIER" run --trace "$LOG/probe-static.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 far && probe_row
+step probe-kvtier "0" -- env KVTIER_POLICY="$FAR_POLICY" KVTIER_HBM_BUDGET="$BUDGET" KVTIER_EPOCH_MS=20 \
+	"$KVTIER" run --trace "$LOG/probe-kvtier.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 20 far && probe_row
+rows+=("$(printf '%-26s %-8s %s' "  kvtier trace events" - "$(trace_counts probe-kvtier)")")
+grep -il 'cupti' "$LOG"/probe-kvtier.err >/dev/null 2>&1 &&
+	rows+=("$(printf '%-26s %-8s %s' "  cupti" - "$(grep -i cupti "$LOG/probe-kvtier.err" | head -1)")")
+
+# ---- 5: the workloads at the same KV size, side by side ------------------------------
+for wl in vllm-like sglang-like llamacpp-like; do
+	# shellcheck disable=SC2086
+	step "$wl-native" "0" -- "$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS && wl_row
+	step "$wl-blanket" "0" -- env KVTIER_POLICY="device => managed:hbm; async => managed:hbm; * => native" \
+		KVTIER_MIGRATE=0 "$KVTIER" run --trace "$LOG/$wl-blanket.%p.trace" -- \
+		"$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS && wl_row traced
+	step "$wl-static" "0" -- env KVTIER_POLICY="$(kv_policy "$wl")" KVTIER_HBM_BUDGET="$BUDGET" KVTIER_MIGRATE=0 \
+		"$KVTIER" run --trace "$LOG/$wl-static.%p.trace" -- "$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS &&
+		wl_row traced
+	step "$wl-kvtier" "0" -- env KVTIER_POLICY="$(kv_policy "$wl")" KVTIER_HBM_BUDGET="$BUDGET" \
+		"$KVTIER" run --trace "$LOG/$wl-kvtier.%p.trace" -- "$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS &&
+		wl_row traced
+done
+# admission by fault (opt-in, checked on the stand-in only so far), each
+# workload beside its remote-admission kvtier row above: with the zipf-decode
+# rows below, what decides whether auto can be the default (docs/performance.md,
+# "What the next GPU run decides")
+for wl in vllm-like sglang-like llamacpp-like; do
+	# shellcheck disable=SC2086
+	step "$wl-kvtier-auto" "0" -- env KVTIER_POLICY="$(kv_policy "$wl")" KVTIER_HBM_BUDGET="$BUDGET" \
+		KVTIER_ADMIT=auto "$KVTIER" run --trace "$LOG/$wl-kvtier-auto.%p.trace" -- \
+		"$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS && wl_row traced && auto_rows "$wl-kvtier-auto"
+done
 # decode from CUDA graphs (captured once per shape, replayed): does the
 # launch source read the graphs at instantiation and credit their launches?
 step "vllm-like-kvtier-graphs" "0" -- env KVTIER_POLICY="$(kv_policy vllm-like)" KVTIER_HBM_BUDGET="$BUDGET" \
 	"$KVTIER" run --trace "$LOG/vllm-like-kvtier-graphs.%p.trace" -- \
 	"$B/workloads/vllm-like" --kv-bytes "$KV" $WL_ARGS --graphs && wl_row traced
 rows+=("$(printf '%-26s %-8s %s' "  graphs" - "$(graph_info vllm-like-kvtier-graphs)")")
-
-# ---- 4: PyTorch -------------------------------------------------------------------
-PY=${PYTHON:-python3}
-if command -v "$PY" >/dev/null; then
-	# PyTorch brings its own runtime: the bundle's lib/cuda stays off its path.
-	# Its own limit (two generations, each a fresh torch import and CUDA
-	# context); each child gets half of it, and one that overruns has its
-	# Python stacks written to torch-{native,kvtier}.err before it is killed.
-	TORCH_S=${GPU_TORCH_S:-200}
-	tl=$(left); [ "$tl" -gt "$TORCH_S" ] && tl=$TORCH_S
-	STEP_S=$TORCH_S step torch "0 77" -- env LD_LIBRARY_PATH="$KVT_LIBS${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}" \
-		"$PY" "$B/gpu/torch_check.py" --kvtier "$KVTIER" --out "$LOG" \
-		--child-s $(( tl > 30 ? (tl - 10) / 2 : 10 )) &&
-		rows+=("$(printf '%-26s %-8s %s' torch "$STATUS" "$(tail -1 "$LOG/torch.out")")")
-else
-	rows+=("$(printf '%-26s %-8s %s' torch skipped "no $PY")")
-fi
 
 # ---- the table ------------------------------------------------------------------------
 {
