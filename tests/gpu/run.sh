@@ -1,24 +1,34 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The real-GPU check (issue 10). Runs on a GPU machine from the bundle that
-# `make gpu-bundle` built (build/gpu; nothing is compiled or installed here):
-#   1. free device memory first; no run asks for more than half of it
-#   2. the probe: cudaMalloc'd buffers native, blanket managed, and under
+# The real-GPU check (issues 10, 25). Runs on a GPU machine from the bundle
+# that `make gpu-bundle` built (build/gpu; nothing is compiled or installed
+# here), the most informative steps first:
+#   0. free device memory first; no run asks for more than half of it; then
+#      calibration: the costs the simulated device models, measured here
+#   1. tests/gpu/torch_check.py (skips itself without torch)
+#   2. llama.cpp, unmodified (built by `make gpu-llamacpp` into
+#      build/gpu/llamacpp; tests/gpu/llamacpp.sh names the commit): a tiny
+#      random-weights model at KV = 4x the budget, natively, with -nkvo (KV in
+#      host memory) and under kvtier with a site rule for its KV buffer:
+#      prompt and generation tokens/s, greedy token ids (kvtier's must be
+#      native's). Skipped with one line without build/gpu/llamacpp or without
+#      the machine's libcublas.so.13 (LLAMACPP_CUBLAS_DIR). Prepared, not yet
+#      run on a GPU (docs/performance.md, "Real GPU").
+#   3. zipf-decode (issue 6's oracle target) at KV = 2x the budget: native,
+#      kvtier (remote admission) and kvtier with KVTIER_ADMIT=auto, and their
+#      ratios to native.
+#   4. the probe: cudaMalloc'd buffers native, blanket managed, and under
 #      kvtier with a small KVTIER_HBM_BUDGET and KV 4x that budget: placement
 #      (cuMemRangeGetAttribute HOST_NUMA, numa_maps), GPU touch rate
-#   3. the workloads (linked to the real libcudart.so.13; on a real GPU their
+#   5. the workloads (linked to the real libcudart.so.13; on a real GPU their
 #      decode runs a PTX kernel over the K/V rows, tests/workloads/wl_real.c)
 #      at the same KV size: native (it fits on the card), blanket managed,
 #      kvtier static (KVTIER_MIGRATE=0) and kvtier with the small budget:
 #      wall-clock tokens/s side by side, KV verification (corrupt=0); and
 #      each with KVTIER_ADMIT=auto: do GPU faults migrate far memory here
 #      (migrate.fault_ins), or did auto give way to remote (and why)?
-#      zipf-decode (issue 6's oracle target) at KV = 2x the budget: native,
-#      kvtier (remote admission) and kvtier with KVTIER_ADMIT=auto, and their
-#      ratios to native.
 #      And vllm-like under kvtier with its decode replayed from CUDA graphs
 #      (--graphs): graphs kept by the launch source, evidence, promotions.
-#   4. tests/gpu/torch_check.py (skips itself without torch)
 # At most ~8 minutes; logs under $OUT (else build/gpu/logs); a table last.
 # Exits 77 with one line when no GPU is present, 1 when a check failed.
 set -u
@@ -262,7 +272,8 @@ else
 	rows+=("$(printf '%-26s %-8s %s' "  placed" - "${pl:-no placement summary}")")
 	rows+=("$(printf '%-26s %-8s %s' "  kvtier trace events" - "$(trace_counts llama.cpp-kvtier)")")
 	rows+=("$(printf '%-26s %-8s %s' "  migrations" - "$(admit_info llama.cpp-kvtier)")")
-	rows+=("$(printf '%-26s %-8s %s' "  cupti" - "$(grep -ih cupti "$LOG/llama.cpp-kvtier.err" 2>/dev/null | head -1 | cut -c1-160)")")
+	cu=$(grep -ih cupti "$LOG/llama.cpp-kvtier.err" 2>/dev/null | head -1 | cut -c1-160)
+	rows+=("$(printf '%-26s %-8s %s' "  cupti" - "${cu:-no cupti line in llama.cpp-kvtier.err}")")
 fi
 
 # ---- 3: zipf-decode --------------------------------------------------------------------
