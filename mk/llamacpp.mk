@@ -10,9 +10,9 @@
 #   make gpu-llamacpp LLAMACPP_SRC=...   its CUDA build (sm_90) and the model
 #                     into $(GPU_BUILD)/llamacpp, which `make gpu-bundle` then
 #                     carries; LLAMACPP_JOBS (default 1) parallel compiles
-# Both need cmake and, for the model, numpy plus the source's gguf-py.
+# Both need cmake and, for the model, a Python with numpy (LLAMACPP_PYTHON,
+# else python3 or /usr/bin/python3) plus the source's gguf-py.
 .PHONY: test-llamacpp-cpu gpu-llamacpp
-LLAMACPP_PYTHON ?= python3
 
 test-llamacpp-cpu:
 	@if [ -z "$(LLAMACPP_SRC)" ]; then \

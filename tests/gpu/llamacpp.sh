@@ -28,7 +28,12 @@ CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 GPU_BUILD=${GPU_BUILD:-build/gpu}
 WORK=${LLAMACPP_WORK:-build}             # cmake build trees (not carried)
 JOBS=${LLAMACPP_JOBS:-1}
-PY=${LLAMACPP_PYTHON:-python3}
+# a Python with numpy (LLAMACPP_PYTHON, else the first of these that has it)
+PY=${LLAMACPP_PYTHON:-}
+for p in python3 /usr/bin/python3; do
+	[ -n "$PY" ] && break
+	"$p" -c 'import numpy' 2>/dev/null && PY=$p
+done
 TOOLS="llama-cli llama-batched-bench"
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -53,6 +58,7 @@ configure_cuda() {   # configure_cuda DIR
 }
 # the model run.sh loads (and its KV cost per token of context)
 make_model() {   # make_model DIR
+	[ -n "$PY" ] || die "no Python with numpy for make_gguf.py (LLAMACPP_PYTHON; Debian: python3-numpy)"
 	PYTHONPATH="$SRC/gguf-py" "$PY" "$here/make_gguf.py" "$1/tiny.gguf" >"$1/model.txt" ||
 		die "make_gguf.py failed (needs numpy and $SRC/gguf-py)"
 	printf '%s' "$PROMPT" >"$1/prompt.txt"
