@@ -6,7 +6,8 @@
 #                     from that source (commit named in tests/gpu/llamacpp.sh),
 #                     the tiny model tests/gpu/make_gguf.py writes: it loads,
 #                     and greedy generation gives the same tokens every run;
-#                     one line and no failure when LLAMACPP_SRC is unset
+#                     one line and no failure when LLAMACPP_SRC is unset (or
+#                     names no llama.cpp source, or cmake is missing)
 #   make gpu-llamacpp LLAMACPP_SRC=...   its CUDA build (sm_90) and the model
 #                     into $(GPU_BUILD)/llamacpp, which `make gpu-bundle` then
 #                     carries; LLAMACPP_JOBS (default 1) parallel compiles
@@ -19,6 +20,7 @@ test-llamacpp-cpu:
 		echo "test-llamacpp-cpu: SKIP: LLAMACPP_SRC is unset (the llama.cpp source; see tests/gpu/llamacpp.sh)"; \
 	else \
 		LLAMACPP_SRC="$(LLAMACPP_SRC)" LLAMACPP_PYTHON="$(LLAMACPP_PYTHON)" tests/gpu/llamacpp.sh cpu; \
+		rc=$$?; [ $$rc = 77 ] || exit $$rc; \
 	fi
 
 gpu-llamacpp:
