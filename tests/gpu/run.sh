@@ -248,7 +248,7 @@ llama_row() {    # llama_row: tokens/s, KV, the output, and against native
 		"$same" "$(echo "$t" | cut -c1-60)")")
 	return 0
 }
-if [ ! -x "$LL/llama-cli" ] || [ ! -e "$LL/tiny.gguf" ]; then
+if [ ! -x "$LL/llama-cli" ] || [ ! -e "$LL/tiny.gguf" ] || ! grep -q '^kv_bytes_per_token=[1-9]' "$LL/model.txt" 2>/dev/null; then
 	llama_skip "no llama.cpp in the bundle ($LL: make gpu-llamacpp before make gpu-bundle)"
 elif ! LL_CUBLAS=$(cublas_dir); then
 	llama_skip "no libcublas.so.13 on this machine (set LLAMACPP_CUBLAS_DIR)"
