@@ -205,15 +205,16 @@ static unsigned layout_values(void **params, const struct kvt_param_layout *lay,
  * range, or a host pointer to follow (the first KVT_LAUNCH_FOLLOW
  * candidates, as the scan takes them; bit i of *readable: value i may be
  * read behind, so the scan asks the device test no second time). */
-static int worth_crediting(const uint64_t *val, unsigned nr, uint32_t *readable)
+static int worth_crediting(const uint64_t *val, unsigned nr, uint32_t *readable,
+			   int slot[KVT_LAUNCH_VALUES])
 {
 	int worth = 0;
 	*readable = 0;
 	for (unsigned i = 0, tests = 0; i < nr; i++) {
-		if (kvt_heat_maybe(val[i])) {
+		slot[i] = kvt_heat_maybe(val[i]) ? kvt_heat_find(val[i]) : -1;
+		if (slot[i] >= 0) {        /* the scan below credits it: not looked up again */
 			worth = 1;
-			if (kvt_heat_find(val[i]) >= 0)
-				continue;
+			continue;
 		}
 		if (tests >= KVT_LAUNCH_FOLLOW || !user_pointer(val[i]))
 			continue;
@@ -254,7 +255,8 @@ static void launch_scan(uint64_t func, void **params, uint64_t stream)
 	unsigned nr = kvt_param_layout(func, &lay) ? layout_values(params, &lay, val)
 						   : param_values(params, val);
 	uint32_t readable;
-	if (!worth_crediting(val, nr, &readable))
+	int slot[KVT_LAUNCH_VALUES];
+	if (!worth_crediting(val, nr, &readable, slot))
 		return;                    /* no driver call for a launch naming nothing tracked */
 	int (*capturing)(uint64_t) = __atomic_load_n(&capturing_fn, __ATOMIC_ACQUIRE);
 	if (capturing && capturing(stream) == 1)
@@ -262,9 +264,8 @@ static void launch_scan(uint64_t func, void **params, uint64_t stream)
 	const float weight = (float)KVT_LAUNCH_SAMPLE;
 	unsigned credited = 0, followed = 0;
 	for (unsigned i = 0; i < nr && credited < KVT_LAUNCH_MAX_CHUNKS; i++) {
-		int s = kvt_heat_maybe(val[i]) ? kvt_heat_find(val[i]) : -1;
-		if (s >= 0) {
-			credited += kvt_heat_spread(s, KVT_LAUNCH_SPREAD, weight);
+		if (slot[i] >= 0) {
+			credited += kvt_heat_spread(slot[i], KVT_LAUNCH_SPREAD, weight);
 			continue;
 		}
 		if (followed >= KVT_LAUNCH_FOLLOW || !user_pointer(val[i]))

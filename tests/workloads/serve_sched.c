@@ -14,19 +14,6 @@ static int sv_uniform(uint64_t *s, int lo, int hi)
 	return lo + (int)(wl_rand(s) % (uint64_t)(hi - lo + 1));
 }
 
-static uint32_t sv_zipf(const double *cdf, int n, double u)
-{
-	int lo = 0, hi = n - 1;
-	while (lo < hi) {
-		int mid = (lo + hi) / 2;
-		if (cdf[mid] < u)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (uint32_t)lo;
-}
-
 void sv_make_schedule(const struct sv_opts *o, struct sv_sched *s)
 {
 	int n = o->sessions;
@@ -48,7 +35,7 @@ void sv_make_schedule(const struct sv_opts *o, struct sv_sched *s)
 	double t = 0;
 	for (int i = 0; i < o->requests; i++) {
 		t += -log(1.0 - wl_rand01(&rs)) / o->rate;
-		uint32_t k = sv_zipf(cdf, n, wl_rand01(&rs) * sum);
+		uint32_t k = wl_zipf_rank(cdf, n, wl_rand01(&rs) * sum);
 		for (int tries = 0; tries < n && t - last[k] < o->think_s; tries++)
 			k = (k + 1) % (uint32_t)n;       /* busy thinking: the next one */
 		struct sv_req *q = &s->req[i];

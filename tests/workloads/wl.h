@@ -190,6 +190,8 @@ void wl_touch(struct wl *w, const struct fakecuda_range *r, unsigned n);
 /* ---- wl_sched.c ---- */
 uint64_t wl_rand(uint64_t *state);
 double wl_rand01(uint64_t *state);
+/* The rank whose cumulative weight cdf[0..n) first reaches u (binary search). */
+uint32_t wl_zipf_rank(const double *cdf, int n, double u);
 int wl_make_sessions(struct wl *w);
 void wl_make_schedule(struct wl *w);
 

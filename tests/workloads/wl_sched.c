@@ -78,7 +78,7 @@ struct wl_active {
 	uint32_t sess, pos, len;
 };
 
-static uint32_t wl_zipf_rank(const double *cdf, int n, double u)
+uint32_t wl_zipf_rank(const double *cdf, int n, double u)
 {
 	int lo = 0, hi = n - 1;
 	while (lo < hi) {
