@@ -40,6 +40,7 @@
 #include "evidence.h"
 #include "heat.h"
 #include "params.h"
+#include "tables.h"
 #include "../base/kvt.h"
 
 static unsigned enabled;
@@ -81,7 +82,7 @@ void kvt_prof_set_kick(void (*fn)(void), unsigned every)
 
 /* ---- the launch scan ---- */
 
-static size_t read_self(void *dst, uint64_t src, size_t len)
+size_t kvt_prof_read_self(void *dst, uint64_t src, size_t len)
 {
 	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)src, len };
 	ssize_t n = kvt_sys_process_vm_readv(getpid(), &l, 1, &r, 1);
@@ -105,6 +106,12 @@ static unsigned read_slots(uint64_t *val, const uint64_t *slot, unsigned n)
 static int user_pointer(uint64_t v)
 {
 	return v >= 65536 && v < (1ull << 47) && !(v & 7);
+}
+
+int kvt_prof_device_memory(uint64_t addr)
+{
+	int (*on_device)(uint64_t) = __atomic_load_n(&device_fn, __ATOMIC_ACQUIRE);
+	return on_device ? on_device(addr) != 0 : -1;
 }
 
 /* Whether the bytes behind v may be read: not device memory. */
@@ -172,7 +179,7 @@ static int launch_sampled(void)
 static unsigned param_values(void **params, uint64_t val[KVT_LAUNCH_VALUES])
 {
 	uint64_t slot[KVT_LAUNCH_SLOTS];
-	size_t got = read_self(slot, (uint64_t)(uintptr_t)params, sizeof slot) / 8;
+	size_t got = kvt_prof_read_self(slot, (uint64_t)(uintptr_t)params, sizeof slot) / 8;
 	unsigned nr = 0;
 	while (nr < got && user_pointer(slot[nr]))
 		nr++;
@@ -184,20 +191,31 @@ static unsigned param_values(void **params, uint64_t val[KVT_LAUNCH_VALUES])
  * system call); every 8-byte word of a parameter up to KVT_PARAM_WORDS (a
  * struct passed by value, an array of tensor pointers, is seen whole). */
 static unsigned layout_values(void **params, const struct kvt_param_layout *lay,
-			      uint64_t val[KVT_LAUNCH_VALUES])
+			      uint64_t val[KVT_LAUNCH_VALUES], uint64_t scal[KVT_TABLE_SCALARS],
+			      unsigned *nscal)
 {
-	unsigned nr = 0;
+	unsigned nr = 0, ns = 0;
 	for (unsigned i = 0; i < lay->nr && nr < KVT_LAUNCH_VALUES; i++) {
 		const char *arg = params[i];
 		if (!arg)
 			break;
+		if (lay->four & (1u << i)) {   /* a scalar: a stride the block tables may need */
+			uint32_t v;
+			memcpy(&v, arg, 4);
+			if (v >= 2 && v <= KVT_SCALAR_MAX && ns < KVT_TABLE_SCALARS)
+				scal[ns++] = (uint64_t)i << 32 | v;
+			continue;
+		}
 		for (unsigned k = 0; k < lay->words[i] && nr < KVT_LAUNCH_VALUES; k++) {
 			uint64_t v;
 			memcpy(&v, arg + 8 * k, 8);
 			if (user_pointer(v))
 				val[nr++] = v;
+			else if (v >= 2 && v <= KVT_SCALAR_MAX && ns < KVT_TABLE_SCALARS)
+				scal[ns++] = (uint64_t)i << 32 | v;
 		}
 	}
+	*nscal = ns;
 	return nr;
 }
 
@@ -233,9 +251,9 @@ static size_t follow(uint64_t v, uint64_t win[KVT_LAUNCH_WINDOW / 8])
 {
 	uint32_t turn = __atomic_fetch_add(&window_turn, 1, __ATOMIC_RELAXED);
 	uint64_t off = (uint64_t)(turn % (KVT_LAUNCH_SPAN / KVT_LAUNCH_WINDOW)) * KVT_LAUNCH_WINDOW;
-	size_t n = read_self(win, v + off, KVT_LAUNCH_WINDOW);
+	size_t n = kvt_prof_read_self(win, v + off, KVT_LAUNCH_WINDOW);
 	if (!n && off)
-		n = read_self(win, v, KVT_LAUNCH_WINDOW);
+		n = kvt_prof_read_self(win, v, KVT_LAUNCH_WINDOW);
 	return n;
 }
 
@@ -252,7 +270,9 @@ static void launch_scan(uint64_t func, void **params, uint64_t stream)
 	 * evidence weighing KVT_LAUNCH_SAMPLE */
 	if (!launch_sampled())
 		return;
-	unsigned nr = kvt_param_layout(func, &lay) ? layout_values(params, &lay, val)
+	uint64_t scal[KVT_TABLE_SCALARS];
+	unsigned nscal = 0;
+	unsigned nr = kvt_param_layout(func, &lay) ? layout_values(params, &lay, val, scal, &nscal)
 						   : param_values(params, val);
 	uint32_t readable;
 	int slot[KVT_LAUNCH_VALUES];
@@ -261,11 +281,16 @@ static void launch_scan(uint64_t func, void **params, uint64_t stream)
 	int (*capturing)(uint64_t) = __atomic_load_n(&capturing_fn, __ATOMIC_ACQUIRE);
 	if (capturing && capturing(stream) == 1)
 		return;
+	if (kvt_prof_sources_enabled() & (1u << KVT_SRC_TABLES))
+		kvt_tables_on_launch(func, val, slot, nr, scal, nscal);
 	const float weight = (float)KVT_LAUNCH_SAMPLE;
 	unsigned credited = 0, followed = 0;
 	for (unsigned i = 0; i < nr && credited < KVT_LAUNCH_MAX_CHUNKS; i++) {
 		if (slot[i] >= 0) {
-			credited += kvt_heat_spread(slot[i], KVT_LAUNCH_SPREAD, weight);
+			/* a range whose block tables are read gets chunk-level
+			 * credit there: the spread would heat its cold chunks too */
+			if (!kvt_tables_covers(slot[i]))
+				credited += kvt_heat_spread(slot[i], KVT_LAUNCH_SPREAD, weight);
 			continue;
 		}
 		if (followed >= KVT_LAUNCH_FOLLOW || !user_pointer(val[i]))
@@ -346,7 +371,7 @@ void kvt_prof_graph_scan(struct kvt_graph_ev *g, void **params)
 		    graph_has(g, val[i] | GRAPH_FOLLOW))
 			continue;
 		followed++;
-		size_t n = host_readable(val[i]) ? read_self(win, val[i], sizeof win) / 8 : 0;
+		size_t n = host_readable(val[i]) ? kvt_prof_read_self(win, val[i], sizeof win) / 8 : 0;
 		for (size_t k = 0; k < n; k++)
 			if (kvt_heat_maybe(win[k]) && kvt_heat_find(win[k]) >= 0) {
 				graph_keep(g, val[i] | GRAPH_FOLLOW);
@@ -485,6 +510,7 @@ static const struct kvt_prof_source_ops *const sources[KVT_SRC__COUNT] = {
 	[KVT_SRC_COPY] = &src_copy,
 	[KVT_SRC_CUPTI] = &kvt_src_cupti,
 	[KVT_SRC_SAMPLE] = &kvt_src_sample,    /* after cupti: it needs cupti started */
+	[KVT_SRC_TABLES] = &kvt_src_tables,    /* after cupti: its poll reads the faults */
 };
 
 int kvt_prof_sources_parse(const char *list, unsigned *mask, char *bad, unsigned bad_len)

@@ -10,9 +10,11 @@
 #ifndef KVT_EVIDENCE_H
 #define KVT_EVIDENCE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-enum kvt_prof_src { KVT_SRC_LAUNCH, KVT_SRC_COPY, KVT_SRC_CUPTI, KVT_SRC_SAMPLE, KVT_SRC__COUNT };
+enum kvt_prof_src { KVT_SRC_LAUNCH, KVT_SRC_COPY, KVT_SRC_CUPTI, KVT_SRC_SAMPLE, KVT_SRC_TABLES,
+		    KVT_SRC__COUNT };
 
 struct kvt_prof_source_ops {
 	const char *name;
@@ -36,6 +38,7 @@ struct kvt_prof_source_ops {
 #define KVT_LAUNCH_SPREAD       4      /* chunks sampled for a whole-allocation hit */
 #define KVT_LAUNCH_SAMPLE       8      /* one launch in this many scanned (per thread, on average: random gaps) */
 #define KVT_COPY_MAX_CHUNKS     64
+#define KVT_SCALAR_MAX          (1u << 24)  /* larger non-pointer words are not strides */
 
 /* "launch,copy,cupti" -> bit mask of enum kvt_prof_src; 0 or -EINVAL
  * (the offending name is copied into bad). */
@@ -55,6 +58,11 @@ void kvt_prof_set_capturing(int (*fn)(uint64_t stream));
  * reads behind it. Called at most KVT_LAUNCH_FOLLOW times per scanned
  * launch (KVT_GRAPH_FOLLOW per scanned graph launch); NULL: no test. */
 void kvt_prof_set_device_test(int (*fn)(uint64_t addr));
+/* The device test above: 1 (device memory), 0 (not), -1 (no test set). */
+int kvt_prof_device_memory(uint64_t addr);
+/* Up to len bytes at src, read through process_vm_readv (a bad address is
+ * a short read, never a fault); returns the bytes read. */
+size_t kvt_prof_read_self(void *dst, uint64_t src, size_t len);
 void kvt_prof_on_copy(uint64_t dst, uint64_t src, uint64_t bytes);
 void kvt_prof_on_memset(uint64_t dst, uint64_t bytes);
 /* From the CUPTI source: a GPU page fault at addr (its record's address). */

@@ -16,6 +16,7 @@
 
 #define META_READY  1u          /* the slot's layout is written */
 #define META_NONE   2u          /* the driver could not say: no layout */
+#define PARAM_FOUR  9u          /* a words nibble: the parameter is 4 bytes */
 
 struct slot {
 	uint64_t func;              /* key, 0 = free; set once, never cleared */
@@ -67,6 +68,8 @@ static uint32_t ask(uint64_t func, uint64_t *words)
 		if (r > 0)
 			break;
 		uint64_t w = size / 8 < KVT_PARAM_WORDS ? size / 8 : KVT_PARAM_WORDS;
+		if (size == 4)
+			w = PARAM_FOUR;            /* a 4-byte scalar: a stride, a count */
 		*words |= w << (4 * i);
 	}
 	/* no parameter at all: as likely a handle the query misreads (a
@@ -79,8 +82,13 @@ static int decode(uint32_t meta, uint64_t words, struct kvt_param_layout *out)
 	if (!(meta & META_READY))
 		return 0;
 	out->nr = meta >> 8;
-	for (unsigned i = 0; i < KVT_PARAM_MAX; i++)
-		out->words[i] = i < out->nr ? (uint8_t)((words >> (4 * i)) & 15) : 0;
+	out->four = 0;
+	for (unsigned i = 0; i < KVT_PARAM_MAX; i++) {
+		uint8_t w = i < out->nr ? (uint8_t)((words >> (4 * i)) & 15) : 0;
+		out->words[i] = w == PARAM_FOUR ? 0 : w;
+		if (w == PARAM_FOUR)
+			out->four |= (uint16_t)(1u << i);
+	}
 	return 1;
 }
 

@@ -20,6 +20,7 @@
 struct kvt_param_layout {
 	uint32_t nr;                          /* parameters described, <= KVT_PARAM_MAX */
 	uint8_t words[KVT_PARAM_MAX];         /* 8-byte words of parameter i that may be read */
+	uint16_t four;                        /* bit i: parameter i is 4 bytes (a scalar) */
 };
 
 /* fn(func, i, &size): 0 with *size the byte size of parameter i of func;

@@ -23,6 +23,7 @@
 #include "admit.h"
 #include "../profiler/evidence.h"
 #include "../profiler/heat.h"
+#include "../profiler/tables.h"
 #include "../profiler/trace.h"
 
 #define MAX_MOVES 1024
@@ -176,9 +177,9 @@ void kvt_migrator_start(const struct kvt_tier_host *h)
 		return;
 	host = *h;
 	if (kvt_prof_sources_parse(kvt_opt.sources, &mask, bad, sizeof bad)) {
-		kvt_warn("KVTIER_SOURCES='%s': unknown source '%s'; using the default 'launch,copy,cupti'",
+		kvt_warn("KVTIER_SOURCES='%s': unknown source '%s'; using the default 'launch,copy,cupti,tables'",
 			 kvt_opt.sources, bad);
-		kvt_prof_sources_parse("launch,copy,cupti", &mask, NULL, 0);
+		kvt_prof_sources_parse("launch,copy,cupti,tables", &mask, NULL, 0);
 	}
 	if (kvt_heat_init((uint32_t)kvt_opt.decay_ms)) {
 		kvt_warn("cannot map the chunk heat table; no migration");
@@ -291,8 +292,10 @@ void kvt_migrator_after_fork(void)
 		m.d[i].bound = 0;    /* the parent's contexts and streams mean nothing here */
 	pthread_cond_init(&m.cond, NULL);     /* a parent thread may have been waiting on it */
 	memset(&ctr, 0, sizeof ctr);          /* the child's trace counts the child's work */
-	if (m.wanted)
+	if (m.wanted) {
 		kvt_heat_reset();
+		kvt_tables_reset();
+	}
 }
 
 void kvt_migrator_track(uint64_t base, uint64_t size, int32_t node)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The live stats segment, version 2 (2 added the Python call-site counters): what a process running under kvtier
+/* The live stats segment, version 3 (2 added the Python call-site counters, 3 room for 8 evidence sources): what a process running under kvtier
  * publishes in /dev/shm/kvtier.<pid> (mode 0600) and `kvtier stat` reads.
  * Shared by the writer (preload/stats.c) and the reader (tools/cmd_stat.c).
  * Fixed layout, no pointers; names travel with the counters. A reader
@@ -10,14 +10,14 @@
 #include <stdint.h>
 
 #define KVT_STATS_MAGIC     0x3154415453544b56ull    /* "VKTSTAT1" little-endian */
-#define KVT_STATS_VERSION   2u
+#define KVT_STATS_VERSION   3u
 #define KVT_STATS_DIR       "/dev/shm"
 #define KVT_STATS_PREFIX    "kvtier."                /* then the decimal pid */
 
 #define KVT_STATS_KINDS     8      /* enum kvt_kind (trace_format.h) */
 #define KVT_STATS_PLACES    8      /* enum kvt_placement */
 #define KVT_STATS_FALLBACKS 16     /* enum kvt_fallback (preload/place.h) */
-#define KVT_STATS_SOURCES   4      /* enum kvt_prof_src (profiler/evidence.h) */
+#define KVT_STATS_SOURCES   8      /* enum kvt_prof_src (profiler/evidence.h) */
 #define KVT_STATS_PY_FALLBACKS 4   /* enum kvt_py_fallback (profiler/pyframes.h) */
 #define KVT_STATS_NAME      24
 

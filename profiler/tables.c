@@ -1,0 +1,656 @@
+// SPDX-License-Identifier: MIT
+/* The block-table source: contract and limits in tables.h. Hook side
+ * (on_copy, kvt_tables_on_launch, on_fault): atomics only, no malloc, no
+ * locks; the stamp arrays are mapped on first use with the raw mmap. The
+ * learner and the credit run in poll, on the migrator thread, over
+ * scratch mapped once in start. */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "evidence.h"
+#include "heat.h"
+#include "tables.h"
+#include "../base/kvt.h"
+
+#define MAX_CAND       64
+#define CAND_PER_POLL  16
+#define MAX_BASES      64
+#define MAX_LIVE       (1u << 16)      /* live ids looked at per table and epoch */
+#define MAX_MARKS      (1u << 16)      /* chunks credited per epoch */
+#define FAULT_RING     1024
+#define PAIR_STALE     40              /* epochs a (base, table) pair stays in use */
+#define IDLE_UNWANTED  20              /* epochs before an unpaired slot may be reused */
+#define IDLE_WANTED    1000
+#define STAMP_MS       4               /* a stamp counts these milliseconds (wraps in 262 s) */
+#define STAMP_OLD      4096            /* stamps older than this (16 s) are cleared: no wrap */
+#define CREDIT_W       2.0f            /* heat per epoch of a chunk in use (KVTIER_PROMOTE: 4) */
+#define RECHECK_FAULTS 64              /* a window of this many faults rechecks a layout */
+
+struct cand {
+	uint64_t s;
+	double n, k, e, v;              /* faults tested, explained, expected by chance, variance */
+};
+
+struct tslot {
+	uint64_t dst;                   /* atomic: the table's device address, 0 = free */
+	uint32_t wanted;                /* atomic: a launch paired it with a tracked base */
+	uint32_t maxid;                 /* atomic: largest id stamped */
+	uint32_t last_tick;             /* atomic: tick of its last copy */
+	uint32_t gen;                   /* atomic: bumped when the slot changes hands */
+	uint64_t scal[KVT_TABLE_SCALARS];  /* atomic: key << 32 | value (0 = it varies) */
+	uint16_t *stamp;                /* atomic: KVT_TABLE_IDS stamps, mapped at first want */
+	/* migrator only */
+	uint32_t seen_gen;
+	unsigned nc, turn;
+	struct cand c[MAX_CAND];
+	uint64_t stride;                /* accepted, 0 = none */
+	double wn, wk;                  /* the recheck window of the accepted stride */
+};
+
+struct pair {
+	uint64_t key;                   /* atomic: base | (table + 1) << 56; 0 = free */
+	uint32_t tick, gen;             /* atomic */
+};
+
+static struct tslot slots[KVT_TABLE_SLOTS];
+static struct pair pairs[KVT_TABLE_ASSOC];
+static uint64_t key_lo = UINT64_MAX, key_hi;   /* atomic: bounds of the slots' keys */
+static uint32_t tick = 1;                      /* atomic: epochs polled */
+static uint64_t faults[FAULT_RING], fault_at;  /* atomic */
+static uint64_t covered[KVT_HEAT_MAX_RANGES / 64];  /* atomic */
+static struct {
+	uint64_t copies_read, pairs, accepted, dropped, credited, stride;
+} st;                                          /* atomic */
+
+/* scratch (migrator thread) */
+static uint64_t *bits;                         /* one bit per arena chunk */
+static uint32_t *marks;                        /* arena indices set in bits */
+static uint32_t *live;                         /* ids live this epoch */
+static uint64_t *mark_addr;                    /* the address of each mark's chunk */
+static uint64_t fault_seen;
+
+#define LD(x)     __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define ST(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
+
+static uint32_t now_tick(void)
+{
+	return __atomic_load_n(&tick, __ATOMIC_RELAXED);
+}
+
+/* The stamp of now: the profiler's clock in STAMP_MS units, never 0. */
+static uint16_t stamp_now(void)
+{
+	uint16_t s = (uint16_t)(kvt_heat_now_ms() / STAMP_MS);
+	return s ? s : 1;
+}
+
+/* ---- the hook side ---- */
+
+static void widen_keys(uint64_t dst)
+{
+	uint64_t lo = LD(key_lo), hi = LD(key_hi);
+	while (dst < lo && !__atomic_compare_exchange_n(&key_lo, &lo, dst, 0, __ATOMIC_ACQ_REL,
+							 __ATOMIC_ACQUIRE))
+		;
+	while (dst > hi && !__atomic_compare_exchange_n(&key_hi, &hi, dst, 0, __ATOMIC_ACQ_REL,
+							 __ATOMIC_ACQUIRE))
+		;
+}
+
+static int find_slot(uint64_t dst)
+{
+	if (dst < LD(key_lo) || dst > LD(key_hi))
+		return -1;
+	for (int i = 0; i < KVT_TABLE_SLOTS; i++)
+		if (LD(slots[i].dst) == dst)
+			return i;
+	return -1;
+}
+
+static int take(struct tslot *t, uint64_t old, uint64_t dst)
+{
+	if (!__atomic_compare_exchange_n(&t->dst, &old, dst, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return 0;
+	ST(t->wanted, 0);
+	ST(t->maxid, 0);
+	for (unsigned k = 0; k < KVT_TABLE_SCALARS; k++)
+		ST(t->scal[k], 0);
+	ADD(t->gen, 1);
+	widen_keys(dst);
+	return 1;
+}
+
+/* The slot for a copy to dst: its own, a free one, or one idle long
+ * enough; -1 when none. */
+static int claim_slot(uint64_t dst)
+{
+	int i = find_slot(dst);
+	if (i >= 0)
+		return i;
+	for (i = 0; i < KVT_TABLE_SLOTS; i++)
+		if (!LD(slots[i].dst) && take(&slots[i], 0, dst))
+			return i;
+	uint32_t now = now_tick();
+	for (i = 0; i < KVT_TABLE_SLOTS; i++) {
+		struct tslot *t = &slots[i];
+		uint64_t old = LD(t->dst);
+		uint32_t idle = now - LD(t->last_tick);
+		if (old && idle > (LD(t->wanted) ? IDLE_WANTED : IDLE_UNWANTED) && take(t, old, dst))
+			return i;
+	}
+	return -1;
+}
+
+static uint16_t *stamps(struct tslot *t)
+{
+	uint16_t *s = LD(t->stamp);
+	if (s)
+		return s;
+	void *p = kvt_sys_mmap(NULL, (size_t)KVT_TABLE_IDS * sizeof *s, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	uint16_t *none = NULL;
+	if (!__atomic_compare_exchange_n(&t->stamp, &none, (uint16_t *)p, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		kvt_sys_munmap(p, (size_t)KVT_TABLE_IDS * sizeof *s);
+		return none;
+	}
+	return p;
+}
+
+/* A host-to-device copy into application device memory from host memory
+ * that is not tracked: a candidate table. */
+static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
+{
+	if (bytes < 4 || bytes > KVT_TABLE_MAX_BYTES || (bytes & 3) || kvt_heat_empty())
+		return;
+	if (kvt_prof_device_memory(dst) != 1 || kvt_prof_device_memory(src) != 0 ||
+	    (kvt_heat_maybe(src) && kvt_heat_find(src) >= 0))
+		return;
+	int i = claim_slot(dst);
+	if (i < 0)
+		return;
+	struct tslot *t = &slots[i];
+	uint32_t now = now_tick();
+	if (LD(t->last_tick) != now)
+		ST(t->last_tick, now);
+	uint16_t *s;
+	if (!LD(t->wanted) || !(s = stamps(t)))
+		return;
+	uint16_t mark = stamp_now();
+	int32_t buf[1024];
+	uint32_t max = 0;
+	int32_t prev = -1;
+	for (uint64_t off = 0; off < bytes;) {
+		size_t want = bytes - off < sizeof buf ? (size_t)(bytes - off) : sizeof buf;
+		size_t got = kvt_prof_read_self(buf, src + off, want);
+		if (!got)
+			break;
+		for (size_t k = 0; k < got / 4; k++) {
+			int32_t v = buf[k];
+			if (v == prev || v < 0 || (uint32_t)v >= KVT_TABLE_IDS)
+				continue;
+			prev = v;
+			if (__atomic_load_n(&s[v], __ATOMIC_RELAXED) != mark)
+				__atomic_store_n(&s[v], mark, __ATOMIC_RELAXED);
+			if ((uint32_t)v > max)
+				max = (uint32_t)v;
+		}
+		off += got;
+	}
+	uint32_t m = LD(t->maxid);
+	while (max > m && !__atomic_compare_exchange_n(&t->maxid, &m, max, 0, __ATOMIC_ACQ_REL,
+						       __ATOMIC_ACQUIRE))
+		;
+	ADD(st.copies_read, 1);
+}
+
+static void note_scalars(struct tslot *t, uint64_t func, const uint64_t *scal, unsigned nscal)
+{
+	uint32_t fh = (uint32_t)((func * 0x9e3779b97f4a7c15ull) >> 40) & 0xffffffu;
+	for (unsigned j = 0; j < nscal; j++) {
+		uint64_t key = (uint64_t)(fh << 8 | (uint32_t)(scal[j] >> 32 & 0xff)) << 32;
+		uint32_t v = (uint32_t)scal[j];
+		for (unsigned k = 0; k < KVT_TABLE_SCALARS; k++) {
+			uint64_t e = LD(t->scal[k]);
+			if (!e && __atomic_compare_exchange_n(&t->scal[k], &e, key | v, 0,
+							       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				break;
+			if ((e & ~0xffffffffull) != key)
+				continue;
+			if ((uint32_t)e && (uint32_t)e != v)    /* it varies between launches */
+				__atomic_compare_exchange_n(&t->scal[k], &e, key, 0, __ATOMIC_ACQ_REL,
+							    __ATOMIC_ACQUIRE);
+			break;
+		}
+	}
+}
+
+static void note_pair(uint64_t base, int table)
+{
+	uint64_t key = base | (uint64_t)(table + 1) << 56;
+	uint32_t now = now_tick(), gen = LD(slots[table].gen);
+	uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40) & (KVT_TABLE_ASSOC - 1);
+	for (unsigned p = 0; p < 8; p++) {
+		struct pair *e = &pairs[(h + p) & (KVT_TABLE_ASSOC - 1)];
+		uint64_t k = LD(e->key);
+		if (!k) {
+			if (!__atomic_compare_exchange_n(&e->key, &k, key, 0, __ATOMIC_ACQ_REL,
+							 __ATOMIC_ACQUIRE) && k != key)
+				continue;
+			if (k != key)
+				ADD(st.pairs, 1);
+			k = key;
+		}
+		if (k != key)
+			continue;
+		if (LD(e->tick) != now)
+			ST(e->tick, now);
+		if (LD(e->gen) != gen)
+			ST(e->gen, gen);
+		return;
+	}
+}
+
+void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, unsigned nr,
+			  const uint64_t *scal, unsigned nscal)
+{
+	int tab[4];
+	unsigned nt = 0;
+	for (unsigned i = 0; i < nr && nt < 4; i++) {
+		int t = slot[i] < 0 ? find_slot(val[i]) : -1;
+		if (t >= 0)
+			tab[nt++] = t;
+	}
+	for (unsigned j = 0; j < nt; j++) {
+		struct tslot *t = &slots[tab[j]];
+		if (!LD(t->wanted))
+			ST(t->wanted, 1);
+		note_scalars(t, func, scal, nscal);
+		for (unsigned i = 0; i < nr; i++)
+			if (slot[i] >= 0 && val[i] < (1ull << 56))
+				note_pair(val[i], tab[j]);
+	}
+}
+
+int kvt_tables_covers(int slot)
+{
+	if (slot < 0 || slot >= KVT_HEAT_MAX_RANGES)
+		return 0;
+	return (int)(__atomic_load_n(&covered[slot / 64], __ATOMIC_RELAXED) >> (slot % 64) & 1);
+}
+
+static void tables_on_fault(uint64_t addr)
+{
+	uint64_t at = __atomic_fetch_add(&fault_at, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&faults[at % FAULT_RING], addr, __ATOMIC_RELAXED);
+}
+
+/* ---- the migrator side ---- */
+
+struct base { uint64_t p; int hs; struct kvt_heat_range r; };
+
+static int tables_start(void)
+{
+	size_t len = KVT_HEAT_MAX_CHUNKS / 8 + (size_t)(MAX_MARKS + MAX_LIVE) * 4 +
+		     (size_t)MAX_MARKS * 8;
+	void *p = kvt_sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		kvt_prof_set_state(KVT_SRC_TABLES, "off: no memory for its scratch");
+		return -ENOMEM;
+	}
+	bits = p;
+	marks = (uint32_t *)((char *)p + KVT_HEAT_MAX_CHUNKS / 8);
+	live = marks + MAX_MARKS;
+	mark_addr = (uint64_t *)(live + MAX_LIVE);
+	return 0;
+}
+
+static int test_set(uint32_t idx)
+{
+	uint64_t m = 1ull << (idx % 64);
+	if (bits[idx / 64] & m)
+		return 0;
+	bits[idx / 64] |= m;
+	return 1;
+}
+
+static void clear_marks(unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		bits[marks[i] / 64] &= ~(1ull << (marks[i] % 64));
+}
+
+/* Mark the chunks stride s predicts from ids live[0..nl) on bases b[0..nb),
+ * from marks[*nm]; returns 0, or -1 when the marks ran out. */
+static int predict(const struct base *b, unsigned nb, unsigned nl, uint64_t s, unsigned *nm)
+{
+	for (unsigned j = 0; j < nb; j++) {
+		uint64_t off0 = b[j].p - b[j].r.base;
+		for (unsigned i = 0; i < nl; i++) {
+			uint64_t a = off0 + (uint64_t)live[i] * s;
+			if (a >= b[j].r.size)
+				break;                     /* ids ascend */
+			uint64_t z = a + s - 1 < b[j].r.size ? a + s - 1 : b[j].r.size - 1;
+			for (uint64_t c = a >> KVT_CHUNK_SHIFT; c <= z >> KVT_CHUNK_SHIFT; c++) {
+				uint32_t idx = b[j].r.first + (uint32_t)c;
+				if (!test_set(idx))
+					continue;
+				if (*nm >= MAX_MARKS) {
+					bits[idx / 64] &= ~(1ull << (idx % 64));
+					return -1;
+				}
+				mark_addr[*nm] = b[j].r.base + (c << KVT_CHUNK_SHIFT);
+				marks[(*nm)++] = idx;
+			}
+		}
+	}
+	return 0;
+}
+
+/* The arena index of fault f if it lies in one of the bases' ranges. */
+static int fault_index(const struct base *b, unsigned nb, uint64_t f, uint32_t *idx)
+{
+	for (unsigned j = 0; j < nb; j++)
+		if (f - b[j].r.base < b[j].r.size) {
+			*idx = b[j].r.first + (uint32_t)((f - b[j].r.base) >> KVT_CHUNK_SHIFT);
+			return 1;
+		}
+	return 0;
+}
+
+static void add_cand(struct tslot *t, uint64_t s)
+{
+	if (s < 256 || s > (64ull << 20) || (s & 15) || t->nc >= MAX_CAND)
+		return;
+	for (unsigned i = 0; i < t->nc; i++)
+		if (t->c[i].s == s)
+			return;
+	t->c[t->nc++] = (struct cand){ .s = s };
+}
+
+/* Candidates from the table's scalars, kept while they stay the same. */
+static void candidates(struct tslot *t)
+{
+	uint32_t v[KVT_TABLE_SCALARS];
+	unsigned n = 0;
+	for (unsigned k = 0; k < KVT_TABLE_SCALARS; k++) {
+		uint32_t x = (uint32_t)LD(t->scal[k]);
+		if (x >= 2)
+			v[n++] = x;
+	}
+	for (unsigned el = 1; el <= 4; el *= 2)
+		for (unsigned i = 0; i < n; i++) {
+			add_cand(t, (uint64_t)v[i] * el);
+			for (unsigned j = i + 1; j < n; j++)
+				add_cand(t, (uint64_t)v[i] * v[j] * el);
+		}
+}
+
+static void reset_learner(struct tslot *t)
+{
+	t->nc = t->turn = 0;
+	t->stride = 0;
+	t->wn = t->wk = 0;
+}
+
+/* The live ids of t, ascending (at most MAX_LIVE, evenly thinned); stale
+ * stamps are cleared on the way. */
+static unsigned live_ids(struct tslot *t)
+{
+	uint16_t *s = LD(t->stamp);
+	uint32_t max = LD(t->maxid);
+	if (!s)
+		return 0;
+	uint16_t cur = stamp_now();
+	unsigned n = 0, seen = 0, every = 1;
+	for (uint32_t i = 0; i <= max && i < KVT_TABLE_IDS; i++) {
+		uint16_t v = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
+		if (!v)
+			continue;
+		uint16_t age = (uint16_t)(cur - v);
+		if (age > STAMP_OLD) {
+			__atomic_compare_exchange_n(&s[i], &v, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (age > KVT_TABLE_LIVE_MS / STAMP_MS || seen++ % every)
+			continue;
+		if (n == MAX_LIVE) {               /* thin: keep every other one */
+			unsigned w = 0;
+			for (unsigned k = 0; k < n; k += 2)
+				live[w++] = live[k];
+			n = w;
+			every *= 2;
+		}
+		live[n++] = i;
+	}
+	return n;
+}
+
+static unsigned bases_of(int table, uint32_t gen, uint32_t now, struct base *b)
+{
+	unsigned nb = 0;
+	for (unsigned i = 0; i < KVT_TABLE_ASSOC && nb < MAX_BASES; i++) {
+		uint64_t k = LD(pairs[i].key);
+		if (!k || (int)(k >> 56) != table + 1 || LD(pairs[i].gen) != gen ||
+		    now - LD(pairs[i].tick) > PAIR_STALE)
+			continue;
+		b[nb].p = k & ((1ull << 56) - 1);
+		b[nb].hs = kvt_heat_find(b[nb].p);
+		if (b[nb].hs >= 0 && !kvt_heat_range_get(b[nb].hs, &b[nb].r))
+			nb++;
+	}
+	return nb;
+}
+
+static uint64_t universe(const struct base *b, unsigned nb)
+{
+	uint64_t u = 0;
+	for (unsigned j = 0; j < nb; j++) {
+		int dup = 0;
+		for (unsigned i = 0; i < j; i++)
+			dup |= b[i].hs == b[j].hs;
+		if (!dup)
+			u += b[j].r.nr_chunks;
+	}
+	return u;
+}
+
+/* Score up to CAND_PER_POLL candidates against this epoch's faults f[0..nf). */
+static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned nl,
+		  const uint64_t *f, unsigned nf)
+{
+	uint32_t fidx[FAULT_RING];
+	unsigned nfi = 0;
+	for (unsigned i = 0; i < nf; i++)
+		nfi += fault_index(b, nb, f[i], &fidx[nfi]);
+	uint64_t u = universe(b, nb);
+	if (!nfi || !u || !t->nc)
+		return;
+	for (unsigned q = 0; q < CAND_PER_POLL && q < t->nc; q++) {
+		struct cand *c = &t->c[t->turn++ % t->nc];
+		unsigned nm = 0;
+		int full = predict(b, nb, nl, c->s, &nm);
+		double cov = (double)nm / (double)u;
+		unsigned hit = 0;
+		for (unsigned i = 0; i < nfi; i++)
+			hit += (bits[fidx[i] / 64] >> (fidx[i] % 64)) & 1;
+		clear_marks(nm);
+		if (full || cov > 0.9)
+			continue;                  /* no power to tell it from chance */
+		c->n += nfi;
+		c->k += hit;
+		c->e += nfi * cov;
+		c->v += nfi * cov * (1 - cov);
+	}
+	/* the best of all candidates, once each has been tried on enough faults
+	 * (near strides explain many of the same faults: the first to pass the
+	 * bar is not necessarily the best) */
+	struct cand *best = NULL;
+	double bz = 0;
+	for (unsigned i = 0; i < t->nc; i++)
+		if (t->c[i].n < KVT_TABLE_MIN_FAULTS && t->turn < 8 * t->nc)
+			return;
+	for (unsigned i = 0; i < t->nc; i++) {
+		struct cand *c = &t->c[i];
+		if (c->n < KVT_TABLE_MIN_FAULTS || c->k < KVT_TABLE_MIN_HIT * c->n)
+			continue;
+		double z = (c->k - c->e) / sqrt(c->v > 1e-9 ? c->v : 1e-9);
+		if (z >= KVT_TABLE_MIN_Z && z > bz)
+			best = c, bz = z;
+	}
+	if (best) {
+		t->stride = best->s;
+		t->wn = t->wk = 0;
+		ADD(st.accepted, 1);
+		ST(st.stride, best->s);
+		kvt_debug("tables: a layout accepted: stride %llu bytes (%.0f of %.0f faults "
+			  "explained, z %.1f)", (unsigned long long)best->s, best->k, best->n, bz);
+	}
+}
+
+/* The accepted layout, its chunks marked in bits, against this epoch's
+ * faults in its ranges: a window explaining less than half drops it. */
+static void recheck(struct tslot *t, const struct base *b, unsigned nb, const uint64_t *f,
+		    unsigned nf)
+{
+	for (unsigned i = 0; i < nf; i++) {
+		uint32_t idx;
+		if (!fault_index(b, nb, f[i], &idx))
+			continue;
+		t->wn++;
+		t->wk += (bits[idx / 64] >> (idx % 64)) & 1;
+	}
+	if (t->wn < RECHECK_FAULTS)
+		return;
+	if (t->wk < 0.5 * t->wn) {
+		kvt_debug("tables: the layout with stride %llu explains %.0f of %.0f faults: dropped",
+			  (unsigned long long)t->stride, t->wk, t->wn);
+		reset_learner(t);
+		ADD(st.dropped, 1);
+		return;
+	}
+	t->wn = t->wk = 0;
+}
+
+/* Housekeeping of slot i; its bases and live ids when it is in use. */
+static unsigned prepare(int i, uint32_t now, struct base *b, unsigned *nl)
+{
+	struct tslot *t = &slots[i];
+	uint32_t gen = LD(t->gen);
+	if (gen != t->seen_gen) {          /* the slot changed hands */
+		uint16_t *s = LD(t->stamp);
+		if (s)
+			kvt_sys_madvise(s, (size_t)KVT_TABLE_IDS * sizeof *s, MADV_DONTNEED);
+		reset_learner(t);
+		t->seen_gen = gen;
+	}
+	*nl = 0;
+	if (!LD(t->dst) || !LD(t->wanted))
+		return 0;
+	unsigned nb = bases_of(i, gen, now, b);
+	*nl = nb ? live_ids(t) : 0;
+	return *nl ? nb : 0;
+}
+
+static void tables_poll(void)
+{
+	uint32_t now = __atomic_add_fetch(&tick, 1, __ATOMIC_RELAXED);
+	if (!bits)
+		return;
+	/* this epoch's faults */
+	uint64_t f[FAULT_RING], at = __atomic_load_n(&fault_at, __ATOMIC_ACQUIRE);
+	if (at - fault_seen > FAULT_RING)
+		fault_seen = at - FAULT_RING;
+	unsigned nf = 0;
+	for (; fault_seen < at; fault_seen++)
+		f[nf++] = __atomic_load_n(&faults[fault_seen % FAULT_RING], __ATOMIC_RELAXED);
+	struct base b[MAX_BASES];
+	unsigned nl;
+	/* learning first: its trial marks come and go on a clean bitmap */
+	for (int i = 0; i < KVT_TABLE_SLOTS; i++) {
+		struct tslot *t = &slots[i];
+		unsigned nb = prepare(i, now, b, &nl);
+		if (!nb || t->stride)
+			continue;
+		if (!t->nc)
+			candidates(t);
+		learn(t, b, nb, nl, f, nf);
+	}
+	/* then every accepted layout marks its chunks, credited once each */
+	uint64_t cov[KVT_HEAT_MAX_RANGES / 64] = { 0 };
+	unsigned nm = 0;
+	for (int i = 0; i < KVT_TABLE_SLOTS; i++) {
+		struct tslot *t = &slots[i];
+		if (!t->stride)
+			continue;
+		unsigned nb = prepare(i, now, b, &nl);
+		if (!nb || !t->stride)
+			continue;
+		if (predict(b, nb, nl, t->stride, &nm))
+			kvt_warn_once("tables: more than %u chunks predicted in one epoch; the rest "
+				      "get no credit", MAX_MARKS);
+		for (unsigned j = 0; j < nb; j++)
+			cov[b[j].hs / 64] |= 1ull << (b[j].hs % 64);
+	}
+	/* a fault is explained by any accepted table's chunks (a prefill
+	 * table and a decode table share the ranges) */
+	for (int i = 0; i < KVT_TABLE_SLOTS; i++) {
+		struct tslot *t = &slots[i];
+		unsigned nb = t->stride ? prepare(i, now, b, &nl) : 0;
+		if (nb)
+			recheck(t, b, nb, f, nf);
+	}
+	/* every chunk in use now is credited once; the heat's decay keeps
+	 * the chunks of a request that finished above those long unused, which
+	 * is what the next turn of a conversation reuses (cooling them at once
+	 * was measured: it halves serve-like's throughput) */
+	unsigned credited = 0;
+	for (unsigned k = 0; k < nm; k++)
+		credited += kvt_heat_add(mark_addr[k], 1, CREDIT_W, 1);
+	clear_marks(nm);
+	for (unsigned w = 0; w < KVT_HEAT_MAX_RANGES / 64; w++)
+		__atomic_store_n(&covered[w], cov[w], __ATOMIC_RELAXED);
+	ADD(st.credited, credited);
+	kvt_prof_count(KVT_SRC_TABLES, credited);
+}
+
+void kvt_tables_info(struct kvt_tables_info *out)
+{
+	out->copies_read = LD(st.copies_read);
+	out->pairs = LD(st.pairs);
+	out->accepted = LD(st.accepted);
+	out->dropped = LD(st.dropped);
+	out->credited = LD(st.credited);
+	out->stride = LD(st.stride);
+}
+
+void kvt_tables_reset(void)
+{
+	for (int i = 0; i < KVT_TABLE_SLOTS; i++) {
+		uint16_t *s = slots[i].stamp;
+		memset(&slots[i], 0, sizeof slots[i]);
+		slots[i].stamp = s;
+		if (s)
+			kvt_sys_madvise(s, (size_t)KVT_TABLE_IDS * sizeof *s, MADV_DONTNEED);
+	}
+	memset(pairs, 0, sizeof pairs);
+	memset(covered, 0, sizeof covered);
+	memset(&st, 0, sizeof st);
+	key_lo = UINT64_MAX;
+	key_hi = 0;
+	fault_seen = __atomic_load_n(&fault_at, __ATOMIC_RELAXED);
+}
+
+const struct kvt_prof_source_ops kvt_src_tables = {
+	.name = "tables",
+	.start = tables_start,
+	.poll = tables_poll,
+	.on_copy = tables_on_copy,
+	.on_fault = tables_on_fault,
+};

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* The block-table source (profiler/tables.c, docs/profiler.md "Block
+ * tables"): chunk-level evidence for KV that kernels address through a
+ * device-resident table of block ids, learned from what a real server
+ * leaves where host code may read it.
+ *
+ * vLLM (and servers like it) fill each step's block table in a pinned host
+ * buffer and upload it with an async host-to-device copy before the
+ * kernels that use it; the attention kernel is then handed the KV tensor's
+ * base, a device pointer to the table, and scalars (block and row strides).
+ * kvtier cannot read the device table, but the copy hook sees the host
+ * source at its host address:
+ *  - copy: a host-to-device copy of at most KVT_TABLE_MAX_BYTES into device
+ *    memory the application allocated, from host memory, is a candidate
+ *    table keyed by its destination. Once a launch has named it beside a
+ *    tracked KV base, its int32 values are read (process_vm_readv) and each
+ *    id below KVT_TABLE_IDS gets the time in a stamp array; an id stamped
+ *    in the last KVT_TABLE_LIVE_MS is live.
+ *  - launch (from the launch scan): a scanned launch naming a tracked base
+ *    and a kept table records the pair, and the launch's small scalars.
+ *  - the layout: id i of a table used with base p touches
+ *    [p + i*s, p + (i+1)*s). s is not known: the candidates are the
+ *    launch's scalars and products of two of them, times 1, 2 or 4 (an
+ *    element size). Each candidate is scored against the GPU page faults
+ *    CUPTI reports inside the bases' ranges: a fault is explained when its
+ *    chunk is one the candidate predicts from the ids live now. A candidate
+ *    is accepted when it explains KVT_TABLE_MIN_HIT of at least
+ *    KVT_TABLE_MIN_FAULTS faults and beats chance (its chunk coverage) by
+ *    KVT_TABLE_MIN_Z standard deviations; it is dropped again when a later
+ *    window explains less than half.
+ *  - credit: each epoch, every chunk an accepted layout predicts from the
+ *    live ids is credited once; the launch scan's round-robin spread over
+ *    such a range stops (kvt_tables_covers), since it would heat cold
+ *    chunks as much as hot ones.
+ * Not seen: tables built on the device (SGLang's req_to_token), tables
+ * uploaded from device staging, layouts that are not base + id * stride,
+ * kernels whose strides are not among their first parameters' scalars.
+ * The hook side: no malloc, no locks, bounded work (a table's bytes). */
+#ifndef KVT_TABLES_H
+#define KVT_TABLES_H
+
+#include <stdint.h>
+
+#define KVT_TABLE_SLOTS       32          /* candidate tables (copy destinations) kept */
+#define KVT_TABLE_MAX_BYTES   (1u << 20)  /* a larger host-to-device copy is not a table */
+#define KVT_TABLE_IDS         (1u << 21)  /* ids stamped per table (larger ids are ignored) */
+#define KVT_TABLE_SCALARS     8           /* scalar parameters kept per table */
+#define KVT_TABLE_ASSOC       256         /* (base, table) pairs kept */
+#define KVT_TABLE_LIVE_MS     100         /* an id copied this recently is live */
+#define KVT_TABLE_MIN_FAULTS  32
+#define KVT_TABLE_MIN_HIT     0.7
+#define KVT_TABLE_MIN_Z       6.0
+
+extern const struct kvt_prof_source_ops kvt_src_tables;
+
+/* From the launch scan (inside the hook): val[0..nr) the launch's pointer
+ * values, slot[i] the heat range holding val[i] or -1; scal[0..nscal) its
+ * scalar parameters, each (param index << 32 | value). */
+void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, unsigned nr,
+			  const uint64_t *scal, unsigned nscal);
+/* Whether an accepted layout credits heat range slot (lock-free). */
+int kvt_tables_covers(int slot);
+
+/* For tests and the counters. */
+struct kvt_tables_info {
+	uint64_t copies_read;     /* table copies whose ids were stamped */
+	uint64_t pairs;           /* (base, table) pairs recorded */
+	uint64_t accepted;        /* layouts accepted (and dropped: dropped) */
+	uint64_t dropped;
+	uint64_t credited;        /* chunks credited */
+	uint64_t stride;          /* the stride of the last layout accepted, 0 = none */
+};
+void kvt_tables_info(struct kvt_tables_info *out);
+/* Forget everything (fork child, tests). */
+void kvt_tables_reset(void);
+
+#endif
