@@ -31,6 +31,7 @@
 struct cand {
 	uint64_t s;
 	double n, k, e, v;              /* faults tested, explained, expected by chance, variance */
+	unsigned tried;                 /* epochs it was scored in (with power or not) */
 };
 
 struct tslot {
@@ -185,7 +186,8 @@ static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
 	int32_t buf[1024];
 	uint32_t max = 0;
 	int32_t prev = -1;
-	for (uint64_t off = 0; off < bytes;) {
+	uint64_t off = 0;
+	while (off < bytes) {
 		size_t want = bytes - off < sizeof buf ? (size_t)(bytes - off) : sizeof buf;
 		size_t got = kvt_prof_read_self(buf, src + off, want);
 		if (!got)
@@ -202,6 +204,8 @@ static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
 		}
 		off += got;
 	}
+	if (!off)
+		return;                            /* unreadable: nothing learned */
 	uint32_t m = LD(t->maxid);
 	while (max > m && !__atomic_compare_exchange_n(&t->maxid, &m, max, 0, __ATOMIC_ACQ_REL,
 						       __ATOMIC_ACQUIRE))
@@ -481,6 +485,7 @@ static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned n
 		for (unsigned i = 0; i < nfi; i++)
 			hit += (bits[fidx[i] / 64] >> (fidx[i] % 64)) & 1;
 		clear_marks(nm);
+		c->tried++;
 		if (full || cov > 0.9)
 			continue;                  /* no power to tell it from chance */
 		c->n += nfi;
@@ -488,13 +493,13 @@ static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned n
 		c->e += nfi * cov;
 		c->v += nfi * cov * (1 - cov);
 	}
-	/* the best of all candidates, once each has been tried on enough faults
-	 * (near strides explain many of the same faults: the first to pass the
-	 * bar is not necessarily the best) */
+	/* the best of all candidates, once each has been scored twice (near
+	 * strides explain many of the same faults: the first to pass the bar
+	 * is not necessarily the best) */
 	struct cand *best = NULL;
 	double bz = 0;
 	for (unsigned i = 0; i < t->nc; i++)
-		if (t->c[i].n < KVT_TABLE_MIN_FAULTS && t->turn < 8 * t->nc)
+		if (t->c[i].tried < 2)
 			return;
 	for (unsigned i = 0; i < t->nc; i++) {
 		struct cand *c = &t->c[i];

@@ -753,4 +753,12 @@ void kvt_migrator_trace_counters(void)
 	snprintf(val, sizeof val, "%llu dropped=%llu", (unsigned long long)kvt_prof_graphs_kept(),
 		 (unsigned long long)kvt_prof_graphs_dropped());
 	kvt_trace_info("prof.launch.graphs", val);
+	struct kvt_tables_info ti;
+	kvt_tables_info(&ti);
+	snprintf(val, sizeof val, "copies_read=%llu pairs=%llu accepted=%llu dropped=%llu "
+		 "stride=%llu credited=%llu", (unsigned long long)ti.copies_read,
+		 (unsigned long long)ti.pairs, (unsigned long long)ti.accepted,
+		 (unsigned long long)ti.dropped, (unsigned long long)ti.stride,
+		 (unsigned long long)ti.credited);
+	kvt_trace_info("prof.tables", val);
 }

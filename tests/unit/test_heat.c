@@ -462,33 +462,8 @@ static void test_evicted_strikes(void)
 	kvt_heat_init(1000);
 }
 
-/* Link stand-ins: the evidence table (profiler/evidence.c) names the sample
- * source, whose driver calls live in the preload-only cuda_shim; this suite
- * never enables it, and any call would fail it. */
-CUresult kvt_cuda_advise(CUdeviceptr p, size_t b, CUmem_advise a, CUmemLocationType t, int id)
-{
-	(void)p, (void)b, (void)a, (void)t, (void)id;
-	CU_FAIL("driver call from the heat suite");
-	return CUDA_ERROR_NOT_SUPPORTED;
-}
-CUresult kvt_cuda_current_device(CUdevice *dev)
-{
-	(void)dev;
-	CU_FAIL("driver call from the heat suite");
-	return CUDA_ERROR_NOT_SUPPORTED;
-}
-CUresult kvt_cuda_range_attr(void *d, size_t n, CUmem_range_attribute a, CUdeviceptr p, size_t b)
-{
-	(void)d, (void)n, (void)a, (void)p, (void)b;
-	CU_FAIL("driver call from the heat suite");
-	return CUDA_ERROR_NOT_SUPPORTED;
-}
-int kvt_cuda_accessed_by(CUdeviceptr p, size_t b, CUdevice dev)
-{
-	(void)p, (void)b, (void)dev;
-	CU_FAIL("driver call from the heat suite");
-	return -1;
-}
+#define KVT_SHIM_STUB_SUITE "the heat suite"
+#include "shim_stubs.h"
 
 /* The launch scan samples about one launch in KVT_LAUNCH_SAMPLE per thread.
  * A server's launches repeat with a period (kernels per layer, layers per

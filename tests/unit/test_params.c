@@ -49,14 +49,17 @@ static void test_layout_decoded(void)
 	const uint8_t want[5] = { 1, 2, 0, 1, KVT_PARAM_WORDS };  /* 72 bytes: capped */
 	CU_ASSERT_EQUAL(memcmp(l.words, want, 5), 0);
 	CU_ASSERT_EQUAL(l.words[5], 0);
+	CU_ASSERT_EQUAL(l.four, 1u << 2);                       /* the 4-byte scalar */
 	CU_ASSERT_EQUAL_FATAL(kvt_param_layout(0x1001, &l), 1);
 	CU_ASSERT_EQUAL(l.nr, 2);
 	CU_ASSERT_EQUAL(l.words[0] + l.words[1], 0);
+	CU_ASSERT_EQUAL(l.four, 3);
 	CU_ASSERT_EQUAL_FATAL(kvt_param_layout(0x1003, &l), 1);
 	CU_ASSERT_EQUAL(l.nr, KVT_PARAM_MAX);                   /* 19: the first 16 */
 	CU_ASSERT_EQUAL(l.words[KVT_PARAM_MAX - 1], 1);
 	CU_ASSERT_EQUAL_FATAL(kvt_param_layout(0x1004, &l), 1);
 	CU_ASSERT_EQUAL(l.words[0], 1);
+	CU_ASSERT_EQUAL(l.four, 0);                             /* 12 bytes is not a scalar */
 }
 
 /* No layout: the driver does not know it, it has no parameter (a handle

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+/* The block-table source (profiler/tables.c), driven by hand the way the
+ * hooks and the migrator drive it: a host-to-device copy of a block table
+ * from a host buffer, a launch naming the KV bases, the table and scalar
+ * strides, GPU faults, one poll per epoch. What is checked: the layout is
+ * learned from the scalars and the faults (the right stride of those on
+ * offer), the chunks the table names get heat and the others none, the
+ * spread stops over a covered range, a table whose ids explain no fault is
+ * never trusted, a layout the faults stop agreeing with is dropped, copies
+ * that cannot be tables are not read, and a bad host source is harmless. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvt_test.h"
+#include "../profiler/evidence.h"
+#include "../profiler/heat.h"
+#include "../profiler/tables.h"
+
+#define KVT_SHIM_STUB_SUITE "the tables suite"
+#include "shim_stubs.h"
+
+#define M       (1ull << 20)
+#define KV      0x7f1000000000ull      /* the KV range (never dereferenced) */
+#define DEV_LO  0x7e0000000000ull      /* "device memory": the table lives here */
+#define TABLE   (DEV_LO + 0x1000)
+#define NB      4096u                  /* blocks per K (and V) region */
+#define S       32768ull               /* bytes per block: 16 tokens x 2048 */
+#define FUNC    0xabc0ull
+
+static int32_t host_table[512];        /* the pinned staging buffer */
+
+static int on_device(uint64_t a)
+{
+	return a >= DEV_LO && a < DEV_LO + (1ull << 32);
+}
+
+static void setup(void)
+{
+	kvt_heat_reset();
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(KV, 2 * NB * S, KVT_PLAN_TIER_FAR, 0, 0), 0);
+	kvt_prof_set_device_test(on_device);
+	kvt_prof_sources_enable(1u << KVT_SRC_LAUNCH | 1u << KVT_SRC_TABLES);
+	kvt_tables_reset();
+	CU_ASSERT_EQUAL_FATAL(kvt_src_tables.start(), 0);
+}
+
+/* One step: the table holds ids[0..n), padded with the stale value; the
+ * upload, then a launch (K base, V base, table, nd varying, 16, 2048). */
+static void step(const uint32_t *ids, unsigned n, unsigned nd)
+{
+	for (unsigned i = 0; i < 512; i++)
+		host_table[i] = i < n ? (int32_t)ids[i] : (int32_t)ids[0];
+	kvt_prof_on_copy(TABLE, (uint64_t)(uintptr_t)host_table, sizeof host_table);
+	uint64_t val[3] = { KV, KV + NB * S, TABLE };
+	int slot[3] = { kvt_heat_find(KV), kvt_heat_find(KV + NB * S), -1 };
+	uint64_t scal[3] = { 4ull << 32 | nd, 6ull << 32 | 16, 7ull << 32 | 2048 };
+	kvt_tables_on_launch(FUNC, val, slot, 3, scal, 3);
+}
+
+/* GPU faults on the K and V rows of some of the ids. */
+static void faults_on(const uint32_t *ids, unsigned n, unsigned every)
+{
+	for (unsigned i = 0; i < n; i += every) {
+		kvt_src_tables.on_fault(KV + ids[i] * S + 4096);
+		kvt_src_tables.on_fault(KV + NB * S + ids[i] * S);
+	}
+}
+
+static float heat_at(uint64_t addr)
+{
+	return kvt_heat_read(kvt_heat_chunk_at(addr), kvt_heat_now_ms(), kvt_heat_tau_ms());
+}
+
+/* 300 hot ids among the first 1024 blocks: chunks 0..15 of each region */
+static uint32_t hot[300];
+
+static void make_hot(void)
+{
+	srand(7);
+	for (unsigned i = 0; i < 300; i++)
+		hot[i] = (uint32_t)(rand() % 1024);
+}
+
+static void test_learns_and_credits(void)
+{
+	setup();
+	make_hot();
+	struct kvt_tables_info in;
+	for (unsigned e = 0; e < 6; e++) {
+		step(hot, 300, 3 + e);
+		faults_on(hot, 300, 7);
+		kvt_src_tables.poll();
+	}
+	kvt_tables_info(&in);
+	CU_ASSERT(in.copies_read >= 5);
+	CU_ASSERT_EQUAL(in.pairs, 2);                 /* K and V base with the table */
+	CU_ASSERT_EQUAL(in.accepted, 1);
+	CU_ASSERT_EQUAL(in.stride, S);                /* 16 x 2048, of 2048, 4096, 32768, 65536, ... */
+	CU_ASSERT(kvt_tables_covers(kvt_heat_find(KV)));
+	CU_ASSERT(in.credited > 0);
+	/* the chunks the ids name (K and V) are hot; past block 1024 none is */
+	CU_ASSERT(heat_at(KV + hot[0] * S) > 0);
+	CU_ASSERT(heat_at(KV + NB * S + hot[1] * S) > 0);
+	CU_ASSERT_EQUAL(heat_at(KV + 2048 * S), 0);
+	CU_ASSERT_EQUAL(heat_at(KV + NB * S + 3000 * S), 0);
+}
+
+/* Faults that the table's ids do not explain (another tensor's rows):
+ * no layout is trusted, the spread stays. */
+static void test_unexplained_never_trusted(void)
+{
+	setup();
+	make_hot();
+	uint32_t other[300];
+	for (unsigned i = 0; i < 300; i++)
+		other[i] = 2048 + (uint32_t)(rand() % 2048);
+	for (unsigned e = 0; e < 20; e++) {
+		step(hot, 300, 3 + e);
+		faults_on(other, 300, 5);
+		kvt_src_tables.poll();
+	}
+	struct kvt_tables_info in;
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.accepted, 0);
+	CU_ASSERT_EQUAL(in.credited, 0);
+	CU_ASSERT_FALSE(kvt_tables_covers(kvt_heat_find(KV)));
+}
+
+/* Accepted, then the faults move elsewhere: dropped, the spread is back. */
+static void test_dropped_when_faults_disagree(void)
+{
+	setup();
+	make_hot();
+	for (unsigned e = 0; e < 6; e++) {
+		step(hot, 300, 3 + e);
+		faults_on(hot, 300, 7);
+		kvt_src_tables.poll();
+	}
+	struct kvt_tables_info in;
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL_FATAL(in.accepted, 1);
+	uint32_t other[300];
+	for (unsigned i = 0; i < 300; i++)
+		other[i] = 2048 + (uint32_t)(rand() % 2048);
+	for (unsigned e = 0; e < 4; e++) {
+		step(hot, 300, 20 + e);
+		faults_on(other, 300, 3);
+		kvt_src_tables.poll();
+	}
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.dropped, 1);
+	step(hot, 300, 40);
+	kvt_src_tables.poll();
+	CU_ASSERT_FALSE(kvt_tables_covers(kvt_heat_find(KV)));
+}
+
+/* Copies that are not tables: from device memory, into tracked memory,
+ * too large, not a multiple of 4 bytes; a table no launch pairs with a
+ * base is never read. */
+static void test_not_tables(void)
+{
+	setup();
+	make_hot();
+	static int32_t big[(KVT_TABLE_MAX_BYTES / 4) + 4];
+	kvt_prof_on_copy(TABLE, DEV_LO + 0x9000, 4096);              /* device to device */
+	kvt_prof_on_copy(KV, (uint64_t)(uintptr_t)host_table, 4096);  /* into the KV range */
+	kvt_prof_on_copy(TABLE, (uint64_t)(uintptr_t)big, sizeof big);
+	kvt_prof_on_copy(TABLE, (uint64_t)(uintptr_t)host_table, 6);
+	kvt_prof_on_copy(TABLE, (uint64_t)(uintptr_t)host_table, sizeof host_table);
+	kvt_src_tables.poll();
+	struct kvt_tables_info in;
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.copies_read, 0);          /* the last one: not paired yet */
+	step(hot, 300, 3);                           /* pairs; the next copy is read */
+	step(hot, 300, 4);
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.copies_read, 1);
+}
+
+/* A bad host source: the read fails, nothing is stamped, no crash. */
+static void test_bad_source(void)
+{
+	setup();
+	make_hot();
+	step(hot, 300, 3);
+	struct kvt_tables_info in;
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.copies_read, 0);          /* the step's copy came before its pairing */
+	kvt_prof_on_copy(TABLE, 0x10000, 4096);      /* unmapped */
+	kvt_prof_on_copy(TABLE, 0, 4096);
+	kvt_src_tables.poll();
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.copies_read, 0);
+	step(hot, 300, 4);                           /* a good one after them is read */
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.copies_read, 1);
+}
+
+int main(void)
+{
+	CU_TestInfo tests[] = {
+		{ "layout learned from scalars and faults; named chunks credited", test_learns_and_credits },
+		{ "ids that explain no fault are never trusted", test_unexplained_never_trusted },
+		{ "a layout the faults stop agreeing with is dropped", test_dropped_when_faults_disagree },
+		{ "copies that are not tables are not read", test_not_tables },
+		{ "an unreadable host source: no crash", test_bad_source },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "tables", NULL, NULL, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+	return kvt_test_main(suites);
+}
