@@ -59,7 +59,7 @@ section=$(jq -r '
   "| metadata per 2 MiB chunk | \($f.bytes_per_chunk | n(1)) B | ≤ 32 B | \($f.bytes_per_chunk | met(. <= 32)) |",
   "",
   if ($b.sim | length) == 0 then "Simulated tiering: not in this run (\($b.sim_state))." else
-  ( "Simulated tiering (SIMULATED GPU: the fakecuda cost model calibrated to an H200 (a fault that migrates 2 MiB: 628 µs), not hardware; tokens/s of simulated time, the same number of timed decode steps for every alternative). Block tables: \([$b.sim[] | .tables] | unique | join(", ")); with `device`, kvtier sees what a real server gives it: each kernel is handed the K/V bases and a device pointer to the table, host code cannot read device memory, and the evidence is allocation-level launches, copies and CUPTI fault records:",
+  ( "Simulated tiering (SIMULATED GPU: the fakecuda cost model calibrated to an H200 (a fault that migrates 2 MiB: 628 µs), not hardware; tokens/s of simulated time, the same number of timed decode steps for every alternative). Block tables: \([$b.sim[] | .tables] | unique | join(", ")); with `device`, kvtier sees what a real server gives it: each kernel is handed the K/V bases and a device pointer to the table, host code cannot read device memory, and the evidence is allocation-level launches, copies, CUPTI fault records and the block tables read from the pinned host buffers they are uploaded from (the `tables` source):",
     "",
     "| workload | KV ÷ HBM | native | blanket managed | UVM | static | kvtier | kvtier, `KVTIER_ADMIT=remote` | oracle | kvtier ÷ oracle / UVM / blanket / static | remote ÷ oracle / UVM / static |",
     "|---|---|---|---|---|---|---|---|---|---|---|",
