@@ -82,16 +82,30 @@ static void make_hot(void)
 		hot[i] = (uint32_t)(rand() % 1024);
 }
 
+/* n epochs: an upload of the hot ids (nd from nd0 up), faults on one in
+ * every of faulted[0..300), a poll. */
+static void epochs(unsigned n, const uint32_t *faulted, unsigned every, unsigned nd0)
+{
+	for (unsigned e = 0; e < n; e++) {
+		step(hot, 300, nd0 + e);
+		faults_on(faulted, 300, every);
+		kvt_src_tables.poll();
+	}
+}
+
+/* 300 ids in [2048, 4096): rows the hot ids never name */
+static void other_ids(uint32_t out[300])
+{
+	for (unsigned i = 0; i < 300; i++)
+		out[i] = 2048 + (uint32_t)(rand() % 2048);
+}
+
 static void test_learns_and_credits(void)
 {
 	setup();
 	make_hot();
 	struct kvt_tables_info in;
-	for (unsigned e = 0; e < 6; e++) {
-		step(hot, 300, 3 + e);
-		faults_on(hot, 300, 7);
-		kvt_src_tables.poll();
-	}
+	epochs(6, hot, 7, 3);
 	kvt_tables_info(&in);
 	CU_ASSERT(in.copies_read >= 5);
 	CU_ASSERT_EQUAL(in.pairs, 2);                 /* K and V base with the table */
@@ -113,13 +127,8 @@ static void test_unexplained_never_trusted(void)
 	setup();
 	make_hot();
 	uint32_t other[300];
-	for (unsigned i = 0; i < 300; i++)
-		other[i] = 2048 + (uint32_t)(rand() % 2048);
-	for (unsigned e = 0; e < 20; e++) {
-		step(hot, 300, 3 + e);
-		faults_on(other, 300, 5);
-		kvt_src_tables.poll();
-	}
+	other_ids(other);
+	epochs(20, other, 5, 3);
 	struct kvt_tables_info in;
 	kvt_tables_info(&in);
 	CU_ASSERT_EQUAL(in.accepted, 0);
@@ -132,22 +141,13 @@ static void test_dropped_when_faults_disagree(void)
 {
 	setup();
 	make_hot();
-	for (unsigned e = 0; e < 6; e++) {
-		step(hot, 300, 3 + e);
-		faults_on(hot, 300, 7);
-		kvt_src_tables.poll();
-	}
+	epochs(6, hot, 7, 3);
 	struct kvt_tables_info in;
 	kvt_tables_info(&in);
 	CU_ASSERT_EQUAL_FATAL(in.accepted, 1);
 	uint32_t other[300];
-	for (unsigned i = 0; i < 300; i++)
-		other[i] = 2048 + (uint32_t)(rand() % 2048);
-	for (unsigned e = 0; e < 4; e++) {
-		step(hot, 300, 20 + e);
-		faults_on(other, 300, 3);
-		kvt_src_tables.poll();
-	}
+	other_ids(other);
+	epochs(4, other, 3, 20);
 	kvt_tables_info(&in);
 	CU_ASSERT_EQUAL(in.dropped, 1);
 	step(hot, 300, 40);
