@@ -42,6 +42,12 @@ struct tslot {
 	uint32_t gen;                   /* atomic: bumped when the slot changes hands */
 	uint64_t scal[KVT_TABLE_SCALARS];  /* atomic: key << 32 | value (0 = it varies) */
 	uint16_t *stamp;                /* atomic: KVT_TABLE_IDS stamps, mapped at first want */
+	int32_t *raw;                   /* atomic: its last copy's bytes (process_vm_readv) */
+	uint32_t raw_bytes, raw_gen;    /* atomic: their size, copies read */
+	uint32_t stamped_gen;           /* atomic: the copy a launch stamped trimmed */
+	uint32_t trusted;               /* atomic: a layout is accepted (rows are trimmed then) */
+	uint64_t trim;                  /* atomic: lengths slot + 1 | row entries << 8 |
+					 * tokens per block << 40; 0 = stamp whole rows */
 	/* migrator only */
 	uint32_t seen_gen;
 	unsigned nc, turn;
@@ -62,7 +68,7 @@ static uint32_t tick = 1;                      /* atomic: epochs polled */
 static uint64_t faults[FAULT_RING], fault_at;  /* atomic */
 static uint64_t covered[KVT_HEAT_MAX_RANGES / 64];  /* atomic */
 static struct {
-	uint64_t copies_read, pairs, accepted, dropped, credited, stride;
+	uint64_t copies_read, pairs, accepted, dropped, credited, stride, trimmed;
 } st;                                          /* atomic */
 
 /* scratch (migrator thread) */
@@ -117,6 +123,9 @@ static int take(struct tslot *t, uint64_t old, uint64_t dst)
 		return 0;
 	ST(t->wanted, 0);
 	ST(t->maxid, 0);
+	ST(t->raw_bytes, 0);
+	ST(t->trim, 0);
+	ST(t->trusted, 0);
 	for (unsigned k = 0; k < KVT_TABLE_SCALARS; k++)
 		ST(t->scal[k], 0);
 	ADD(t->gen, 1);
@@ -145,22 +154,61 @@ static int claim_slot(uint64_t dst)
 	return -1;
 }
 
-static uint16_t *stamps(struct tslot *t)
+/* *where, mapped at first use (len bytes, MAP_NORESERVE); NULL if it cannot be. */
+static void *lazy_map(void **where, size_t len)
 {
-	uint16_t *s = LD(t->stamp);
+	void *s = __atomic_load_n(where, __ATOMIC_ACQUIRE);
 	if (s)
 		return s;
-	void *p = kvt_sys_mmap(NULL, (size_t)KVT_TABLE_IDS * sizeof *s, PROT_READ | PROT_WRITE,
+	void *p = kvt_sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
-	uint16_t *none = NULL;
-	if (!__atomic_compare_exchange_n(&t->stamp, &none, (uint16_t *)p, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE)) {
-		kvt_sys_munmap(p, (size_t)KVT_TABLE_IDS * sizeof *s);
+	void *none = NULL;
+	if (!__atomic_compare_exchange_n(where, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		kvt_sys_munmap(p, len);
 		return none;
 	}
 	return p;
+}
+
+static uint16_t *stamps(struct tslot *t)
+{
+	return lazy_map((void **)&t->stamp, (size_t)KVT_TABLE_IDS * sizeof(uint16_t));
+}
+
+/* Stamp the ids of e[0..n): all of them, or (row entries R > 0) in row r
+ * only the first lens[r] / bt + 1. */
+static void stamp_ids(struct tslot *t, uint16_t *s, const int32_t *e, uint32_t n, uint32_t R,
+		      const int32_t *lens, uint32_t nlens, uint32_t bt)
+{
+	uint16_t mark = stamp_now();
+	uint32_t max = 0, keep = n;
+	int32_t prev = -1;
+	for (uint32_t k = 0; k < n; k++) {
+		if (R && k % R == 0) {             /* a new row: how much of it is live */
+			uint32_t r = k / R;
+			int32_t len = r < nlens ? __atomic_load_n(&lens[r], __ATOMIC_RELAXED) : 0;
+			/* len / bt + 1 >= ceil(len / bt): the block a step's
+			 * new token goes to is kept whether the length counts
+			 * it (vLLM) or not */
+			keep = len >= 0 ? (uint32_t)len / bt + 1 : 0;
+		}
+		if (R && k % R >= keep)
+			continue;
+		int32_t v = __atomic_load_n(&e[k], __ATOMIC_RELAXED);
+		if (v == prev || v < 0 || (uint32_t)v >= KVT_TABLE_IDS)
+			continue;
+		prev = v;
+		if (__atomic_load_n(&s[v], __ATOMIC_RELAXED) != mark)
+			__atomic_store_n(&s[v], mark, __ATOMIC_RELAXED);
+		if ((uint32_t)v > max)
+			max = (uint32_t)v;
+	}
+	uint32_t m = LD(t->maxid);
+	while (max > m && !__atomic_compare_exchange_n(&t->maxid, &m, max, 0, __ATOMIC_ACQ_REL,
+						       __ATOMIC_ACQUIRE))
+		;
 }
 
 /* A host-to-device copy into application device memory from host memory
@@ -180,37 +228,27 @@ static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
 	if (LD(t->last_tick) != now)
 		ST(t->last_tick, now);
 	uint16_t *s;
-	if (!LD(t->wanted) || !(s = stamps(t)))
+	int32_t *raw;
+	if (!LD(t->wanted) || !(s = stamps(t)) ||
+	    !(raw = lazy_map((void **)&t->raw, KVT_TABLE_MAX_BYTES)))
 		return;
-	uint16_t mark = stamp_now();
-	int32_t buf[1024];
-	uint32_t max = 0;
-	int32_t prev = -1;
-	uint64_t off = 0;
-	while (off < bytes) {
-		size_t want = bytes - off < sizeof buf ? (size_t)(bytes - off) : sizeof buf;
-		size_t got = kvt_prof_read_self(buf, src + off, want);
-		if (!got)
-			break;
-		for (size_t k = 0; k < got / 4; k++) {
-			int32_t v = buf[k];
-			if (v == prev || v < 0 || (uint32_t)v >= KVT_TABLE_IDS)
-				continue;
-			prev = v;
-			if (__atomic_load_n(&s[v], __ATOMIC_RELAXED) != mark)
-				__atomic_store_n(&s[v], mark, __ATOMIC_RELAXED);
-			if ((uint32_t)v > max)
-				max = (uint32_t)v;
-		}
-		off += got;
-	}
-	if (!off)
+	/* the bytes are kept: a launch naming the lengths beside it stamps
+	 * only the live part of each row (kvt_tables_on_launch) */
+	size_t got = kvt_prof_read_self(raw, src, (size_t)bytes) & ~(size_t)3;
+	if (!got)
 		return;                            /* unreadable: nothing learned */
-	uint32_t m = LD(t->maxid);
-	while (max > m && !__atomic_compare_exchange_n(&t->maxid, &m, max, 0, __ATOMIC_ACQ_REL,
-						       __ATOMIC_ACQUIRE))
-		;
+	ST(t->raw_bytes, (uint32_t)got);
+	ADD(t->raw_gen, 1);
 	ADD(st.copies_read, 1);
+	uint64_t trim = LD(t->trusted) ? LD(t->trim) : 0;
+	const struct tslot *L = trim ? &slots[(trim & 0xff) - 1] : NULL;
+	int32_t *lens = L ? LD(L->raw) : NULL;
+	if (!lens)
+		stamp_ids(t, s, raw, (uint32_t)(got / 4), 0, NULL, 0, 1);
+	else    /* by the lengths last copied (the step's own may come after);
+		 * the launch stamps again with this step's */
+		stamp_ids(t, s, raw, (uint32_t)(got / 4), (uint32_t)(trim >> 8 & 0xffffffff), lens,
+			  LD(L->raw_bytes) / 4, (uint32_t)(trim >> 40));
 }
 
 static void note_scalars(struct tslot *t, uint64_t func, const uint64_t *scal, unsigned nscal)
@@ -260,6 +298,77 @@ static void note_pair(uint64_t base, int table)
 	}
 }
 
+/* Table T's rows, trimmed by a lengths table among the launch's others:
+ * one copy of n_rows int32 beside T's n_rows x R, R one of the launch's
+ * scalars, and bt (tokens per block) its smallest power-of-two scalar that
+ * keeps every row's ceil(len / bt) within R. Of several, the one that keeps
+ * the most entries live (a starts table passes the same tests as the
+ * lengths, with smaller values). 0: none. */
+static uint64_t find_trim(int T, const int *tab, unsigned nt, const uint64_t *scal, unsigned nscal)
+{
+	uint32_t tb = LD(slots[T].raw_bytes), best_keep = 0;
+	uint64_t best = 0;
+	for (unsigned j = 0; j < nt; j++) {
+		struct tslot *L = &slots[tab[j]];
+		int32_t *lens = LD(L->raw);
+		uint32_t lb = LD(L->raw_bytes);
+		if (tab[j] == T || !lens || !lb || tb % lb || tb / lb < 2)
+			continue;
+		uint32_t R = tb / lb, rows = lb / 4, is_scalar = 0;
+		for (unsigned k = 0; k < nscal; k++)
+			is_scalar |= (uint32_t)scal[k] == R;
+		if (!is_scalar)
+			continue;
+		int32_t maxlen = 0;
+		for (uint32_t r = 0; r < rows; r++) {
+			int32_t v = __atomic_load_n(&lens[r], __ATOMIC_RELAXED);
+			maxlen = v > maxlen ? v : maxlen;
+		}
+		uint32_t bt = 0;
+		for (unsigned k = 0; k < nscal; k++) {
+			uint32_t b = (uint32_t)scal[k];
+			if (b && b <= 1024 && !(b & (b - 1)) && (uint64_t)R * b >= (uint64_t)maxlen &&
+			    (!bt || b < bt))
+				bt = b;
+		}
+		if (!bt)
+			continue;
+		uint32_t keep = 0;
+		for (uint32_t r = 0; r < rows; r++) {
+			int32_t v = __atomic_load_n(&lens[r], __ATOMIC_RELAXED);
+			keep += v > 0 ? ((uint32_t)v + bt - 1) / bt : 0;
+		}
+		if (keep > best_keep)
+			best_keep = keep, best = (uint64_t)(tab[j] + 1) | (uint64_t)R << 8 | (uint64_t)bt << 40;
+	}
+	return best;
+}
+
+/* A trimmed table's copy not stamped yet: stamp its live entries. */
+static void stamp_trimmed(int T, const int *tab, unsigned nt, const uint64_t *scal, unsigned nscal)
+{
+	struct tslot *t = &slots[T];
+	uint64_t trim = LD(t->trim);
+	if (!trim) {
+		trim = find_trim(T, tab, nt, scal, nscal);
+		if (!trim)
+			return;
+		ST(t->trim, trim);
+	}
+	uint32_t gen = LD(t->raw_gen), was = LD(t->stamped_gen);
+	if (gen == was || !__atomic_compare_exchange_n(&t->stamped_gen, &was, gen, 0,
+						       __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	struct tslot *L = &slots[(trim & 0xff) - 1];
+	int32_t *raw = LD(t->raw), *lens = LD(L->raw);
+	uint16_t *s = LD(t->stamp);
+	if (raw && lens && s) {
+		stamp_ids(t, s, raw, LD(t->raw_bytes) / 4, (uint32_t)(trim >> 8 & 0xffffffff), lens,
+			  LD(L->raw_bytes) / 4, (uint32_t)(trim >> 40));
+		ADD(st.trimmed, 1);
+	}
+}
+
 void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, unsigned nr,
 			  const uint64_t *scal, unsigned nscal)
 {
@@ -279,6 +388,9 @@ void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, u
 			if (slot[i] >= 0 && val[i] < (1ull << 56))
 				note_pair(val[i], tab[j]);
 	}
+	for (unsigned j = 0; j < nt && nt > 1; j++)
+		if (LD(slots[tab[j]].trusted))
+			stamp_trimmed(tab[j], tab, nt, scal, nscal);
 }
 
 int kvt_tables_covers(int slot)
@@ -400,6 +512,8 @@ static void reset_learner(struct tslot *t)
 {
 	t->nc = t->turn = 0;
 	t->stride = 0;
+	ST(t->trusted, 0);
+	ST(t->trim, 0);                    /* a wrong trim would hide live ids: found again */
 	t->wn = t->wk = 0;
 }
 
@@ -511,6 +625,7 @@ static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned n
 	}
 	if (best) {
 		t->stride = best->s;
+		ST(t->trusted, 1);
 		t->wn = t->wk = 0;
 		ADD(st.accepted, 1);
 		ST(st.stride, best->s);
@@ -633,14 +748,17 @@ void kvt_tables_info(struct kvt_tables_info *out)
 	out->dropped = LD(st.dropped);
 	out->credited = LD(st.credited);
 	out->stride = LD(st.stride);
+	out->trimmed = LD(st.trimmed);
 }
 
 void kvt_tables_reset(void)
 {
 	for (int i = 0; i < KVT_TABLE_SLOTS; i++) {
 		uint16_t *s = slots[i].stamp;
+		int32_t *raw = slots[i].raw;
 		memset(&slots[i], 0, sizeof slots[i]);
 		slots[i].stamp = s;
+		slots[i].raw = raw;
 		if (s)
 			kvt_sys_madvise(s, (size_t)KVT_TABLE_IDS * sizeof *s, MADV_DONTNEED);
 	}

@@ -69,6 +69,7 @@ struct kvt_tables_info {
 	uint64_t dropped;
 	uint64_t credited;        /* chunks credited */
 	uint64_t stride;          /* the stride of the last layout accepted, 0 = none */
+	uint64_t trimmed;         /* copies stamped row by row, to each row's length */
 };
 void kvt_tables_info(struct kvt_tables_info *out);
 /* Forget everything (fork child, tests). */

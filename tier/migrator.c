@@ -756,9 +756,9 @@ void kvt_migrator_trace_counters(void)
 	struct kvt_tables_info ti;
 	kvt_tables_info(&ti);
 	snprintf(val, sizeof val, "copies_read=%llu pairs=%llu accepted=%llu dropped=%llu "
-		 "stride=%llu credited=%llu", (unsigned long long)ti.copies_read,
+		 "stride=%llu credited=%llu trimmed=%llu", (unsigned long long)ti.copies_read,
 		 (unsigned long long)ti.pairs, (unsigned long long)ti.accepted,
 		 (unsigned long long)ti.dropped, (unsigned long long)ti.stride,
-		 (unsigned long long)ti.credited);
+		 (unsigned long long)ti.credited, (unsigned long long)ti.trimmed);
 	kvt_trace_info("prof.tables", val);
 }

@@ -10,6 +10,7 @@
  * that cannot be tables are not read, and a bad host source is harmless. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kvt_test.h"
 #include "../profiler/evidence.h"
@@ -178,6 +179,61 @@ static void test_not_tables(void)
 	CU_ASSERT_EQUAL(in.copies_read, 1);
 }
 
+/* Rows with stale tails, as vLLM copies them: 4 rows of R = 128 entries,
+ * each live for its first 10 (its length 150 tokens, 16 a block), the rest
+ * ids of earlier requests (3000 and up). With the lengths table and R and
+ * the block size among the launch's scalars, once the layout is trusted
+ * an epoch credits the live entries' chunks only. */
+#define LENS (DEV_LO + 0x2000)
+static int32_t host_lens[4];
+
+static void step_rows(unsigned nd)
+{
+	for (unsigned k = 0; k < 512; k++) {
+		unsigned r = k / 128, c = k % 128;
+		host_table[k] = c < 10 ? (int32_t)hot[r * 10 + c] : (int32_t)(3000 + (k % 1000));
+	}
+	for (unsigned r = 0; r < 4; r++)
+		host_lens[r] = 150;        /* 10 blocks of 16 tokens, the last one part-full */
+	kvt_prof_on_copy(TABLE, (uint64_t)(uintptr_t)host_table, sizeof host_table);
+	kvt_prof_on_copy(LENS, (uint64_t)(uintptr_t)host_lens, sizeof host_lens);
+	uint64_t val[4] = { KV, KV + NB * S, TABLE, LENS };
+	int slot[4] = { kvt_heat_find(KV), kvt_heat_find(KV + NB * S), -1, -1 };
+	uint64_t scal[4] = { 4ull << 32 | nd, 5ull << 32 | 128, 6ull << 32 | 16, 7ull << 32 | 2048 };
+	kvt_tables_on_launch(FUNC, val, slot, 4, scal, 4);
+}
+
+static void test_stale_tails_trimmed(void)
+{
+	setup();
+	make_hot();
+	for (unsigned e = 0; e < 6; e++) {
+		step_rows(3 + e);
+		faults_on(hot, 40, 1);             /* the live entries' rows only */
+		kvt_src_tables.poll();
+	}
+	struct kvt_tables_info in;
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL_FATAL(in.accepted, 1);
+	CU_ASSERT_EQUAL(in.stride, S);
+	/* the whole rows stamped before the layout was trusted age out */
+	struct timespec ts = { 0, (KVT_TABLE_LIVE_MS + 50) * 1000000L };
+	nanosleep(&ts, NULL);
+	step_rows(20);
+	uint64_t before = in.credited;
+	kvt_src_tables.poll();
+	kvt_tables_info(&in);
+	CU_ASSERT(in.trimmed >= 1);
+	/* the chunks the 40 live ids name, K and V; none of the stale ones' */
+	unsigned want = 0;
+	uint8_t seen[64] = { 0 };
+	for (unsigned i = 0; i < 40; i++)
+		if (!seen[hot[i] / 64]++)
+			want++;
+	CU_ASSERT_EQUAL(in.credited - before, 2 * want);
+	CU_ASSERT(heat_at(KV + hot[0] * S) > heat_at(KV + 3500 * S));
+}
+
 /* A bad host source: the read fails, nothing is stamped, no crash. */
 static void test_bad_source(void)
 {
@@ -205,6 +261,7 @@ int main(void)
 		{ "a layout the faults stop agreeing with is dropped", test_dropped_when_faults_disagree },
 		{ "copies that are not tables are not read", test_not_tables },
 		{ "an unreadable host source: no crash", test_bad_source },
+		{ "rows past their length (stale ids) are not credited", test_stale_tails_trimmed },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
