@@ -117,8 +117,7 @@ int kvt_prof_device_memory(uint64_t addr)
 /* Whether the bytes behind v may be read: not device memory. */
 static int host_readable(uint64_t v)
 {
-	int (*on_device)(uint64_t) = __atomic_load_n(&device_fn, __ATOMIC_ACQUIRE);
-	return !on_device || !on_device(v);
+	return kvt_prof_device_memory(v) != 1;
 }
 
 /* Exact-address evidence from a window of 8-byte words. */

@@ -211,6 +211,20 @@ static void stamp_ids(struct tslot *t, uint16_t *s, const int32_t *e, uint32_t n
 		;
 }
 
+/* Stamp t's last copy (raw, n entries) row by row, by trim's lengths
+ * table; 0 when that table has no copy kept. */
+static int stamp_by_trim(struct tslot *t, uint16_t *s, const int32_t *raw, uint32_t n,
+			 uint64_t trim)
+{
+	const struct tslot *L = &slots[(trim & 0xff) - 1];
+	const int32_t *lens = LD(L->raw);
+	if (!lens)
+		return 0;
+	stamp_ids(t, s, raw, n, (uint32_t)(trim >> 8 & 0xffffffff), lens, LD(L->raw_bytes) / 4,
+		  (uint32_t)(trim >> 40));
+	return 1;
+}
+
 /* A host-to-device copy into application device memory from host memory
  * that is not tracked: a candidate table. */
 static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
@@ -240,15 +254,11 @@ static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
 	ST(t->raw_bytes, (uint32_t)got);
 	ADD(t->raw_gen, 1);
 	ADD(st.copies_read, 1);
+	/* trimmed by the lengths last copied (the step's own may come after;
+	 * the launch stamps again with those) */
 	uint64_t trim = LD(t->trusted) ? LD(t->trim) : 0;
-	const struct tslot *L = trim ? &slots[(trim & 0xff) - 1] : NULL;
-	int32_t *lens = L ? LD(L->raw) : NULL;
-	if (!lens)
+	if (!trim || !stamp_by_trim(t, s, raw, (uint32_t)(got / 4), trim))
 		stamp_ids(t, s, raw, (uint32_t)(got / 4), 0, NULL, 0, 1);
-	else    /* by the lengths last copied (the step's own may come after);
-		 * the launch stamps again with this step's */
-		stamp_ids(t, s, raw, (uint32_t)(got / 4), (uint32_t)(trim >> 8 & 0xffffffff), lens,
-			  LD(L->raw_bytes) / 4, (uint32_t)(trim >> 40));
 }
 
 static void note_scalars(struct tslot *t, uint64_t func, const uint64_t *scal, unsigned nscal)
@@ -359,14 +369,10 @@ static void stamp_trimmed(int T, const int *tab, unsigned nt, const uint64_t *sc
 	if (gen == was || !__atomic_compare_exchange_n(&t->stamped_gen, &was, gen, 0,
 						       __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
-	struct tslot *L = &slots[(trim & 0xff) - 1];
-	int32_t *raw = LD(t->raw), *lens = LD(L->raw);
+	int32_t *raw = LD(t->raw);
 	uint16_t *s = LD(t->stamp);
-	if (raw && lens && s) {
-		stamp_ids(t, s, raw, LD(t->raw_bytes) / 4, (uint32_t)(trim >> 8 & 0xffffffff), lens,
-			  LD(L->raw_bytes) / 4, (uint32_t)(trim >> 40));
+	if (raw && s && stamp_by_trim(t, s, raw, LD(t->raw_bytes) / 4, trim))
 		ADD(st.trimmed, 1);
-	}
 }
 
 void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, unsigned nr,
@@ -658,22 +664,28 @@ static void recheck(struct tslot *t, const struct base *b, unsigned nb, const ui
 	t->wn = t->wk = 0;
 }
 
-/* Housekeeping of slot i; its bases and live ids when it is in use. */
+/* A slot that changed hands starts over. */
+static void housekeep(struct tslot *t)
+{
+	uint32_t gen = LD(t->gen);
+	if (gen == t->seen_gen)
+		return;
+	uint16_t *s = LD(t->stamp);
+	if (s)
+		kvt_sys_madvise(s, (size_t)KVT_TABLE_IDS * sizeof *s, MADV_DONTNEED);
+	reset_learner(t);
+	t->seen_gen = gen;
+}
+
+/* Slot i's bases, and its live ids into live[] (*nl), when it is in use;
+ * 0 when it is not or has no live id. */
 static unsigned prepare(int i, uint32_t now, struct base *b, unsigned *nl)
 {
 	struct tslot *t = &slots[i];
-	uint32_t gen = LD(t->gen);
-	if (gen != t->seen_gen) {          /* the slot changed hands */
-		uint16_t *s = LD(t->stamp);
-		if (s)
-			kvt_sys_madvise(s, (size_t)KVT_TABLE_IDS * sizeof *s, MADV_DONTNEED);
-		reset_learner(t);
-		t->seen_gen = gen;
-	}
 	*nl = 0;
 	if (!LD(t->dst) || !LD(t->wanted))
 		return 0;
-	unsigned nb = bases_of(i, gen, now, b);
+	unsigned nb = bases_of(i, LD(t->gen), now, b);
 	*nl = nb ? live_ids(t) : 0;
 	return *nl ? nb : 0;
 }
@@ -695,8 +707,11 @@ static void tables_poll(void)
 	/* learning first: its trial marks come and go on a clean bitmap */
 	for (int i = 0; i < KVT_TABLE_SLOTS; i++) {
 		struct tslot *t = &slots[i];
+		housekeep(t);
+		if (t->stride)
+			continue;
 		unsigned nb = prepare(i, now, b, &nl);
-		if (!nb || t->stride)
+		if (!nb)
 			continue;
 		if (!t->nc)
 			candidates(t);
@@ -705,13 +720,16 @@ static void tables_poll(void)
 	/* then every accepted layout marks its chunks, credited once each */
 	uint64_t cov[KVT_HEAT_MAX_RANGES / 64] = { 0 };
 	unsigned nm = 0;
+	_Static_assert(KVT_TABLE_SLOTS <= 32, "a bit per slot below");
+	uint32_t marked = 0;                       /* slots that marked chunks */
 	for (int i = 0; i < KVT_TABLE_SLOTS; i++) {
 		struct tslot *t = &slots[i];
 		if (!t->stride)
 			continue;
 		unsigned nb = prepare(i, now, b, &nl);
-		if (!nb || !t->stride)
+		if (!nb)
 			continue;
+		marked |= 1u << i;
 		if (predict(b, nb, nl, t->stride, &nm))
 			kvt_warn_once("tables: more than %u chunks predicted in one epoch; the rest "
 				      "get no credit", MAX_MARKS);
@@ -722,7 +740,7 @@ static void tables_poll(void)
 	 * table and a decode table share the ranges) */
 	for (int i = 0; i < KVT_TABLE_SLOTS; i++) {
 		struct tslot *t = &slots[i];
-		unsigned nb = t->stride ? prepare(i, now, b, &nl) : 0;
+		unsigned nb = marked >> i & 1 ? bases_of(i, LD(t->gen), now, b) : 0;
 		if (nb)
 			recheck(t, b, nb, f, nf);
 	}
