@@ -61,8 +61,9 @@ KVT_EXPORT void _exit(int status)
 		real = (void (*)(int))kvt_real_dlsym(RTLD_NEXT, "_exit");
 	if (!kvt_inert())
 		kvt_stats_at_exit();
-	/* destructors do not run: write out the trace (its END record) unless
-	 * its lock is busy (_exit may come from a signal handler) */
+	/* destructors do not run: write out the trace (its END record), after
+	 * a bounded wait for its lock (_exit may come from a signal handler
+	 * that interrupted this thread's own write) */
 	if (kvt_tls.depth == 0 && kvt_ready())
 		kvt_trace_close_if_owner();
 	if (real)

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define UNW_LOCAL_ONLY
@@ -686,12 +687,24 @@ static void close_locked(void)
 	__atomic_store_n(&tr.fd, -1, __ATOMIC_RELAXED);
 }
 
+/* How long _exit waits for a busy trace lock: another thread's record is
+ * a copy, or a write of one buffer; a preempted holder on a loaded machine
+ * takes a few scheduler slices. A lock that stays busy that long is this
+ * thread's own (a signal handler interrupted a writer): given up. */
+#define CLOSE_WAIT_MS 200
+
 void kvt_trace_close_if_owner(void)
 {
-	/* a vfork child shares this memory with its parent: hands off; a busy
-	 * lock (a signal handler interrupted a writer): leave it */
-	if (!kvt_trace_active() || tr.pid != (int)getpid() || pthread_mutex_trylock(&tr.lock))
+	/* a vfork child shares this memory with its parent: hands off */
+	if (!kvt_trace_active() || tr.pid != (int)getpid())
 		return;
+	/* only async-signal-safe calls: trylock, nanosleep */
+	for (int ms = 0; pthread_mutex_trylock(&tr.lock); ms++) {
+		if (ms == CLOSE_WAIT_MS)
+			return;
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
 	close_locked();
 	pthread_mutex_unlock(&tr.lock);
 }

@@ -53,8 +53,9 @@ void kvt_trace_info(const char *key, const char *value);
 
 /* Flush, write the END record and close. Idempotent. */
 void kvt_trace_close(void);
-/* The same from _exit: not in a vfork child sharing the parent's memory,
- * and only if the lock is free right now. */
+/* The same from _exit: not in a vfork child sharing the parent's memory;
+ * waits up to 200 ms for a busy lock (another thread's write), then gives
+ * up (this thread's own write, interrupted by a signal handler). */
 void kvt_trace_close_if_owner(void);
 void kvt_trace_flush(void);
 

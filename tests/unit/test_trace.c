@@ -142,6 +142,52 @@ static void test_fork_child_never_off(void)
 	CU_ASSERT_EQUAL(other, 0);
 }
 
+/* _exit's close while another thread holds the trace lock (here: across
+ * a fork's prepare, 50 ms): it waits for the lock, and the file ends with
+ * its END record and every event. */
+static _Atomic int holder_in;
+
+static void *hold_lock(void *arg)
+{
+	(void)arg;
+	kvt_trace_fork_prepare();
+	holder_in = 1;
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	kvt_trace_fork_parent();
+	return NULL;
+}
+
+static void test_close_waits_for_a_busy_lock(void)
+{
+	static struct kvt_trace_reader r;
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_open(path_of("bz.%p"), 65536, 0), 0);
+	for (int i = 0; i < 10; i++) {
+		struct kvt_rec_event ev = { .op = KVT_OP_ALLOC, .addr = 0x1000u * (unsigned)(i + 1),
+					    .size = 4096, .kind = KVT_KIND_DEVICE };
+		kvt_trace_event(&ev);
+	}
+	char path[256];
+	snprintf(path, sizeof path, "%s", kvt_trace_path());
+	pthread_t th;
+	holder_in = 0;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, hold_lock, NULL), 0);
+	while (!holder_in)
+		sched_yield();
+	kvt_trace_close_if_owner();          /* the lock is busy for ~50 ms */
+	pthread_join(th, NULL);
+	/* read before any other close: what _exit would have left */
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_reader_open(&r, path), 0);
+	struct kvt_trace_item it;
+	int nev = 0;
+	while (kvt_trace_next(&r, &it) > 0)
+		nev += it.ev != NULL;
+	CU_ASSERT_EQUAL(r.saw_end, 1);
+	CU_ASSERT_EQUAL(nev, 10);
+	kvt_trace_reader_close(&r);
+	kvt_trace_close();                   /* idempotent: nothing more */
+}
+
 static void write_file(const char *name, const void *data, size_t len)
 {
 	FILE *f = fopen(path_of(name), "wb");
@@ -365,6 +411,7 @@ int main(void)
 		{ "malformed, truncated, newer, random files", test_hostile },
 		{ "%p expansion", test_expand },
 		{ "a forked child is never untraced while its file opens", test_fork_child_never_off },
+		{ "_exit's close waits for a lock another thread holds", test_close_waits_for_a_busy_lock },
 		{ "sizes and booleans", test_units },
 		{ "options table: values, bad values", test_options },
 		{ "README documents every option", test_readme_documents_options },
