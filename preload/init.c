@@ -158,6 +158,7 @@ static void init_once(void)
 		__atomic_store_n(&kvt_state, KVT_STATE_INERT, __ATOMIC_RELEASE);
 		return;
 	}
+	kvt_trace_stack_cache_setup();     /* before any call site is asked for */
 	open_trace();
 	kvt_prof_set_device_test(kvt_rec_device_memory);   /* the launch scan skips it */
 	kvt_prof_set_param_info(kvt_cuda_param_size);      /* ... and reads arguments by layout */

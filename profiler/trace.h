@@ -47,6 +47,15 @@ uint32_t kvt_trace_callsite_python(void);
 /* The caller's stack outside libkvtier, innermost first: up to max return
  * addresses; returns how many. Works with tracing off. */
 int kvt_backtrace(void **ip, int max);
+/* The stack cache (x86-64): a stack asked for again from the same frame
+ * through the same return addresses is not unwound again. Setup finds
+ * libgcc's unwinder, which fills it (from kvtier's start-up; without it
+ * every stack is unwound). The counts: this thread's stacks found in the
+ * cache, and unwound. The raw stack, kvtier's frames included, for tests
+ * and benchmarks. */
+void kvt_trace_stack_cache_setup(void);
+void kvt_trace_stack_cache_counts(uint64_t *hits, uint64_t *misses);
+int kvt_trace_stack_raw(void **ip, int max);
 
 /* A key=value INFO record (e.g. the kvtier version, resolved options). */
 void kvt_trace_info(const char *key, const char *value);

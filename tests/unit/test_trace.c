@@ -5,6 +5,7 @@
  * records. */
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdint.h>
 
@@ -186,6 +187,113 @@ static void test_close_waits_for_a_busy_lock(void)
 	CU_ASSERT_EQUAL(nev, 10);
 	kvt_trace_reader_close(&r);
 	kvt_trace_close();                   /* idempotent: nothing more */
+}
+
+/* The stack cache: two call paths of the same shape (f1 and f2 call g,
+ * which calls the leaf; the leaf's frame is at the same address on both)
+ * asked for in turn. Every stack must hold the leaf's and g's own return
+ * addresses in order, whichever path came before; the cache is used. And
+ * from a signal handler, on the same paths. */
+#define NOINL __attribute__((noinline))
+static volatile int sc_sink;
+static unsigned sc_wrong, sc_found;
+
+static NOINL void sc_leaf(void *ra_g)
+{
+	void *ip[48];
+	void *ra_leaf = __builtin_return_address(0);
+	int n = kvt_trace_stack_raw(ip, 48), j = 0;
+	while (j < n && ip[j] != ra_leaf)
+		j++;
+	if (j + 1 >= n)
+		sc_wrong++;                  /* the leaf's caller missing */
+	else if (ip[j + 1] != ra_g)
+		sc_wrong++;                  /* another path's stack */
+	else
+		sc_found++;
+	sc_sink++;
+}
+
+static NOINL void sc_g(void)
+{
+	sc_leaf(__builtin_return_address(0));
+	sc_sink++;
+}
+
+static NOINL void sc_f1(void)
+{
+	sc_g();
+	sc_sink += 1;
+}
+
+static NOINL void sc_f2(void)
+{
+	sc_g();
+	sc_sink += 2;
+}
+
+static void sc_handler(int sig)
+{
+	(void)sig;
+	sc_f1();
+	sc_f2();
+	sc_f1();
+}
+
+static void *sc_thread(void *arg)
+{
+	uint64_t h, m;
+	for (int i = 0; i < 10; i++)
+		(i % 2 ? sc_f1 : sc_f2)();
+	kvt_trace_stack_cache_counts(&h, &m);
+	*(uint64_t *)arg = h;
+	return NULL;
+}
+
+static void test_stack_cache(void)
+{
+	uint64_t h0, m0, h1, m1;
+	kvt_trace_stack_cache_setup();
+	kvt_trace_stack_cache_counts(&h0, &m0);
+	sc_wrong = sc_found = 0;
+	for (int i = 0; i < 400; i++) {
+		if ((i / 3) % 2)
+			sc_f1();
+		else
+			sc_f2();
+	}
+	kvt_trace_stack_cache_counts(&h1, &m1);
+	CU_ASSERT_EQUAL(sc_wrong, 0);
+	CU_ASSERT_EQUAL(sc_found, 400);
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+	CU_ASSERT(h1 - h0 >= 390);          /* 2 paths, 4 entries: a fill each */
+	CU_ASSERT_EQUAL(h1 + m1 - h0 - m0, 400);
+#endif
+	struct sigaction sa = { .sa_handler = sc_handler }, old;
+	sigemptyset(&sa.sa_mask);
+	CU_ASSERT_EQUAL_FATAL(sigaction(SIGUSR1, &sa, &old), 0);
+	for (int i = 0; i < 20; i++)
+		raise(SIGUSR1);
+	sigaction(SIGUSR1, &old, NULL);
+	CU_ASSERT_EQUAL(sc_wrong, 0);
+	CU_ASSERT_EQUAL(sc_found, 460);
+	/* threads: a cache each, made and let go (its page unmapped at exit) */
+	uint64_t th_hits[8];
+	pthread_t th[8];
+	for (int r = 0; r < 4; r++) {
+		for (int i = 0; i < 8; i++)
+			CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, sc_thread, &th_hits[i]), 0);
+		for (int i = 0; i < 8; i++) {
+			pthread_join(th[i], NULL);
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+			CU_ASSERT(th_hits[i] >= 8);
+#endif
+		}
+	}
+	CU_ASSERT_EQUAL(sc_wrong, 0);
+	CU_ASSERT_EQUAL(sc_found, 460 + 4 * 8 * 10);
+	if (sc_wrong)
+		fprintf(stderr, "stack cache: %u of %u stacks wrong\n", sc_wrong, sc_wrong + sc_found);
 }
 
 static void write_file(const char *name, const void *data, size_t len)
@@ -412,6 +520,7 @@ int main(void)
 		{ "%p expansion", test_expand },
 		{ "a forked child is never untraced while its file opens", test_fork_child_never_off },
 		{ "_exit's close waits for a lock another thread holds", test_close_waits_for_a_busy_lock },
+		{ "stack cache: same-shaped paths in turn, and from a signal handler", test_stack_cache },
 		{ "sizes and booleans", test_units },
 		{ "options table: values, bad values", test_options },
 		{ "README documents every option", test_readme_documents_options },
