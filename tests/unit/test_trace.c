@@ -195,7 +195,7 @@ static void test_close_waits_for_a_busy_lock(void)
  * addresses in order, whichever path came before; the cache is used. And
  * from a signal handler, on the same paths. */
 #define NOINL __attribute__((noinline))
-static volatile int sc_sink;
+static _Atomic int sc_sink;
 static unsigned sc_wrong, sc_found;
 
 static NOINL void sc_leaf(void *ra_g)
@@ -205,12 +205,8 @@ static NOINL void sc_leaf(void *ra_g)
 	int n = kvt_trace_stack_raw(ip, 48), j = 0;
 	while (j < n && ip[j] != ra_leaf)
 		j++;
-	if (j + 1 >= n)
-		sc_wrong++;                  /* the leaf's caller missing */
-	else if (ip[j + 1] != ra_g)
-		sc_wrong++;                  /* another path's stack */
-	else
-		sc_found++;
+	int right = j + 1 < n && ip[j + 1] == ra_g;   /* else: missing, or another path's */
+	__atomic_fetch_add(right ? &sc_found : &sc_wrong, 1, __ATOMIC_RELAXED);
 	sc_sink++;
 }
 
