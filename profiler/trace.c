@@ -638,6 +638,9 @@ struct uc_entry {
 	uint16_t n, max;
 	uint32_t off[UC_FRAMES];     /* slot of ip[k], from base */
 	void *ip[UC_FRAMES];
+	/* the stack id these frames got (no Python frames): valid while
+	 * memo_gen is the trace's stack generation, for memo_depth frames */
+	uint32_t memo_id, memo_gen, memo_depth;
 };
 /* Fills cost 10 to 30 unwinds (3 to 11 us for 40 frames here): a thread
  * starts with 8 and earns one per 256 stacks asked for, up to 8 kept, so
@@ -750,6 +753,7 @@ static __attribute__((noinline)) int walk_noting(void **ip, int max, uintptr_t b
 	if (w.keep && w.n > 0) {
 		e->base = base;
 		e->max = (uint16_t)max;
+		e->memo_gen = 0;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);   /* a handler sees it whole or not */
 		e->n = (uint16_t)w.n;
 	}
@@ -773,7 +777,8 @@ static int plain_walk(void **ip, int max)
 	return n;
 }
 
-static __attribute__((noinline, no_sanitize_address)) int cached_walk(void **ip, int max)
+static __attribute__((noinline, no_sanitize_address)) int cached_walk(void **ip, int max,
+									void **hit)
 {
 	uintptr_t base = (uintptr_t)__builtin_frame_address(0);
 	struct uc_cache *c = uc_get();
@@ -794,6 +799,7 @@ static __attribute__((noinline, no_sanitize_address)) int cached_walk(void **ip,
 			continue;
 		c->hits++;
 		uc_earn_one(c);
+		*hit = (void *)e;
 		return (int)n;
 	}
 	c->misses++;
@@ -829,16 +835,56 @@ void kvt_trace_stack_cache_counts(uint64_t *hits, uint64_t *misses)
 }
 #endif
 
-static int backtrace_ips(void **ip, int max)
+/* The stack; *hit: the cache entry it came from (NULL: unwound). */
+static int backtrace_hit(void **ip, int max, void **hit)
 {
+	*hit = NULL;
 #if STACK_CACHE
-	return cached_walk(ip, max);
+	return cached_walk(ip, max, hit);
 #else
 	unwind_enter();
 	int n = unwind_ips(ip, max);
 	unwind_exit();
 	return n;
 #endif
+}
+
+static int backtrace_ips(void **ip, int max)
+{
+	void *hit;
+	return backtrace_hit(ip, max, &hit);
+}
+
+/* An entry's stack id for `depth` frames and no Python frames (0: none
+ * kept), and keeping one. The generation changes when ids start over (a
+ * fork child's own file). */
+static uint32_t stack_gen = 1;
+
+static uint32_t memo_get(void *hit, int depth)
+{
+#if STACK_CACHE
+	const struct uc_entry *e = hit;
+	if (e && e->memo_gen == stack_gen && e->memo_depth == (uint32_t)depth)
+		return e->memo_id;
+#endif
+	(void)hit;
+	(void)depth;
+	return 0;
+}
+
+static void memo_set(void *hit, int depth, uint32_t id)
+{
+#if STACK_CACHE
+	struct uc_entry *e = hit;
+	if (e && id) {
+		e->memo_id = id;
+		e->memo_depth = (uint32_t)depth;
+		e->memo_gen = stack_gen;
+	}
+#endif
+	(void)hit;
+	(void)depth;
+	(void)id;
 }
 
 int kvt_trace_stack_raw(void **ip, int max)
@@ -862,10 +908,11 @@ int kvt_backtrace(void **ip, int max)
 	return n > 0 ? n : 0;
 }
 
-/* The native frames outside libkvtier: ip[*skip, *skip + n). */
-static int native_frames(void **ip, int depth, int *skip)
+/* The native frames outside libkvtier: ip[*skip, *skip + n); *hit as
+ * backtrace_hit's. */
+static int native_frames(void **ip, int depth, int *skip, void **hit)
 {
-	int n = backtrace_ips(ip, depth + 8);
+	int n = backtrace_hit(ip, depth + 8, hit);
 	*skip = 0;
 	while (*skip < n && kvt_self_contains(ip[*skip]))
 		(*skip)++;
@@ -879,8 +926,16 @@ uint32_t kvt_trace_callsite(void)
 	int depth = tr.depth, skip;
 	if (depth <= 0 || !stack_keys || !kvt_trace_active())
 		return 0;
-	int n = native_frames(ip, depth, &skip);
-	return n > 0 ? stack_id_of(ip + skip, n, NULL) : 0;
+	void *hit;
+	int n = native_frames(ip, depth, &skip, &hit);
+	if (n <= 0)
+		return 0;
+	uint32_t id = memo_get(hit, depth);
+	if (!id) {
+		id = stack_id_of(ip + skip, n, NULL);
+		memo_set(hit, depth, id);
+	}
+	return id;
 }
 
 uint32_t kvt_trace_callsite_python(void)
@@ -890,11 +945,19 @@ uint32_t kvt_trace_callsite_python(void)
 	int depth = tr.depth, skip;
 	if (depth <= 0 || !stack_keys || !kvt_trace_active())
 		return 0;
-	int n = native_frames(ip, depth, &skip);
+	void *hit;
+	int n = native_frames(ip, depth, &skip, &hit);
 	if (n <= 0)
 		return 0;
 	int npy = kvt_py_capture(&py, depth);
-	return stack_id_of(ip + skip, n, npy > 0 ? &py : NULL);
+	if (npy > 0)
+		return stack_id_of(ip + skip, n, &py);
+	uint32_t id = memo_get(hit, depth);
+	if (!id) {
+		id = stack_id_of(ip + skip, n, NULL);
+		memo_set(hit, depth, id);
+	}
+	return id;
 }
 
 /* ---- end, fork, stats ---- */
@@ -986,6 +1049,7 @@ void kvt_trace_fork_child(void)
 	if (stack_keys)
 		memset(stack_keys, 0, STACK_SLOTS * 12ull);
 	next_stack_id = 1;
+	stack_gen++;             /* ids the stack cache kept are the parent's */
 	nr_modules = 0;          /* the parent's file described them, not the child's */
 	kvt_py_counters_reset(); /* its INFO records count its own call sites */
 	__atomic_store_n(&tr.pending, 1, __ATOMIC_RELAXED);

@@ -338,6 +338,64 @@ static void test_mmap(void)
 	CU_ASSERT_TRUE(bytes >= (3ull << 20));
 }
 
+/* ---- call sites: two of the same shape in turns (the stack cache) ---- */
+
+static void test_two_sites(void)
+{
+	static struct kvt_child c;
+	static struct kvt_trace_reader r;
+	static struct { uint32_t id, n; uint64_t ip[64]; } st[64];
+	static uint64_t want[240];
+	char tr[420];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", tmp("sites.trace"));
+	const char *argv[] = { kvt_path("tests/progs/two_sites"), NULL };
+	const char *env[] = { preload, tr, "KVTIER_STACK_DEPTH=16", NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL_FATAL(c.exit_code, 0);
+	unsigned nw = 0;
+	for (const char *p = c.out; (p = strstr(p, "map ")) && nw < 240; p++) {
+		unsigned long long a, ra;
+		if (sscanf(p, "map %llx %llx", &a, &ra) == 2)
+			want[nw++] = ra;
+	}
+	CU_ASSERT_EQUAL_FATAL(nw, 240);
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_reader_open(&r, tr + 13), 0);
+	struct kvt_trace_item it;
+	unsigned ns = 0, ne = 0, right = 0, sites_seen = 0;
+	uint32_t ids[2] = { 0, 0 };
+	while (kvt_trace_next(&r, &it) > 0) {
+		if (it.stack && ns < 64) {
+			st[ns].id = it.stack->id;
+			st[ns].n = it.stack->nr_frames < 64 ? it.stack->nr_frames : 64;
+			for (uint32_t i = 0; i < st[ns].n; i++)
+				st[ns].ip[i] = it.ips[i];
+			ns++;
+		}
+		if (!it.ev || it.ev->op != KVT_OP_ALLOC || it.ev->kind != KVT_KIND_MMAP ||
+		    it.ev->size != (2u << 20) || ne >= 240)
+			continue;
+		unsigned s = 0, hit = 0;
+		while (s < ns && st[s].id != it.ev->stack_id)
+			s++;
+		for (uint32_t i = 0; s < ns && i < st[s].n; i++)
+			hit |= st[s].ip[i] == want[ne];
+		right += hit;
+		unsigned k = ne / 3 % 2;             /* which site made it */
+		if (!ids[k])
+			ids[k] = it.ev->stack_id, sites_seen++;
+		else if (ids[k] != it.ev->stack_id)
+			right--;                         /* one site, one stack id */
+		ne++;
+	}
+	kvt_trace_reader_close(&r);
+	CU_ASSERT_EQUAL(ne, 240);
+	CU_ASSERT_EQUAL(right, 240);
+	CU_ASSERT_EQUAL(sites_seen, 2);
+	CU_ASSERT_NOT_EQUAL(ids[0], ids[1]);
+	if (right != 240)
+		fprintf(stderr, "two sites: %u of %u maps with their own site's stack\n", right, ne);
+}
+
 /* ---- fork and exec ---- */
 
 static void check_fork(int inherit)
@@ -529,6 +587,7 @@ int main(void)
 		{ "second preload in front of kvtier", test_second_before },
 		{ "second preload behind kvtier", test_second_after },
 		{ "anonymous mmap, partial munmap, mremap", test_mmap },
+		{ "two call sites of one shape in turns: each map its own site's stack", test_two_sites },
 		{ "fork + exec with KVTIER_INHERIT=1", test_fork_inherit },
 		{ "fork + exec with KVTIER_INHERIT=0", test_fork_no_inherit },
 		{ "trace: a launcher's forked child leaves the name to the server", test_trace_launcher },
