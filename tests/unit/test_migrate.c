@@ -125,7 +125,21 @@ static void test_migrates_hot_chunks(void)
 	CU_ASSERT_TRUE(info(&r, "migrate.prefetch_issued") > 0);
 	CU_ASSERT_EQUAL(info(&r, "migrate.prefetch_failed"), 0);
 	CU_ASSERT_TRUE(info(&r, "migrate.chunks.hbm") > 0);
-	CU_ASSERT_TRUE(info(&r, "migrate.chunks.hbm") * (2ull << 20) <= info(&r, "migrate.hbm_budget"));
+	/* within the budget at exit, but for chunks the GPU faulted in: the
+	 * default admission (auto) lets a fault bring one in between epochs,
+	 * and an epoch may not demote it at once (CI caught the residency past
+	 * the budget at exit, with suites side by side). That the migrator's
+	 * own promotions stay within the budget is checked per epoch by
+	 * test_tier_report. */
+	unsigned long long in_hbm = info(&r, "migrate.chunks.hbm") * (2ull << 20),
+			   budget = info(&r, "migrate.hbm_budget"),
+			   fault_ins = info(&r, "migrate.fault_ins") * (2ull << 20);
+	CU_ASSERT_TRUE(in_hbm <= budget + fault_ins);
+	if (!fault_ins)
+		CU_ASSERT_TRUE(in_hbm <= budget);
+	if (in_hbm > budget)
+		fprintf(stderr, "\n  at exit %llu MiB in HBM, budget %llu MiB, %llu MiB faulted in\n",
+			in_hbm >> 20, budget >> 20, fault_ins >> 20);
 	CU_ASSERT_TRUE(info(&r, "prof.source.launch") > 0);
 	CU_ASSERT_EQUAL(r.own_prefetches, info(&r, "migrate.prefetch_issued"));
 	/* the CUPTI stand-in delivered records (kvtier's own prefetch transfers) */
