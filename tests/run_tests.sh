@@ -81,9 +81,7 @@ run_suite() {
 	fi
 	echo "    ($name: rc=$rc, $(( $(date +%s) - start ))s)"
 	} >"$logdir/$name.out"
-	# written whole, then renamed: its presence says the suite is done
-	echo "$p $f ${k:-0} $c" >"$logdir/$name.counts.tmp"
-	mv "$logdir/$name.counts.tmp" "$logdir/$name.counts"
+	echo "$p $f ${k:-0} $c" >"$logdir/$name.counts"
 }
 
 # collect NAME: print a finished suite's summary, add its counts.
@@ -94,62 +92,36 @@ collect() {
 	passed=$((passed+p)); failed=$((failed+f)); skipped=$((skipped+k)); crashed=$((crashed+c))
 }
 
-# JOBS=N: N suites at a time (default 1), printed in order. The next one
-# starts as soon as any is done (a long suite at the head of the order does
-# not hold the other slots); each is printed once those before it are. A
-# suite in ALONE runs with no other beside it (it lists or sweeps what every
-# kvtier process leaves in /dev/shm).
+# JOBS=N: N suites at a time (default 1), printed in order. A suite in
+# ALONE runs with no other beside it (it lists or sweeps what every kvtier
+# process leaves in /dev/shm).
 JOBS=${JOBS:-1}
 ALONE=${ALONE:-test_stat}
-queue=()      # "pid name" of the suites started and not printed yet, oldest first
-# done_ "pid name": its counts are written; a runner gone without them
-# (killed) counts as one crashed suite
-done_() {
-	local name=${1#* }
-	[ -e "$logdir/$name.counts" ] && return 0
-	kill -0 "${1%% *}" 2>/dev/null && return 1
-	[ -e "$logdir/$name.counts" ] && return 0
-	echo "=== $name"$'\n'"--- $name: its runner ended without a summary" >"$logdir/$name.out"
-	echo "0 1 0 1" >"$logdir/$name.counts"
-}
-running() {
-	local n=0 q
-	for q in "${queue[@]}"; do done_ "$q" || n=$((n + 1)); done
-	echo "$n"
-}
-print_done() {
-	while [ ${#queue[@]} -gt 0 ] && done_ "${queue[0]}"; do
-		collect "${queue[0]#* }"
-		queue=("${queue[@]:1}")
-	done
-}
-# wait_slot N: until fewer than N suites run (N=1: none), printing those done
-wait_slot() {
-	print_done
-	while [ "$(running)" -ge "$1" ]; do
-		wait -n 2>/dev/null || sleep 0.2
-		print_done
-	done
+queue=()      # "pid name" of the suites running, oldest first
+drain_one() {
+	local head=${queue[0]}
+	wait "${head%% *}"
+	collect "${head#* }"
+	queue=("${queue[@]:1}")
 }
 for t in "$BUILD"/tests/unit/test_*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
 	case " ${SUITES:- $name } " in *" $name "*) ;; *) continue ;; esac
-	rm -f "$logdir/$name.counts"
 	alone=0
 	case " $ALONE " in *" $name "*) alone=1 ;; esac
 	if [ "$JOBS" -le 1 ]; then
 		run_suite "$name"; collect "$name"; continue
 	fi
 	if [ $alone = 1 ]; then
-		wait_slot 1
+		while [ ${#queue[@]} -gt 0 ]; do drain_one; done
 		run_suite "$name"; collect "$name"; continue
 	fi
-	wait_slot "$JOBS"
+	while [ ${#queue[@]} -ge "$JOBS" ]; do drain_one; done
 	run_suite "$name" &
 	queue+=("$! $name")
 done
-wait_slot 1
+while [ ${#queue[@]} -gt 0 ]; do drain_one; done
 echo
 [ "$skipped" -gt 0 ] && echo "$skipped skipped (inactive: a tool they need is missing; see the SKIP lines)"
 echo "$passed passed, $failed failed"
