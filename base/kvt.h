@@ -154,6 +154,7 @@ struct kvt_options {
 	int decay_ms;                /* KVTIER_DECAY_MS (tau) */
 	uint64_t migrate_rate;       /* KVTIER_MIGRATE_RATE bytes/s (0 = no cap) */
 	int stats;                   /* KVTIER_STATS: publish live counters */
+	int step_prefetch;           /* KVTIER_STEP_PREFETCH: tier/step.c */
 };
 extern struct kvt_options kvt_opt;
 

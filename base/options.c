@@ -27,6 +27,7 @@ struct kvt_options kvt_opt = {
 	.decay_ms = 1000,
 	.migrate_rate = 8ull << 30,
 	.stats = 1,
+	.step_prefetch = 1,
 };
 
 enum opt_type { OPT_BOOL, OPT_INT, OPT_SIZE, OPT_STR, OPT_LOGLEVEL };
@@ -113,6 +114,10 @@ static const struct opt_desc table[] = {
 	{ .name = "KVTIER_MIGRATE_RATE", .type = OPT_SIZE, .offset = OFF(migrate_rate),
 	  .def = "8G", .unit = "bytes/s",
 	  .help = "cap on bytes promoted plus demoted per second (0: no cap)" },
+	{ .name = "KVTIER_STEP_PREFETCH", .type = OPT_BOOL, .offset = OFF(step_prefetch),
+	  .def = "1", .unit = "bool",
+	  .help = "prefetch the KV chunks each step's block tables name, on the table upload's "
+		  "stream, before the step's kernels (needs the tables source)" },
 	{ .name = "KVTIER_STATS", .type = OPT_BOOL, .offset = OFF(stats),
 	  .def = "1", .unit = "bool",
 	  .help = "publish live counters in /dev/shm/kvtier.<pid> (0600) for 'kvtier stat'" },

@@ -7,6 +7,7 @@
 #include "place.h"
 #include "../profiler/evidence.h"
 #include "../profiler/params.h"
+#include "../tier/step.h"
 
 /* The old (CUdevice) ABIs keep their plain export names; cuda.h maps the
  * plain names to the _v2 ABIs, so undo that here. */
@@ -86,8 +87,10 @@ KVT_EXPORT CUresult exp(TD dst, TS src, size_t n)                              \
 	DRV_PROLOGUE(exp, dst, src, n);                                        \
 	CUresult r = real(dst, src, n);                                        \
 	kvt_rec_event(KVT_OP_COPY, KVT_KIND_NONE, api, U64(dst), n, U64(src), 0, r); \
-	if (r == CUDA_SUCCESS)                                                 \
+	if (r == CUDA_SUCCESS) {                                               \
 		kvt_prof_on_copy(U64(dst), U64(src), n);                       \
+		kvt_step_after_copy(0);                                        \
+	}                                                                      \
 	kvt_hook_exit();                                                       \
 	return r;                                                              \
 }
@@ -97,8 +100,10 @@ KVT_EXPORT CUresult exp(TD dst, TS src, size_t n, CUstream s)                  \
 	DRV_PROLOGUE(exp, dst, src, n, s);                                     \
 	CUresult r = real(dst, src, n, s);                                     \
 	kvt_rec_event(KVT_OP_COPY, KVT_KIND_NONE, api, U64(dst), n, U64(src), U64(s), r); \
-	if (r == CUDA_SUCCESS)                                                 \
+	if (r == CUDA_SUCCESS) {                                               \
 		kvt_prof_on_copy(U64(dst), U64(src), n);                       \
+		kvt_step_after_copy(U64(s));                                   \
+	}                                                                      \
 	kvt_hook_exit();                                                       \
 	return r;                                                              \
 }

@@ -506,6 +506,24 @@ static int slot_view(int s, uint64_t *base, uint64_t *size, uint32_t *first)
 	return 0;
 }
 
+int kvt_heat_range_peek(int slot, struct kvt_heat_range *out)
+{
+	if (slot < 0 || slot >= KVT_HEAT_MAX_RANGES)
+		return -ENOENT;
+	const struct kvt_heat_range *s = &slots[slot];
+	if (slot_view(slot, &out->base, &out->size, &out->first))
+		return -ENOENT;
+	*out = (struct kvt_heat_range){
+		.base = out->base, .size = out->size, .first = out->first,
+		.nr_chunks = __atomic_load_n(&s->nr_chunks, __ATOMIC_RELAXED),
+		.cap_chunks = __atomic_load_n(&s->cap_chunks, __ATOMIC_RELAXED),
+		.gen = __atomic_load_n(&s->gen, __ATOMIC_RELAXED),
+		.node = __atomic_load_n(&s->node, __ATOMIC_RELAXED),
+		.dev = __atomic_load_n(&s->dev, __ATOMIC_RELAXED), .live = 1,
+	};
+	return 0;
+}
+
 int32_t kvt_heat_dev_at(uint64_t addr)
 {
 	int s = kvt_heat_find(addr);

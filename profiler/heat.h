@@ -124,6 +124,9 @@ unsigned kvt_heat_spread(int slot, unsigned nr, float w);
 /* Migrator side: a copy of slot i (0..KVT_HEAT_MAX_RANGES-1); 0 when live. */
 int kvt_heat_range_get(int slot, struct kvt_heat_range *out);
 struct kvt_heat_chunk *kvt_heat_chunks(const struct kvt_heat_range *r);
+/* The same without the mutex, for hooks: the fields a live slot's track
+ * wrote before it went live (the cursor is left 0). 0, or -ENOENT. */
+int kvt_heat_range_peek(int slot, struct kvt_heat_range *out);
 /* The chunk of slot's range holding addr (NULL if none). */
 struct kvt_heat_chunk *kvt_heat_chunk_at(uint64_t addr);
 

@@ -48,6 +48,10 @@ struct tslot {
 	uint32_t trusted;               /* atomic: a layout is accepted (rows are trimmed then) */
 	uint64_t trim;                  /* atomic: lengths slot + 1 | row entries << 8 |
 					 * tokens per block << 40; 0 = stamp whole rows */
+	uint64_t stride_pub;            /* atomic: the accepted stride, for the hook side */
+	uint32_t untrimmed;             /* atomic: trusted, and no lengths table beside it */
+	uint32_t step_tgen, step_lgen;  /* atomic: the copies (its own, its lengths') last
+					 * handed to a step (kvt_tables_step_take) */
 	/* migrator only */
 	uint32_t seen_gen;
 	unsigned nc, turn;
@@ -77,6 +81,7 @@ static uint32_t *marks;                        /* arena indices set in bits */
 static uint32_t *live;                         /* ids live this epoch */
 static uint64_t *mark_addr;                    /* the address of each mark's chunk */
 static uint64_t fault_seen;
+static __thread uint32_t step_mask;            /* tables this thread's copies made ready */
 
 #define LD(x)     __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 #define ST(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
@@ -126,6 +131,8 @@ static int take(struct tslot *t, uint64_t old, uint64_t dst)
 	ST(t->raw_bytes, 0);
 	ST(t->trim, 0);
 	ST(t->trusted, 0);
+	ST(t->stride_pub, 0);
+	ST(t->untrimmed, 0);
 	for (unsigned k = 0; k < KVT_TABLE_SCALARS; k++)
 		ST(t->scal[k], 0);
 	ADD(t->gen, 1);
@@ -225,6 +232,34 @@ static int stamp_by_trim(struct tslot *t, uint16_t *s, const int32_t *raw, uint3
 	return 1;
 }
 
+/* Slot i was just copied: every trusted table whose step is now complete
+ * (its own copy and its lengths' both newer than the ones last handed to
+ * a step) is handed to this thread's next kvt_tables_step_take. A table
+ * without a lengths table is complete at its own copy. */
+static void step_ready(int i)
+{
+	for (int T = 0; T < KVT_TABLE_SLOTS; T++) {
+		struct tslot *t = &slots[T];
+		if (!LD(t->stride_pub))
+			continue;
+		uint64_t trim = LD(t->trim);
+		int L = trim ? (int)(trim & 0xff) - 1 : -1;
+		if (i != T && i != L)
+			continue;
+		if (L < 0 && !LD(t->untrimmed))
+			continue;                  /* its lengths are not known yet */
+		uint32_t tg = LD(t->raw_gen), lg = L >= 0 ? LD(slots[L].raw_gen) : 0;
+		uint32_t was = LD(t->step_tgen);
+		if (tg == was || (L >= 0 && lg == LD(t->step_lgen)))
+			continue;
+		if (!__atomic_compare_exchange_n(&t->step_tgen, &was, tg, 0, __ATOMIC_ACQ_REL,
+						 __ATOMIC_RELAXED))
+			continue;                  /* another thread took it */
+		ST(t->step_lgen, lg);
+		step_mask |= 1u << T;
+	}
+}
+
 /* A host-to-device copy into application device memory from host memory
  * that is not tracked: a candidate table. */
 static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
@@ -259,6 +294,7 @@ static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
 	uint64_t trim = LD(t->trusted) ? LD(t->trim) : 0;
 	if (!trim || !stamp_by_trim(t, s, raw, (uint32_t)(got / 4), trim))
 		stamp_ids(t, s, raw, (uint32_t)(got / 4), 0, NULL, 0, 1);
+	step_ready(i);
 }
 
 static void note_scalars(struct tslot *t, uint64_t func, const uint64_t *scal, unsigned nscal)
@@ -394,9 +430,15 @@ void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, u
 			if (slot[i] >= 0 && val[i] < (1ull << 56))
 				note_pair(val[i], tab[j]);
 	}
-	for (unsigned j = 0; j < nt && nt > 1; j++)
-		if (LD(slots[tab[j]].trusted))
+	for (unsigned j = 0; j < nt; j++) {
+		struct tslot *t = &slots[tab[j]];
+		if (!LD(t->trusted))
+			continue;
+		if (nt > 1)
 			stamp_trimmed(tab[j], tab, nt, scal, nscal);
+		if (!LD(t->trim) && !LD(t->untrimmed))
+			ST(t->untrimmed, 1);       /* stepped whole, at its own copy */
+	}
 }
 
 int kvt_tables_covers(int slot)
@@ -518,6 +560,8 @@ static void reset_learner(struct tslot *t)
 {
 	t->nc = t->turn = 0;
 	t->stride = 0;
+	ST(t->stride_pub, 0);
+	ST(t->untrimmed, 0);
 	ST(t->trusted, 0);
 	ST(t->trim, 0);                    /* a wrong trim would hide live ids: found again */
 	t->wn = t->wk = 0;
@@ -566,7 +610,7 @@ static unsigned bases_of(int table, uint32_t gen, uint32_t now, struct base *b)
 			continue;
 		b[nb].p = k & ((1ull << 56) - 1);
 		b[nb].hs = kvt_heat_find(b[nb].p);
-		if (b[nb].hs >= 0 && !kvt_heat_range_get(b[nb].hs, &b[nb].r))
+		if (b[nb].hs >= 0 && !kvt_heat_range_peek(b[nb].hs, &b[nb].r))
 			nb++;
 	}
 	return nb;
@@ -631,6 +675,7 @@ static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned n
 	}
 	if (best) {
 		t->stride = best->s;
+		ST(t->stride_pub, best->s);
 		ST(t->trusted, 1);
 		t->wn = t->wk = 0;
 		ADD(st.accepted, 1);
@@ -756,6 +801,93 @@ static void tables_poll(void)
 		__atomic_store_n(&covered[w], cov[w], __ATOMIC_RELAXED);
 	ADD(st.credited, credited);
 	kvt_prof_count(KVT_SRC_TABLES, credited);
+}
+
+/* ---- the step (hook side, for tier/step.c) ---- */
+
+#define STEP_REL_CHUNKS (1u << 15)     /* chunks past one base a step may name (64 GiB) */
+
+uint32_t kvt_tables_step_take(void)
+{
+	uint32_t m = step_mask;
+	step_mask = 0;
+	return m;
+}
+
+/* Mark in rel[] the chunks, counted from a base's own chunk, that the kept
+ * ids of raw[0..n) name when the base lies o bytes into its chunk; the
+ * highest chunk marked + 1 (0: none). Rows are trimmed as stamp_ids does. */
+static uint32_t mark_rel(uint64_t *rel, const int32_t *raw, uint32_t n, uint32_t R,
+			 const int32_t *lens, uint32_t nlens, uint32_t bt, uint64_t o, uint64_t s)
+{
+	uint32_t keep = n, top = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		if (R && k % R == 0) {
+			uint32_t r = k / R;
+			int32_t len = r < nlens ? __atomic_load_n(&lens[r], __ATOMIC_RELAXED) : 0;
+			keep = len >= 0 ? (uint32_t)len / bt + 1 : 0;
+		}
+		if (R && k % R >= keep)
+			continue;
+		int32_t v = __atomic_load_n(&raw[k], __ATOMIC_RELAXED);
+		if (v < 0 || (uint32_t)v >= KVT_TABLE_IDS)
+			continue;
+		uint64_t x = o + (uint64_t)v * s;
+		uint64_t q0 = x >> KVT_CHUNK_SHIFT, q1 = (x + s - 1) >> KVT_CHUNK_SHIFT;
+		for (uint64_t q = q0; q <= q1 && q < STEP_REL_CHUNKS; q++) {
+			rel[q / 64] |= 1ull << (q % 64);
+			top = (uint32_t)q + 1 > top ? (uint32_t)q + 1 : top;
+		}
+	}
+	return top;
+}
+
+unsigned kvt_tables_step_each(int T, void (*fn)(void *arg, uint64_t chunk, int hs), void *arg)
+{
+	if (T < 0 || T >= KVT_TABLE_SLOTS)
+		return 0;
+	struct tslot *t = &slots[T];
+	uint64_t s = LD(t->stride_pub), trim = LD(t->trim);
+	const int32_t *raw = LD(t->raw), *lens = NULL;
+	uint32_t n = LD(t->raw_bytes) / 4, nlens = 0, R = 0, bt = 1;
+	if (!s || !raw || !n)
+		return 0;
+	if (trim) {
+		const struct tslot *L = &slots[(trim & 0xff) - 1];
+		lens = LD(L->raw);
+		nlens = LD(L->raw_bytes) / 4;
+		R = lens ? (uint32_t)(trim >> 8 & 0xffffffff) : 0;
+		bt = (uint32_t)(trim >> 40);
+	}
+	struct base b[MAX_BASES];
+	unsigned nb = bases_of(T, LD(t->gen), now_tick(), b), calls = 0;
+	uint64_t rel[STEP_REL_CHUNKS / 64];
+	const uint64_t in_chunk = KVT_CHUNK_BYTES - 1;
+	for (unsigned j = 0; j < nb; j++) {
+		uint64_t o = (b[j].p - b[j].r.base) & in_chunk;
+		int done = 0;
+		for (unsigned i = 0; i < j; i++)
+			done |= ((b[i].p - b[i].r.base) & in_chunk) == o;
+		if (done)
+			continue;                  /* its offset's group was walked */
+		memset(rel, 0, sizeof rel);
+		uint32_t top = mark_rel(rel, raw, n, R, lens, nlens, bt ? bt : 1, o, s);
+		for (unsigned k = j; k < nb && top; k++) {
+			uint64_t off = b[k].p - b[k].r.base;
+			if ((off & in_chunk) != o)
+				continue;
+			uint64_t c0 = off >> KVT_CHUNK_SHIFT;
+			for (uint32_t w = 0; w < (top + 63) / 64; w++)
+				for (uint64_t x = rel[w]; x; x &= x - 1) {
+					uint64_t c = c0 + w * 64u + (unsigned)__builtin_ctzll(x);
+					if (c >= b[k].r.nr_chunks)
+						break;
+					fn(arg, b[k].r.base + (c << KVT_CHUNK_SHIFT), b[k].hs);
+					calls++;
+				}
+		}
+	}
+	return calls;
 }
 
 void kvt_tables_info(struct kvt_tables_info *out)

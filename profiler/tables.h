@@ -61,6 +61,19 @@ void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, u
 /* Whether an accepted layout credits heat range slot (lock-free). */
 int kvt_tables_covers(int slot);
 
+/* The step (tier/step.c), from the copy hook right after kvt_prof_on_copy:
+ * the trusted tables this thread's copies have just completed (a bit per
+ * table slot: its own copy and its lengths' both newer than the ones last
+ * handed out; each copy pair is handed to one thread once), cleared. */
+uint32_t kvt_tables_step_take(void);
+/* fn(arg, chunk, hs) for each 2 MiB chunk (its address, its heat range
+ * slot) that table T's last copy names, trimmed by its lengths, on each KV
+ * base a launch paired it with, by the accepted stride. A chunk may come
+ * twice (bases that share chunks). Bounded work (the copy's ids, a 4 KiB
+ * bitmap per distinct in-chunk offset of the bases); no malloc, no locks.
+ * Returns the calls made. */
+unsigned kvt_tables_step_each(int T, void (*fn)(void *arg, uint64_t chunk, int hs), void *arg);
+
 /* For tests and the counters. */
 struct kvt_tables_info {
 	uint64_t copies_read;     /* table copies whose ids were stamped */

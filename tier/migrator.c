@@ -21,6 +21,7 @@
 #include "../cuda_shim/shim.h"
 #include "../base/kvt.h"
 #include "admit.h"
+#include "step.h"
 #include "../profiler/evidence.h"
 #include "../profiler/heat.h"
 #include "../profiler/tables.h"
@@ -295,6 +296,7 @@ void kvt_migrator_after_fork(void)
 	if (m.wanted) {
 		kvt_heat_reset();
 		kvt_tables_reset();
+		kvt_step_reset();
 	}
 }
 
@@ -540,6 +542,26 @@ static void trace_epoch(struct mdev *d, uint32_t hbm_before, uint64_t budget,
 	kvt_trace_epoch(&e);
 }
 
+/* With the step prefetch on, the chunks of ranges the block tables cover
+ * are the step's (tier/step.h): they leave the table; returns how many of
+ * them are in HBM, which the budget is charged with. */
+static uint32_t leave_to_step(uint32_t *n)
+{
+	if (!kvt_step_enabled())
+		return 0;
+	uint32_t w = 0, hbm = 0;
+	for (uint32_t i = 0; i < *n; i++) {
+		const struct kvt_plan_chunk *e = &m.table[i];
+		if (!kvt_step_owns((int)e->range)) {
+			m.table[w++] = *e;
+			continue;
+		}
+		hbm += e->tier == KVT_PLAN_TIER_HBM;
+	}
+	*n = w;                              /* whole ranges left: no adjacency changed */
+	return hbm;
+}
+
 /* One device's part of an epoch, its context current: its ranges only,
  * its budget cut to its own free memory, its own stream. */
 static void epoch_device(struct mdev *d, uint32_t now_ms)
@@ -555,12 +577,14 @@ static void epoch_device(struct mdev *d, uint32_t now_ms)
 		};
 		kvt_admit_epoch(&e);
 	}
+	uint32_t stepped = leave_to_step(&n);
 	struct kvt_planner *pl = d->planner;
 	doing(DOING_MEMINFO);
-	pl->p.budget_bytes = budget_now(d);
+	uint64_t budget = budget_now(d), charged = (uint64_t)stepped << KVT_CHUNK_SHIFT;
+	pl->p.budget_bytes = budget > charged ? budget - charged : 0;
 	/* auto's strikes: a come-back after 1/8 of a budget's worth of fault-ins */
-	kvt_heat_set_refault_window((uint32_t)((pl->p.budget_bytes >> KVT_CHUNK_SHIFT) / 8));
-	__atomic_store_n(&m.last_budget, pl->p.budget_bytes, __ATOMIC_RELAXED);
+	kvt_heat_set_refault_window((uint32_t)((budget >> KVT_CHUNK_SHIFT) / 8));
+	__atomic_store_n(&m.last_budget, budget, __ATOMIC_RELAXED);
 	size_t fr = 0, tot = 0;
 	pl->p.room_bytes = kvt_cuda_mem_info(&fr, &tot) == CUDA_SUCCESS ? fr : KVT_PLAN_ROOM_ANY;
 	doing(DOING_PLAN);
@@ -581,7 +605,12 @@ static void epoch_device(struct mdev *d, uint32_t now_ms)
 		else
 			mv.demoted += moved;
 	}
-	trace_epoch(d, out.hbm_before, pl->p.budget_bytes, &mv);
+	trace_epoch(d, out.hbm_before + stepped, budget, &mv);
+	if (kvt_step_enabled()) {            /* the step's room: to the low watermark */
+		int64_t hbm = (int64_t)out.hbm_before + stepped + mv.promoted - mv.demoted;
+		int64_t low = (int64_t)((budget >> KVT_CHUNK_SHIFT) * KVT_MIGRATE_LOW_BP / 10000);
+		kvt_step_set_room(low - hbm);
+	}
 	/* this thread only: the next plan sees the result (none after a stop) */
 	if (done && !stopping()) {
 		doing(DOING_SYNC);
@@ -761,4 +790,5 @@ void kvt_migrator_trace_counters(void)
 		 (unsigned long long)ti.dropped, (unsigned long long)ti.stride,
 		 (unsigned long long)ti.credited, (unsigned long long)ti.trimmed);
 	kvt_trace_info("prof.tables", val);
+	kvt_step_trace_counters();
 }

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* The step prefetch (tier/step.c): stream-ordered placement of the KV one
+ * step's kernels are about to read, where the block tables tell which.
+ *
+ * A server uploads each step's block table (and the rows' lengths) from a
+ * pinned staging buffer with an async host-to-device copy, on the stream
+ * its kernels then run on. The copy hook reads that staging buffer
+ * (profiler/tables.c); once the table's layout is learned, the chunks the
+ * step names are known before a kernel reads them. Here, right behind the
+ * upload and on the upload's own stream (so ahead of the step's kernels in
+ * stream order, as vLLM's offload connector and the oracle move their
+ * blocks), each named chunk that is not in HBM is prefetched to HBM;
+ * when the room the migrator left under the budget is used up, a chunk in
+ * HBM that neither this step nor the one before named (a CLOCK hand over
+ * the ranges steps name, a chunk named since the hand last passed getting
+ * a second chance) is first prefetched back to the far tier on the same
+ * stream. The migration thread leaves the chunks of those ranges to this
+ * and publishes the room each epoch.
+ *
+ * Runs in the copy hook, on the application's thread: no malloc, no locks
+ * (a second thread finding a step under way skips its own), bounded work
+ * (KVT_STEP_MAX_MOVES moves a step, a bounded hand). Nothing is done while
+ * the stream is being captured into a graph. KVTIER_STEP_PREFETCH=0: off. */
+#ifndef KVT_STEP_H
+#define KVT_STEP_H
+
+#include <stdint.h>
+
+#define KVT_STEP_MAX_MOVES    256      /* chunks promoted per step at most (512 MiB) */
+#define KVT_STEP_OWN_MS       2000     /* a range no step named for this long is the migrator's again */
+#define KVT_STEP_PROTECT      1        /* a chunk this step or the one before named is never a victim */
+
+/* From the copy hooks, after kvt_prof_on_copy: stream is the copy's (0 for
+ * a synchronous copy). Nothing unless the copy completed a step's tables. */
+void kvt_step_after_copy(uint64_t stream);
+
+/* Whether a step named chunks of heat range slot in the last
+ * KVT_STEP_OWN_MS: its chunks are the step's, the migrator leaves them. */
+int kvt_step_owns(int slot);
+/* Whether the step prefetch is on (option and tables source). */
+int kvt_step_enabled(void);
+/* Migration thread, after each epoch: chunks free under the HBM budget,
+ * with every chunk believed in HBM counted (<= 0: none). */
+void kvt_step_set_room(int64_t chunks);
+
+struct kvt_step_info {
+	uint64_t steps;          /* steps that named chunks */
+	uint64_t named;          /* chunks named, each once a step */
+	uint64_t promoted;       /* prefetched to HBM on the step's stream */
+	uint64_t demoted;        /* victims prefetched to the far tier first */
+	uint64_t no_room;        /* named far chunks left where they were: no room, no victim */
+	uint64_t over_cap;       /* named far chunks past KVT_STEP_MAX_MOVES */
+	uint64_t busy;           /* steps skipped: another thread's was under way */
+	uint64_t capturing;      /* steps skipped: the stream was being captured */
+	uint64_t failed;         /* prefetch calls that failed */
+};
+void kvt_step_info(struct kvt_step_info *out);
+/* INFO record migrate.step with the counters (at exit). */
+void kvt_step_trace_counters(void);
+/* Forget everything (fork child, tests). */
+void kvt_step_reset(void);
+
+#endif
