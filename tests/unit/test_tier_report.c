@@ -339,27 +339,30 @@ static void test_text_and_json(void)
 	free(js);
 }
 
-/* kvtier dump: one line per record, the same numbers. */
+/* kvtier dump: one line per record, the same numbers. The whole dump is
+ * far more than the 64 KiB of stdout kept (the step prefetch's PREFETCH
+ * events come before the first EPOCH record), so its EPOCH lines are
+ * picked out by grep and checked all. */
 static void test_dump(void)
 {
 	static struct epochs e;
 	read_epochs(demo_trace, &e);
-	const char *argv[] = { kvt_path("kvtier"), "dump", demo_trace, NULL };
+	const char *argv[] = { "/bin/sh", "-c", "\"$0\" dump \"$1\" | grep '^epoch t='",
+			       kvt_path("kvtier"), demo_trace, NULL };
 	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
 	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_FATAL(rc.out_len < sizeof rc.out - 1);
 	unsigned lines = 0;
 	uint64_t promoted = 0;
-	for (const char *p = strstr(rc.out, "\nepoch t="); p; p = strstr(p + 1, "\nepoch t=")) {
+	for (const char *p = rc.out; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, "epoch t=", 8))
+			continue;
 		lines++;
 		promoted += kvt_num_after(p, (const char *const[]){ " promoted=", NULL });
 	}
-	/* stdout is kept up to 64 KiB: the demo's trace dumps far more */
-	if (rc.out_len < sizeof rc.out - 1) {
-		CU_ASSERT_EQUAL(lines, e.n);
-		CU_ASSERT_EQUAL(promoted, e.promoted);
-	} else {
-		CU_ASSERT(lines > 0);
-	}
+	CU_ASSERT(lines > 0);
+	CU_ASSERT_EQUAL(lines, e.n);
+	CU_ASSERT_EQUAL(promoted, e.promoted);
 }
 
 /* ---- old and hostile traces ---- */
