@@ -542,14 +542,21 @@ static void trace_epoch(struct mdev *d, uint32_t hbm_before, uint64_t budget,
 	kvt_trace_epoch(&e);
 }
 
-/* With the step prefetch on, the chunks of ranges the block tables cover
- * are the step's (tier/step.h): they leave the table; returns how many of
- * them are in HBM, which the budget is charged with. */
-static uint32_t leave_to_step(uint32_t *n)
+/* With the step prefetch on, the chunks of ranges steps name are the
+ * step's (tier/step.h): they leave the table; returns how many of them are
+ * in HBM, which the budget is charged with. Not while HBM holds more than
+ * the budget (GPU faults bring chunks in between steps faster than the
+ * steps pay the debt back): then the plan keeps them all and demotes the
+ * coldest, wherever they are. */
+static uint32_t leave_to_step(uint32_t *n, uint64_t budget)
 {
 	if (!kvt_step_enabled())
 		return 0;
-	uint32_t w = 0, hbm = 0;
+	uint32_t w = 0, hbm = 0, all = 0;
+	for (uint32_t i = 0; i < *n; i++)
+		all += m.table[i].tier == KVT_PLAN_TIER_HBM;
+	if (all > budget >> KVT_CHUNK_SHIFT)
+		return 0;
 	for (uint32_t i = 0; i < *n; i++) {
 		const struct kvt_plan_chunk *e = &m.table[i];
 		if (!kvt_step_owns((int)e->range)) {
@@ -577,10 +584,11 @@ static void epoch_device(struct mdev *d, uint32_t now_ms)
 		};
 		kvt_admit_epoch(&e);
 	}
-	uint32_t stepped = leave_to_step(&n);
 	struct kvt_planner *pl = d->planner;
 	doing(DOING_MEMINFO);
-	uint64_t budget = budget_now(d), charged = (uint64_t)stepped << KVT_CHUNK_SHIFT;
+	uint64_t budget = budget_now(d);
+	uint32_t stepped = leave_to_step(&n, budget);
+	uint64_t charged = (uint64_t)stepped << KVT_CHUNK_SHIFT;
 	pl->p.budget_bytes = budget > charged ? budget - charged : 0;
 	/* auto's strikes: a come-back after 1/8 of a budget's worth of fault-ins */
 	kvt_heat_set_refault_window((uint32_t)((budget >> KVT_CHUNK_SHIFT) / 8));

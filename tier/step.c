@@ -56,7 +56,7 @@ int kvt_step_enabled(void)
 
 void kvt_step_set_room(int64_t chunks)
 {
-	__atomic_store_n(&room, chunks > 0 ? chunks : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&room, chunks, __ATOMIC_RELAXED);
 }
 
 static uint32_t *names(void)
@@ -199,6 +199,17 @@ static void run_step(struct step *x, uint32_t mask, uint64_t s)
 		return;
 	}
 	unsigned budget = HAND_MAX, done = 0;
+	/* a debt first: GPU faults brought chunks in past the budget since the
+	 * migrator's last count (never more than a step's moves at once) */
+	for (unsigned paid = 0; paid < KVT_STEP_MAX_MOVES &&
+	     __atomic_load_n(&room, __ATOMIC_RELAXED) < 0; paid++) {
+		struct far v;
+		struct kvt_heat_range vr;
+		if (victim(x->seq, &budget, &v, &vr) || move(&v, &vr, 0, s))
+			break;
+		ADD(demoted, 1);
+		__atomic_add_fetch(&room, 1, __ATOMIC_RELAXED);
+	}
 	for (; done < x->nr_far; done++) {
 		const struct far *f = &x->far[done];
 		struct kvt_heat_range r;

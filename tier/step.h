@@ -39,8 +39,10 @@ void kvt_step_after_copy(uint64_t stream);
 int kvt_step_owns(int slot);
 /* Whether the step prefetch is on (option and tables source). */
 int kvt_step_enabled(void);
-/* Migration thread, after each epoch: chunks free under the HBM budget,
- * with every chunk believed in HBM counted (<= 0: none). */
+/* Migration thread, after each epoch: chunks free under the HBM budget's
+ * low watermark, with every chunk believed in HBM counted; below 0, a debt
+ * the next steps pay first by demoting victims (GPU faults brought chunks
+ * in past it), before they promote anything. */
 void kvt_step_set_room(int64_t chunks);
 
 struct kvt_step_info {
