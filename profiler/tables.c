@@ -184,6 +184,15 @@ static uint16_t *stamps(struct tslot *t)
 	return lazy_map((void **)&t->stamp, (size_t)KVT_TABLE_IDS * sizeof(uint16_t));
 }
 
+/* Entries of row r that are live by its length: len / bt + 1 >=
+ * ceil(len / bt), so the block a step's new token goes to is kept whether
+ * the length counts it (vLLM) or not. */
+static uint32_t row_keep(const int32_t *lens, uint32_t nlens, uint32_t r, uint32_t bt)
+{
+	int32_t len = r < nlens ? __atomic_load_n(&lens[r], __ATOMIC_RELAXED) : 0;
+	return len >= 0 ? (uint32_t)len / bt + 1 : 0;
+}
+
 /* Stamp the ids of e[0..n): all of them, or (row entries R > 0) in row r
  * only the first lens[r] / bt + 1. */
 static void stamp_ids(struct tslot *t, uint16_t *s, const int32_t *e, uint32_t n, uint32_t R,
@@ -193,14 +202,8 @@ static void stamp_ids(struct tslot *t, uint16_t *s, const int32_t *e, uint32_t n
 	uint32_t max = 0, keep = n;
 	int32_t prev = -1;
 	for (uint32_t k = 0; k < n; k++) {
-		if (R && k % R == 0) {             /* a new row: how much of it is live */
-			uint32_t r = k / R;
-			int32_t len = r < nlens ? __atomic_load_n(&lens[r], __ATOMIC_RELAXED) : 0;
-			/* len / bt + 1 >= ceil(len / bt): the block a step's
-			 * new token goes to is kept whether the length counts
-			 * it (vLLM) or not */
-			keep = len >= 0 ? (uint32_t)len / bt + 1 : 0;
-		}
+		if (R && k % R == 0)               /* a new row: how much of it is live */
+			keep = row_keep(lens, nlens, k / R, bt);
 		if (R && k % R >= keep)
 			continue;
 		int32_t v = __atomic_load_n(&e[k], __ATOMIC_RELAXED);
@@ -816,17 +819,14 @@ uint32_t kvt_tables_step_take(void)
 
 /* Mark in rel[] the chunks, counted from a base's own chunk, that the kept
  * ids of raw[0..n) name when the base lies o bytes into its chunk; the
- * highest chunk marked + 1 (0: none). Rows are trimmed as stamp_ids does. */
+ * highest chunk marked + 1 (0: none). Rows are trimmed by row_keep. */
 static uint32_t mark_rel(uint64_t *rel, const int32_t *raw, uint32_t n, uint32_t R,
 			 const int32_t *lens, uint32_t nlens, uint32_t bt, uint64_t o, uint64_t s)
 {
 	uint32_t keep = n, top = 0;
 	for (uint32_t k = 0; k < n; k++) {
-		if (R && k % R == 0) {
-			uint32_t r = k / R;
-			int32_t len = r < nlens ? __atomic_load_n(&lens[r], __ATOMIC_RELAXED) : 0;
-			keep = len >= 0 ? (uint32_t)len / bt + 1 : 0;
-		}
+		if (R && k % R == 0)
+			keep = row_keep(lens, nlens, k / R, bt);
 		if (R && k % R >= keep)
 			continue;
 		int32_t v = __atomic_load_n(&raw[k], __ATOMIC_RELAXED);
