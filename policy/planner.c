@@ -243,6 +243,7 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 	const uint64_t cb = pl->p.chunk_bytes;
 	struct epoch ep = { .pl = pl, .now_ms = now_ms };
 	uint32_t hist[NR_KEYS] = { 0 }, hist_d[NR_KEYS] = { 0 }, hist_p[NR_KEYS] = { 0 };
+	uint32_t hist_f[NR_KEYS] = { 0 };      /* residents within their minimum residence */
 	uint32_t used = 0, fixed = 0;
 
 	refill(pl, now_ms);
@@ -259,8 +260,10 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 			int m = movable(&ep, &c[i]);
 			used++;
 			fixed += !m;
-			if (!m)
+			if (!m) {
+				hist_f[demote_key(&ep, &c[i])]++;
 				continue;
+			}
 			if (nl < cap)
 				pl->live[nl] = i;
 			nl++;
@@ -320,6 +323,28 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 
 	allow -= dd;
 	uint32_t after = used - dd;
+	/* pass 3c: residents within their minimum residence that still leave
+	 * more than the budget in HBM (GPU faults brought them in: every
+	 * movable one not chosen is gone) leave too, coldest first; the budget
+	 * outranks the residence */
+	if (after > budget && allow) {
+		uint32_t want_f = after - (uint32_t)budget;
+		want_f = want_f < fixed ? want_f : fixed;
+		want_f = want_f < allow ? want_f : (uint32_t)allow;
+		struct cut cf = cut_of(hist_f, NR_KEYS, want_f, 0);
+		uint32_t got = 0;
+		for (uint32_t i = 0; i < n && got < want_f; i++) {
+			if (c[i].tier != KVT_PLAN_TIER_HBM || movable(&ep, &c[i]) ||
+			    !pass(&cf, demote_key(&ep, &c[i]), 0))
+				continue;
+			if (emit(out, i, &c[i], KVT_PLAN_DEMOTE))
+				break;
+			got++;
+		}
+		dd += got;
+		allow -= got;
+		after -= got;
+	}
 	uint32_t room = target > after ? target - after : 0;
 	uint32_t want_p = np;
 	if (want_p > allow)

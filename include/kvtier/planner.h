@@ -87,7 +87,10 @@ void kvt_planner_init(struct kvt_planner *pl, const struct kvt_plan_params *p);
 /* The heat bucket (0..63, 2 per octave) a value falls in. */
 unsigned kvt_plan_bucket(float heat);
 /* One epoch at time now_ms. Demotions are listed before promotions, and
- * applying the list in order never holds more than the budget in HBM.
+ * applying the list in order never holds more than the budget in HBM. A
+ * resident within its minimum residence is demoted only when the other
+ * residents' demotions leave more than the budget in HBM (chunks the GPU
+ * faulted in), coldest first, down to the budget (the rate cap still holds).
  * Returns the number of moves. */
 uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 			uint32_t n, uint32_t now_ms, struct kvt_plan_out *out);

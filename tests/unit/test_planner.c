@@ -139,6 +139,48 @@ static void test_hysteresis(void)
 	CU_ASSERT_EQUAL(o.moves[0].dir, KVT_PLAN_DEMOTE);    /* room first */
 }
 
+/*  budget 4, six residents all within their minimum residence (the GPU
+ *  faulted them in): heat 9 8 1 7 6 0.5 -> the two coldest (1, 0.5) go,
+ *  down to the budget and not past it; within the budget the residence
+ *  holds */
+static void test_budget_outranks_residence(void)
+{
+	const float heat[6] = { 9, 8, 1, 7, 6, 0.5f };
+	struct kvt_plan_chunk c[6];
+	for (int i = 0; i < 6; i++) {
+		c[i] = ch(heat[i], KVT_PLAN_TIER_HBM, 0);
+		c[i].moved_ms = 990;
+	}
+	struct kvt_plan_move mv[8];
+	struct kvt_planner pl;
+	struct kvt_plan_params p = params(4);
+	kvt_planner_init(&pl, &p);
+	struct kvt_plan_out o = { .moves = mv, .cap = 8 };
+	kvt_plan_epoch(&pl, c, 6, 1000, &o);
+	CU_ASSERT_EQUAL(o.nr_demote, 2);
+	CU_ASSERT_EQUAL(o.nr_promote, 0);
+	CU_ASSERT_EQUAL(o.hbm_after, 4);
+	apply(c, &o, 1000);
+	CU_ASSERT_EQUAL(in_hbm(c, 6), 4);
+	CU_ASSERT_EQUAL(c[2].tier, KVT_PLAN_TIER_FAR);
+	CU_ASSERT_EQUAL(c[5].tier, KVT_PLAN_TIER_FAR);
+	/* at the budget (above the 80 % low watermark): nothing within its
+	 * residence moves */
+	kvt_plan_epoch(&pl, c, 6, 1010, &o);
+	CU_ASSERT_EQUAL(o.nr, 0);
+	/* the rate cap still holds: one chunk's worth a epoch */
+	for (int i = 0; i < 6; i++) {
+		c[i] = ch(heat[i], KVT_PLAN_TIER_HBM, 0);
+		c[i].moved_ms = 990;
+	}
+	p.rate_bytes_per_s = 1;             /* burst: one chunk */
+	kvt_planner_init(&pl, &p);
+	kvt_plan_epoch(&pl, c, 6, 1000, &o);
+	CU_ASSERT_EQUAL(o.nr_demote, 1);
+	CU_ASSERT_EQUAL(o.nr, 1);
+	CU_ASSERT_EQUAL(o.moves[0].first, 5);   /* the coldest */
+}
+
 /*  rate 100 MiB/s, epoch 50 ms: the burst is 10 MiB = 5 chunks; then
  *  2.5 chunks per 50 ms */
 static void test_rate_cap(void)
@@ -411,6 +453,7 @@ int main(void)
 		{ "budget never exceeded, hottest promoted first", test_budget_never_exceeded },
 		{ "hysteresis and minimum residence", test_hysteresis },
 		{ "rate cap", test_rate_cap },
+		{ "over the budget, residents within their residence leave", test_budget_outranks_residence },
 		{ "adjacent chunks merged within a range", test_merge },
 		{ "a chunk turning hot is promoted within 3 epochs", test_hot_chunk_promoted_soon },
 		{ "a device short of room: budget cut, coldest out first", test_room_cut },
