@@ -2,7 +2,7 @@
 /* CUnit suite for the SIMULATED CUDA driver's environment knobs, each read
  * once per process: this binary re-runs itself as a child (--child MODE)
  * with the variables set (FAKECUDA_FAIL, FAKECUDA_CUPTI_BUSY, FAKECUDA_PACE,
- * FAKECUDA_RECLAIM, FAKECUDA_FAULT_MAPS, FAKECUDA_EVICT). Runs with FAKECUDA_DEVICE_BYTES=64M. */
+ * FAKECUDA_RECLAIM, FAKECUDA_FAULT_MAPS, FAKECUDA_EVICT, FAKECUDA_UM_PAGE). Runs with FAKECUDA_DEVICE_BYTES=64M. */
 #include "unit/fakecuda_drv.h"
 
 #include <cupti_activity.h>
@@ -129,6 +129,53 @@ static int child_evict(void)
 	return 0;
 }
 
+/* FAKECUDA_UM_PAGE: 4 regions of 2 MiB written by the CPU; a prefetch of
+ * 64 KiB + 1 byte at page 3; a GPU read in region 1, then one at page 10
+ * of region 0; a device allocation that needs one region's room; then the
+ * CPU reads everything back. Prints what moved after each. */
+static int child_um_page(void)
+{
+	const size_t K64 = 64u << 10;
+	CUdeviceptr p = 0;
+	if (D.MemAllocManaged(&p, 4 * BLK, CU_MEM_ATTACH_GLOBAL))
+		return 1;
+	uint32_t *w = (uint32_t *)p;
+	size_t n = 4 * BLK / 4;
+	for (size_t i = 0; i < n; i++)
+		w[i] = (uint32_t)(i * 2654435761u);
+	D.reset();
+	if (D.Prefetch(p + 3 * K64, K64 + 1, DEV, 0, NULL))
+		return 1;
+	struct fakecuda_counters c = ctr();
+	printf("prefetch htod=%llu resident=%llu p3=%d p0=%d\n", (unsigned long long)c.bytes_htod,
+	       (unsigned long long)c.managed_resident_bytes, (int)loc_of(p + 3 * K64, NULL),
+	       (int)loc_of(p, NULL));
+	if (D.access((void *)(p + BLK), 64, 0))
+		return 1;
+	c = ctr();
+	printf("fault1 faults=%llu htod=%llu resident=%llu\n", (unsigned long long)c.faults,
+	       (unsigned long long)c.bytes_htod, (unsigned long long)c.managed_resident_bytes);
+	if (D.access((void *)(p + 10 * K64), 64, 0))
+		return 1;
+	c = ctr();
+	printf("fault0 faults=%llu htod=%llu resident=%llu p0=%d\n", (unsigned long long)c.faults,
+	       (unsigned long long)c.bytes_htod, (unsigned long long)c.managed_resident_bytes,
+	       (int)loc_of(p, NULL));
+	CUdeviceptr x = 0;                         /* 64M of HBM: room for one region more */
+	if (D.MemAlloc(&x, 61u << 20))
+		return 1;
+	c = ctr();
+	printf("evict evictions=%llu resident=%llu r0=%d r1=%d\n", (unsigned long long)c.evictions,
+	       (unsigned long long)c.managed_resident_bytes, (int)loc_of(p + 3 * K64, NULL),
+	       (int)loc_of(p + BLK, NULL));
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i++)
+		bad += w[i] != (uint32_t)(i * 2654435761u);
+	printf("bad=%zu\n", bad);
+	D.MemFree(x);
+	return 0;
+}
+
 static void run_child(const char *mode, const char *const env[], struct kvt_child *c)
 {
 	const char *argv[] = { self_path, "--child", mode, NULL };
@@ -251,6 +298,62 @@ static void test_evict_order(void)
 	}
 }
 
+/* FAKECUDA_UM_PAGE=64K: a prefetch moves only its range's pages; a GPU
+ * fault brings its whole 2 MiB region (one fault); an eviction takes a
+ * whole region; the bytes survive it all. The default (2 MiB) moves the
+ * whole block for the same prefetch; a bad value warns and keeps it. */
+static void test_um_page(void)
+{
+	static struct kvt_child c;
+	const unsigned long long K64 = 64u << 10, B = BLK;
+	unsigned long long htod = 0, res = 0, faults = 0, ev = 0;
+	int p3 = -1, p0 = -1, r0 = -1, r1 = -1;
+	size_t bad = 99;
+	const char *env[] = { "FAKECUDA_UM_PAGE=64K", NULL };
+	run_child("um_page", env, &c);
+	const char *l = c.out;
+	CU_ASSERT_EQUAL_FATAL(sscanf(l, "prefetch htod=%llu resident=%llu p3=%d p0=%d", &htod, &res,
+				     &p3, &p0), 4);
+	CU_ASSERT_EQUAL(htod, 2 * K64);            /* pages 3 and 4, not the block */
+	CU_ASSERT_EQUAL(res, 2 * K64);
+	CU_ASSERT_EQUAL(p3, CU_MEM_LOCATION_TYPE_DEVICE);
+	CU_ASSERT_NOT_EQUAL(p0, CU_MEM_LOCATION_TYPE_DEVICE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l = strstr(l, "fault1"));
+	CU_ASSERT_EQUAL_FATAL(sscanf(l, "fault1 faults=%llu htod=%llu resident=%llu", &faults, &htod,
+				     &res), 3);
+	CU_ASSERT_EQUAL(faults, 1);
+	CU_ASSERT_EQUAL(htod, 2 * K64 + B);        /* the whole region on one fault */
+	CU_ASSERT_EQUAL(res, 2 * K64 + B);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l = strstr(l, "fault0"));
+	CU_ASSERT_EQUAL_FATAL(sscanf(l, "fault0 faults=%llu htod=%llu resident=%llu p0=%d", &faults,
+				     &htod, &res, &p0), 4);
+	CU_ASSERT_EQUAL(faults, 2);
+	CU_ASSERT_EQUAL(htod, 2 * B);              /* the region's other 30 pages */
+	CU_ASSERT_EQUAL(res, 2 * B);
+	CU_ASSERT_EQUAL(p0, CU_MEM_LOCATION_TYPE_DEVICE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l = strstr(l, "evict"));
+	CU_ASSERT_EQUAL_FATAL(sscanf(l, "evict evictions=%llu resident=%llu r0=%d r1=%d", &ev, &res,
+				     &r0, &r1), 4);
+	CU_ASSERT_EQUAL(ev, 1);
+	CU_ASSERT_EQUAL(res, B);                   /* region 0 went whole, oldest first */
+	CU_ASSERT_NOT_EQUAL(r0, CU_MEM_LOCATION_TYPE_DEVICE);
+	CU_ASSERT_EQUAL(r1, CU_MEM_LOCATION_TYPE_DEVICE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(l = strstr(l, "bad="));
+	CU_ASSERT_EQUAL(sscanf(l, "bad=%zu", &bad), 1);
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(strstr(c.err, "bad FAKECUDA_UM_PAGE") == NULL);
+	const char *envd[] = { "FAKECUDA_UM_PAGE=", NULL };
+	run_child("um_page", envd, &c);
+	CU_ASSERT_EQUAL(sscanf(c.out, "prefetch htod=%llu resident=%llu", &htod, &res), 2);
+	CU_ASSERT_EQUAL(htod, B);
+	CU_ASSERT_EQUAL(res, B);
+	const char *envb[] = { "FAKECUDA_UM_PAGE=96K", NULL };
+	run_child("um_page", envb, &c);
+	CU_ASSERT(strstr(c.err, "bad FAKECUDA_UM_PAGE=\"96K\", using 2M") != NULL);
+	CU_ASSERT_EQUAL(sscanf(c.out, "prefetch htod=%llu", &htod), 1);
+	CU_ASSERT_EQUAL(htod, B);
+}
+
 static CU_TestInfo tests_env[] = {
 	{ "FAKECUDA_FAIL", test_fail_injection },
 	{ "CUPTI busy", test_cupti_busy },
@@ -258,6 +361,7 @@ static CU_TestInfo tests_env[] = {
 	{ "FAKECUDA_RECLAIM=0", test_reclaim_off },
 	{ "FAKECUDA_FAULT_MAPS=1", test_fault_maps },
 	{ "FAKECUDA_EVICT", test_evict_order },
+	{ "FAKECUDA_UM_PAGE", test_um_page },
 	CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
@@ -281,6 +385,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[2], "reclaim")) return child_reclaim();
 		if (!strcmp(argv[2], "fault_maps")) return child_fault_maps();
 		if (!strcmp(argv[2], "evict")) return child_evict();
+		if (!strcmp(argv[2], "um_page")) return child_um_page();
 		return 2;
 	}
 	return kvt_test_main(suites);

@@ -61,11 +61,32 @@ static void fc_fault_record(uintptr_t addr, int write, struct fc_faults *f)
 		     addr & ~(uintptr_t)4095, 1, 0, 0, 0);
 }
 
+/* Below a 2 MiB page: the fault service migrates the rest of the faulting
+ * page's 2 MiB region with it (the H200 serviced faults 2 MiB at a time;
+ * docs/simulated-device.md), the pages the GPU could fault on: on the
+ * host, not mapped for this ordinal. One fault, counted once. */
+static void fc_fault_region(struct fc_block *b, int write, const struct fc_faults *f)
+{
+	size_t i, end;
+	if (FC_UMP == FC_BLOCK)
+		return;
+	fc_region_of(b, &i, &end);
+	uint8_t me = (uint8_t)(1u << f->dev);
+	for (struct fc_block *all = b->r->blocks; i < end; i++) {
+		struct fc_block *s = &all[i];
+		if (s == b || s->loc != FC_LOC_HOST || (s->accessed_by_devs & me) ||
+		    (s->dev_mapped & me))
+			continue;
+		if (fc_block_to_dev(s, f->dev, FC_CAUSE_FAULT, s->read_mostly && !write))
+			break;
+	}
+}
+
 /* One GPU access within one managed block; returns where the bytes are. */
 static char *fc_managed_piece(struct fc_block *b, uintptr_t addr, size_t len,
 			      int write, struct fc_faults *f)
 {
-	size_t off = addr & (FC_BLOCK - 1);
+	size_t off = addr & (FC_UMP - 1);
 	uint8_t me = (uint8_t)(1u << f->dev);
 	/* another ordinal's block (no peer mappings here: it moves), or a write
 	 * that invalidates the host duplicate: one fault either way */
@@ -83,6 +104,8 @@ static char *fc_managed_piece(struct fc_block *b, uintptr_t addr, size_t len,
 		bool moved = !fc_fault_maps(b) &&
 			fc_block_to_dev(b, f->dev, FC_CAUSE_FAULT, b->read_mostly && !write) ==
 			CUDA_SUCCESS;
+		if (moved)
+			fc_fault_region(b, write, f);
 		if (moved) {
 			fc_cost_hbm(len);
 			return fc_block_store(b) + off;
@@ -116,7 +139,7 @@ static CUresult fc_span(uintptr_t addr, size_t len, int write, bool moves, char 
 	size_t room = a->base + a->size - addr;
 	if (a->kind == FC_KIND_MANAGED) {
 		struct fc_block *b = fc_block_of(addr);
-		size_t in_block = FC_BLOCK - (addr & (FC_BLOCK - 1));
+		size_t in_block = FC_UMP - (addr & (FC_UMP - 1));
 		*contig = len < in_block ? len : in_block;
 		if (*contig > room)
 			*contig = room;

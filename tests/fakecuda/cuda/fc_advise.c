@@ -20,8 +20,8 @@ static CUresult fc_blocks(CUdeviceptr ptr, size_t count, struct fc_span_blocks *
 	if (!a || a->kind != FC_KIND_MANAGED || ptr + count > a->base + a->size)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct fc_mrange *r = a->owner;
-	size_t i0 = (ptr - r->base) / FC_BLOCK;
-	size_t i1 = (ptr + count - 1 - r->base) / FC_BLOCK;
+	size_t i0 = (ptr - r->base) / FC_UMP;
+	size_t i1 = (ptr + count - 1 - r->base) / FC_UMP;
 	*out = (struct fc_span_blocks){ &r->blocks[i0], i1 - i0 + 1 };
 	return CUDA_SUCCESS;
 }

@@ -156,9 +156,9 @@ static int fc_quiet(uintptr_t p, void *buf, size_t len, bool write)
 		char *at = NULL;
 		if (a && a->kind == FC_KIND_MANAGED) {
 			struct fc_block *b = fc_block_of(p);
-			size_t in_block = FC_BLOCK - (p & (FC_BLOCK - 1));
+			size_t in_block = FC_UMP - (p & (FC_UMP - 1));
 			n = n < in_block ? n : in_block;
-			at = b ? fc_block_store(b) + (p & (FC_BLOCK - 1)) : NULL;
+			at = b ? fc_block_store(b) + (p & (FC_UMP - 1)) : NULL;
 			if (at && n > a->base + a->size - p)
 				at = NULL;
 		} else if (a) {

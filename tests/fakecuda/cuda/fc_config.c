@@ -271,6 +271,12 @@ static void fc_config_once(void)
 		cap = FC_BLOCK;
 	}
 	fc_knobs.device_bytes = cap;
+	uint64_t page = fc_env_bytes("FAKECUDA_UM_PAGE", FC_BLOCK);
+	if (page < (64u << 10) || page > FC_BLOCK || (page & (page - 1))) {
+		fc_warn("FAKECUDA_UM_PAGE", getenv("FAKECUDA_UM_PAGE"), "2M");
+		page = FC_BLOCK;
+	}
+	fc_knobs.um_page = page;
 	fc_stats.c.device_capacity_bytes = cap;
 	const char *fail = getenv("FAKECUDA_FAIL");
 	if (fail && *fail)

@@ -15,7 +15,7 @@
 /* Bytes from addr to the end of its 2 MiB block. */
 static size_t fc_to_boundary(uintptr_t addr)
 {
-	return FC_BLOCK - (addr & (FC_BLOCK - 1));
+	return FC_UMP - (addr & (FC_UMP - 1));
 }
 
 static size_t fc_min3(size_t a, size_t b, size_t c)

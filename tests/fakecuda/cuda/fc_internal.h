@@ -23,6 +23,11 @@
 #pragma GCC visibility pop
 
 #define FC_BLOCK          FAKECUDA_BLOCK_BYTES
+/* Managed memory's residency unit: FAKECUDA_UM_PAGE (64 KiB..2 MiB, a power
+ * of two; default 2 MiB). Below 2 MiB a 2 MiB region still faults in and is
+ * evicted as one (the driver's fault service and root chunks), while a
+ * prefetch or an advice moves only the pages of its range. */
+#define FC_UMP            (fc_knobs.um_page ? fc_knobs.um_page : FC_BLOCK)
 #define FC_DRIVER_VERSION 13000
 #define FC_MAX_DEVICES    8         /* FAKECUDA_DEVICES accepts 1..this */
 #define FC_ARRAY_SIZE(a)  (sizeof(a) / sizeof((a)[0]))
@@ -56,6 +61,7 @@ struct fc_knobs {
 	bool evict_lru;              /* FAKECUDA_EVICT=lru: hits refresh the order */
 	int nr_devices;              /* FAKECUDA_DEVICES: ordinals, views of one HBM */
 	bool coherent;               /* FAKECUDA_COHERENT: host code sees device memory */
+	uint64_t um_page;            /* FAKECUDA_UM_PAGE: managed residency unit (0: 2 MiB) */
 };
 extern struct fc_knobs fc_knobs;
 void fc_config_init(void);                 /* idempotent, thread-safe */
@@ -185,6 +191,7 @@ void fc_block_set_policy(struct fc_block *b, int node);
 int fc_host_target(const struct fc_block *b);
 char *fc_block_store(struct fc_block *b);               /* authoritative bytes */
 bool fc_evict_one(void);
+void fc_region_of(const struct fc_block *b, size_t *first, size_t *end);
 uint64_t fc_resident_blocks_on(int dev);
 bool fc_node_valid(int node);
 int fc_bind_node(void *addr, size_t len, int node);   /* 0 or -errno */

@@ -119,14 +119,30 @@ int fc_host_target(const struct fc_block *b)
 	return b->host_node;
 }
 
+/* The pages of b's 2 MiB region (all of them at the default page). */
+void fc_region_of(const struct fc_block *b, size_t *first, size_t *end)
+{
+	size_t per = FC_BLOCK / FC_UMP;
+	*first = b->idx / per * per;
+	*end = *first + per < b->r->nblocks ? *first + per : b->r->nblocks;
+}
+
+/* The head of the order goes, with the rest of its 2 MiB region's pages on
+ * the device (a root chunk: the driver evicts 2 MiB at a time). */
 bool fc_evict_one(void)
 {
 	struct fc_block *victim = fc_evq_head;
 	if (!victim)
 		return false;
+	size_t i, end;
+	fc_region_of(victim, &i, &end);
+	struct fc_block *all = victim->r->blocks;
 	if (fc_block_to_host(victim, FC_CAUSE_EVICT, fc_host_target(victim)))
 		return false;
 	fc_stats.c.evictions++;
+	for (; i < end; i++)
+		if (all[i].loc == FC_LOC_DEV)
+			fc_block_to_host(&all[i], FC_CAUSE_EVICT, fc_host_target(&all[i]));
 	return true;
 }
 
@@ -167,12 +183,12 @@ void fc_uncharge_device(uint64_t bytes)
 
 static char *fc_va(const struct fc_block *b)
 {
-	return (char *)(b->r->base + (uintptr_t)b->idx * FC_BLOCK);
+	return (char *)(b->r->base + (uintptr_t)b->idx * FC_UMP);
 }
 
 static off_t fc_off(const struct fc_block *b)
 {
-	return (off_t)b->idx * (off_t)FC_BLOCK;
+	return (off_t)b->idx * (off_t)FC_UMP;
 }
 
 /* Free the pages of the copy a block left (FAKECUDA_RECLAIM=0 keeps them:
@@ -182,7 +198,7 @@ static off_t fc_off(const struct fc_block *b)
 static void fc_punch(int fd, off_t off)
 {
 	if (fc_knobs.reclaim)
-		fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, FC_BLOCK);
+		fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, FC_UMP);
 }
 
 static uint32_t fc_cupti_cause(enum fc_cause c)
@@ -197,15 +213,15 @@ static uint32_t fc_cupti_cause(enum fc_cause c)
 static void fc_account_move(struct fc_block *b, bool htod, enum fc_cause cause)
 {
 	uint64_t t0 = fc_now_ns();
-	fc_clock_bytes(FC_BLOCK, fc_knobs.link_gbps);
+	fc_clock_bytes(FC_UMP, fc_knobs.link_gbps);
 	if (htod)
-		fc_stats.c.bytes_htod += FC_BLOCK;
+		fc_stats.c.bytes_htod += FC_UMP;
 	else
-		fc_stats.c.bytes_dtoh += FC_BLOCK;
+		fc_stats.c.bytes_dtoh += FC_UMP;
 	uint32_t host = b->host_node < 0 ? 0 : (uint32_t)b->host_node;
 	fc_feed_push(htod ? CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD
 			  : CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
-		     fc_cupti_cause(cause), (uint64_t)(uintptr_t)fc_va(b), FC_BLOCK,
+		     fc_cupti_cause(cause), (uint64_t)(uintptr_t)fc_va(b), FC_UMP,
 		     fc_now_ns() - t0, htod ? host : b->dev, htod ? b->dev : host);
 }
 
@@ -232,21 +248,21 @@ CUresult fc_block_to_dev(struct fc_block *b, int dev, enum fc_cause cause, bool 
 		fc_block_to_peer(b, dev, cause);
 	if (b->loc == FC_LOC_DEV) {
 		if (b->dup && !keep_host) {   /* a GPU write collapses the duplicate */
-			mmap(fc_va(b), FC_BLOCK, PROT_NONE, MAP_SHARED | MAP_FIXED,
+			mmap(fc_va(b), FC_UMP, PROT_NONE, MAP_SHARED | MAP_FIXED,
 			     r->dfd, fc_off(b));
 			fc_punch(r->hfd, fc_off(b));
 			b->dup = 0;
 		}
 		return CUDA_SUCCESS;
 	}
-	if (!fc_make_room(FC_BLOCK))
+	if (!fc_make_room(FC_UMP))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	/* Fence the CPU out first: a concurrent CPU access waits in the fault
 	 * handler for our lock, then sees the block on the device. */
-	mprotect(fc_va(b), FC_BLOCK, keep_host ? PROT_READ : PROT_NONE);
-	memcpy(r->dview + fc_off(b), r->hview + fc_off(b), FC_BLOCK);
+	mprotect(fc_va(b), FC_UMP, keep_host ? PROT_READ : PROT_NONE);
+	memcpy(r->dview + fc_off(b), r->hview + fc_off(b), FC_UMP);
 	if (!keep_host) {
-		mmap(fc_va(b), FC_BLOCK, PROT_NONE, MAP_SHARED | MAP_FIXED, r->dfd, fc_off(b));
+		mmap(fc_va(b), FC_UMP, PROT_NONE, MAP_SHARED | MAP_FIXED, r->dfd, fc_off(b));
 		fc_punch(r->hfd, fc_off(b));
 	}
 	b->dev = (uint8_t)dev;
@@ -254,7 +270,7 @@ CUresult fc_block_to_dev(struct fc_block *b, int dev, enum fc_cause cause, bool 
 	b->loc = FC_LOC_DEV;
 	b->dup = keep_host;
 	b->dev_mapped = 0;
-	fc_stats.c.managed_resident_bytes += FC_BLOCK;
+	fc_stats.c.managed_resident_bytes += FC_UMP;
 	fc_evq_append(b);
 	return CUDA_SUCCESS;
 }
@@ -263,7 +279,7 @@ static void fc_block_rebind(struct fc_block *b, int node)
 {
 	if (node == b->host_node)
 		return;
-	fc_mbind(fc_va(b), FC_BLOCK, node, true);
+	fc_mbind(fc_va(b), FC_UMP, node, true);
 	b->host_node = node;
 }
 
@@ -272,7 +288,7 @@ static void fc_block_rebind(struct fc_block *b, int node)
 void fc_block_set_policy(struct fc_block *b, int node)
 {
 	if (b->loc == FC_LOC_HOST && node != b->host_node) {
-		fc_mbind(fc_va(b), FC_BLOCK, node, false);
+		fc_mbind(fc_va(b), FC_UMP, node, false);
 		b->host_node = node;
 	}
 }
@@ -288,22 +304,22 @@ CUresult fc_block_to_host(struct fc_block *b, enum fc_cause cause, int node)
 		return CUDA_SUCCESS;
 	}
 	if (b->dup) {
-		mprotect(fc_va(b), FC_BLOCK, PROT_READ | PROT_WRITE);
+		mprotect(fc_va(b), FC_UMP, PROT_READ | PROT_WRITE);
 		if (node >= 0)
 			fc_block_rebind(b, node);
 	} else {
-		mmap(fc_va(b), FC_BLOCK, PROT_NONE, MAP_SHARED | MAP_FIXED, r->hfd, fc_off(b));
+		mmap(fc_va(b), FC_UMP, PROT_NONE, MAP_SHARED | MAP_FIXED, r->hfd, fc_off(b));
 		b->host_node = -2;   /* force the policy to be set on the new map */
 		fc_block_rebind(b, node);
-		memcpy(r->hview + fc_off(b), r->dview + fc_off(b), FC_BLOCK);
-		mprotect(fc_va(b), FC_BLOCK, PROT_READ | PROT_WRITE);
+		memcpy(r->hview + fc_off(b), r->dview + fc_off(b), FC_UMP);
+		mprotect(fc_va(b), FC_UMP, PROT_READ | PROT_WRITE);
 		fc_account_move(b, false, cause);
 	}
 	fc_punch(r->dfd, fc_off(b));
 	b->loc = FC_LOC_HOST;
 	b->dup = 0;
 	b->dev_mapped = 0;
-	fc_stats.c.managed_resident_bytes -= FC_BLOCK;
+	fc_stats.c.managed_resident_bytes -= FC_UMP;
 	fc_evq_unlink(b);
 	return CUDA_SUCCESS;
 }
@@ -320,7 +336,7 @@ struct fc_block *fc_block_of(uintptr_t addr)
 	if (!a || a->kind != FC_KIND_MANAGED)
 		return NULL;
 	struct fc_mrange *r = a->owner;
-	return &r->blocks[(addr - r->base) / FC_BLOCK];
+	return &r->blocks[(addr - r->base) / FC_UMP];
 }
 
 /* ---- allocation ---- */
@@ -354,7 +370,7 @@ static int fc_store(const char *name, size_t bytes, char **view)
 
 static void fc_range_destroy(struct fc_mrange *r)
 {
-	size_t bytes = r->nblocks * FC_BLOCK;
+	size_t bytes = r->nblocks * FC_UMP;
 	if (r->base)
 		munmap((void *)r->base, bytes);
 	if (r->hfd >= 0) { munmap(r->hview, bytes); close(r->hfd); }
@@ -369,8 +385,8 @@ static struct fc_mrange *fc_range_create(size_t size)
 	if (!r)
 		return NULL;
 	r->size = size;
-	r->nblocks = (size + FC_BLOCK - 1) / FC_BLOCK;
-	size_t bytes = r->nblocks * FC_BLOCK;
+	r->nblocks = (size + FC_UMP - 1) / FC_UMP;
+	size_t bytes = r->nblocks * FC_UMP;
 	r->dfd = -1;
 	r->hfd = fc_store("fakecuda-managed-host", bytes, &r->hview);
 	if (r->hfd >= 0)
@@ -407,7 +423,7 @@ CUresult fc_managed_alloc(CUdeviceptr *dptr, size_t bytes, unsigned flags)
 	}
 	a->owner = r;
 	a->flags = flags;
-	a->map_bytes = r->nblocks * FC_BLOCK;
+	a->map_bytes = r->nblocks * FC_UMP;
 	*dptr = r->base;
 	return CUDA_SUCCESS;
 }
@@ -419,7 +435,7 @@ CUresult fc_managed_free(struct fc_alloc *a)
 		struct fc_block *b = &r->blocks[i];
 		if (b->loc != FC_LOC_DEV)
 			continue;
-		fc_stats.c.managed_resident_bytes -= FC_BLOCK;
+		fc_stats.c.managed_resident_bytes -= FC_UMP;
 		fc_evq_unlink(b);
 	}
 	fc_reg_remove(a);
