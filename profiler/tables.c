@@ -808,7 +808,8 @@ static void tables_poll(void)
 
 /* ---- the step (hook side, for tier/step.c) ---- */
 
-#define STEP_REL_CHUNKS (1u << 15)     /* chunks past one base a step may name (64 GiB) */
+#define STEP_REL_CHUNKS KVT_TABLES_STEP_CHUNKS
+#define PAGE_SHIFT KVT_TABLES_PAGE_SHIFT
 
 uint32_t kvt_tables_step_take(void)
 {
@@ -817,10 +818,21 @@ uint32_t kvt_tables_step_take(void)
 	return m;
 }
 
+/* The pages of chunk q (counted from 0) that bytes [x, x + s) cover. */
+static uint32_t pages_in(uint64_t q, uint64_t x, uint64_t s)
+{
+	uint64_t lo = q << KVT_CHUNK_SHIFT, hi = lo + KVT_CHUNK_BYTES;
+	uint64_t a = x > lo ? x : lo, b = x + s < hi ? x + s : hi;
+	unsigned p0 = (unsigned)((a - lo) >> PAGE_SHIFT), p1 = (unsigned)((b - 1 - lo) >> PAGE_SHIFT);
+	uint32_t top = p1 >= 31 ? ~0u : (2u << p1) - 1;
+	return top & ~((1u << p0) - 1);
+}
+
 /* Mark in rel[] the chunks, counted from a base's own chunk, that the kept
- * ids of raw[0..n) name when the base lies o bytes into its chunk; the
- * highest chunk marked + 1 (0: none). Rows are trimmed by row_keep. */
-static uint32_t mark_rel(uint64_t *rel, const int32_t *raw, uint32_t n, uint32_t R,
+ * ids of raw[0..n) name when the base lies o bytes into its chunk, and in
+ * pm[] their pages; the highest chunk marked + 1 (0: none). Rows are
+ * trimmed by row_keep. */
+static uint32_t mark_rel(uint64_t *rel, uint32_t *pm, const int32_t *raw, uint32_t n, uint32_t R,
 			 const int32_t *lens, uint32_t nlens, uint32_t bt, uint64_t o, uint64_t s)
 {
 	uint32_t keep = n, top = 0;
@@ -836,13 +848,15 @@ static uint32_t mark_rel(uint64_t *rel, const int32_t *raw, uint32_t n, uint32_t
 		uint64_t q0 = x >> KVT_CHUNK_SHIFT, q1 = (x + s - 1) >> KVT_CHUNK_SHIFT;
 		for (uint64_t q = q0; q <= q1 && q < STEP_REL_CHUNKS; q++) {
 			rel[q / 64] |= 1ull << (q % 64);
+			pm[q] |= pages_in(q, x, s);
 			top = (uint32_t)q + 1 > top ? (uint32_t)q + 1 : top;
 		}
 	}
 	return top;
 }
 
-unsigned kvt_tables_step_each(int T, void (*fn)(void *arg, uint64_t chunk, int hs), void *arg)
+unsigned kvt_tables_step_each(int T, void (*fn)(void *arg, uint64_t chunk, int hs, uint32_t pages),
+			      void *arg, uint32_t *pm)
 {
 	if (T < 0 || T >= KVT_TABLE_SLOTS)
 		return 0;
@@ -871,7 +885,7 @@ unsigned kvt_tables_step_each(int T, void (*fn)(void *arg, uint64_t chunk, int h
 		if (done)
 			continue;                  /* its offset's group was walked */
 		memset(rel, 0, sizeof rel);
-		uint32_t top = mark_rel(rel, raw, n, R, lens, nlens, bt ? bt : 1, o, s);
+		uint32_t top = mark_rel(rel, pm, raw, n, R, lens, nlens, bt ? bt : 1, o, s);
 		for (unsigned k = j; k < nb && top; k++) {
 			uint64_t off = b[k].p - b[k].r.base;
 			if ((off & in_chunk) != o)
@@ -882,10 +896,12 @@ unsigned kvt_tables_step_each(int T, void (*fn)(void *arg, uint64_t chunk, int h
 					uint64_t c = c0 + w * 64u + (unsigned)__builtin_ctzll(x);
 					if (c >= b[k].r.nr_chunks)
 						break;
-					fn(arg, b[k].r.base + (c << KVT_CHUNK_SHIFT), b[k].hs);
+					fn(arg, b[k].r.base + (c << KVT_CHUNK_SHIFT), b[k].hs,
+					   pm[c - c0]);
 					calls++;
 				}
 		}
+		memset(pm, 0, (size_t)top * sizeof *pm);
 	}
 	return calls;
 }

@@ -66,13 +66,19 @@ int kvt_tables_covers(int slot);
  * table slot: its own copy and its lengths' both newer than the ones last
  * handed out; each copy pair is handed to one thread once), cleared. */
 uint32_t kvt_tables_step_take(void);
-/* fn(arg, chunk, hs) for each 2 MiB chunk (its address, its heat range
- * slot) that table T's last copy names, trimmed by its lengths, on each KV
- * base a launch paired it with, by the accepted stride. A chunk may come
- * twice (bases that share chunks). Bounded work (the copy's ids, a 4 KiB
- * bitmap per distinct in-chunk offset of the bases); no malloc, no locks.
- * Returns the calls made. */
-unsigned kvt_tables_step_each(int T, void (*fn)(void *arg, uint64_t chunk, int hs), void *arg);
+/* fn(arg, chunk, hs, pages) for each 2 MiB chunk (its address, its heat
+ * range slot, and which of its 32 pages of 64 KiB the named blocks cover,
+ * bit i = bytes [i * 64 KiB, (i + 1) * 64 KiB)) that table T's last copy
+ * names, trimmed by its lengths, on each KV base a launch paired it with,
+ * by the accepted stride (a block's extent is the stride). A chunk may
+ * come twice (bases that share chunks). pm: the caller's scratch of
+ * KVT_TABLES_STEP_CHUNKS words, all 0, left all 0. Bounded work (the
+ * copy's ids, a 4 KiB bitmap per distinct in-chunk offset of the bases);
+ * no malloc, no locks. Returns the calls made. */
+#define KVT_TABLES_STEP_CHUNKS (1u << 15)   /* chunks past one base a step may name (64 GiB) */
+#define KVT_TABLES_PAGE_SHIFT  16           /* the pages' 64 KiB: the GPU's big page */
+unsigned kvt_tables_step_each(int T, void (*fn)(void *arg, uint64_t chunk, int hs, uint32_t pages),
+			      void *arg, uint32_t *pm);
 
 /* For tests and the counters. */
 struct kvt_tables_info {

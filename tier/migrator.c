@@ -548,11 +548,11 @@ static void trace_epoch(struct mdev *d, uint32_t hbm_before, uint64_t budget,
  * the budget (GPU faults bring chunks in between steps faster than the
  * steps pay the debt back): then the plan keeps them all and demotes the
  * coldest, wherever they are. */
-static uint32_t leave_to_step(uint32_t *n, uint64_t budget)
+static uint32_t leave_to_step(uint32_t *n, uint64_t budget, uint32_t part_chunks)
 {
 	if (!kvt_step_enabled())
 		return 0;
-	uint32_t w = 0, hbm = 0, all = 0;
+	uint32_t w = 0, hbm = 0, all = part_chunks;
 	for (uint32_t i = 0; i < *n; i++)
 		all += m.table[i].tier == KVT_PLAN_TIER_HBM;
 	if (all > budget >> KVT_CHUNK_SHIFT)
@@ -574,6 +574,9 @@ static uint32_t leave_to_step(uint32_t *n, uint64_t budget)
 static void epoch_device(struct mdev *d, uint32_t now_ms)
 {
 	doing(DOING_PLAN);
+	/* the pages steps hold apart, settled before the table is read */
+	uint64_t part = kvt_step_enabled() ? kvt_step_partial_pages((int)d->dev) : 0;
+	uint32_t part_chunks = (uint32_t)((part + KVT_STEP_PAGES - 1) / KVT_STEP_PAGES);
 	uint32_t n = kvt_heat_collect(m.table, KVT_HEAT_MAX_CHUNKS, now_ms, m.r, d->dev);
 	if (stopping())
 		return;
@@ -587,8 +590,8 @@ static void epoch_device(struct mdev *d, uint32_t now_ms)
 	struct kvt_planner *pl = d->planner;
 	doing(DOING_MEMINFO);
 	uint64_t budget = budget_now(d);
-	uint32_t stepped = leave_to_step(&n, budget);
-	uint64_t charged = (uint64_t)stepped << KVT_CHUNK_SHIFT;
+	uint32_t stepped = leave_to_step(&n, budget, part_chunks);
+	uint64_t charged = (uint64_t)(stepped + part_chunks) << KVT_CHUNK_SHIFT;
 	pl->p.budget_bytes = budget > charged ? budget - charged : 0;
 	/* auto's strikes: a come-back after 1/8 of a budget's worth of fault-ins */
 	kvt_heat_set_refault_window((uint32_t)((budget >> KVT_CHUNK_SHIFT) / 8));
@@ -613,11 +616,12 @@ static void epoch_device(struct mdev *d, uint32_t now_ms)
 		else
 			mv.demoted += moved;
 	}
-	trace_epoch(d, out.hbm_before + stepped, budget, &mv);
-	if (kvt_step_enabled()) {            /* the step's room: to the low watermark */
-		int64_t hbm = (int64_t)out.hbm_before + stepped + mv.promoted - mv.demoted;
+	trace_epoch(d, out.hbm_before + stepped + part_chunks, budget, &mv);
+	if (kvt_step_enabled()) {            /* the step's room, in pages: to the low watermark */
+		int64_t hbm = ((int64_t)out.hbm_before + stepped + mv.promoted - mv.demoted) *
+			      KVT_STEP_PAGES + (int64_t)part;
 		int64_t low = (int64_t)((budget >> KVT_CHUNK_SHIFT) * KVT_MIGRATE_LOW_BP / 10000);
-		kvt_step_set_room(low - hbm);
+		kvt_step_set_room(low * KVT_STEP_PAGES - hbm);
 	}
 	/* this thread only: the next plan sees the result (none after a stop) */
 	if (done && !stopping()) {

@@ -20,18 +20,23 @@
 
 #define REF       0x80000000u          /* named since the hand last passed */
 #define HAND_MAX  (1u << 16)           /* chunks the hand looks at per step */
+#define PAGES     KVT_STEP_PAGES
+#define WHOLE_AT  (PAGES / 2)          /* more pages than this wanted or held: the whole chunk */
 
 static uint32_t *named;                /* per arena chunk: the step that last named it | REF */
+static uint32_t *part;                 /* per arena chunk believed far: its pages put in HBM */
+static uint32_t *scratch;              /* kvt_tables_step_each's (under busy) */
 static uint32_t cur_seq;               /* atomic: steps taken */
 static int busy;                       /* atomic: a step is under way */
-static int64_t room;                   /* atomic: chunks free under the budget */
+static int64_t room;                   /* atomic: pages free under the budget */
 static struct { int slot; uint32_t idx; } hand = { -1, 0 };   /* under busy */
 static uint32_t owned_ms[KVT_HEAT_MAX_RANGES];   /* atomic: when a step last named the range */
+static uint32_t part_gen[KVT_HEAT_MAX_RANGES];   /* atomic: the range generation part[] is of */
 static struct kvt_step_info st;        /* atomic */
 
 #define ADD(f, v) __atomic_fetch_add(&st.f, (v), __ATOMIC_RELAXED)
 
-struct far { uint64_t addr; int hs; };
+struct far { uint64_t addr; int hs; uint32_t pages; };   /* pages: wanted in HBM */
 
 struct step {
 	uint32_t seq, now_ms;
@@ -54,21 +59,27 @@ int kvt_step_enabled(void)
 	return kvt_opt.step_prefetch && (kvt_prof_sources_enabled() & (1u << KVT_SRC_TABLES));
 }
 
-void kvt_step_set_room(int64_t chunks)
+void kvt_step_set_room(int64_t pages)
 {
-	__atomic_store_n(&room, chunks, __ATOMIC_RELAXED);
+	__atomic_store_n(&room, pages, __ATOMIC_RELAXED);
 }
 
+#define ARENA_WORDS (2 * (size_t)KVT_HEAT_MAX_CHUNKS + KVT_TABLES_STEP_CHUNKS)
+
+/* named[], part[] and the scratch, mapped once (zero-filled, reserved
+ * lazily); NULL when the map failed. */
 static uint32_t *names(void)
 {
 	uint32_t *n = __atomic_load_n(&named, __ATOMIC_ACQUIRE);
 	if (n)
 		return n;
-	size_t len = (size_t)KVT_HEAT_MAX_CHUNKS * sizeof *n;
-	void *p = kvt_sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	size_t len = ARENA_WORDS * sizeof *n;
+	uint32_t *p = kvt_sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
+	part = p + KVT_HEAT_MAX_CHUNKS;
+	scratch = p + 2 * (size_t)KVT_HEAT_MAX_CHUNKS;
 	uint32_t *none = NULL;
 	if (!__atomic_compare_exchange_n(&named, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		kvt_sys_munmap(p, len);
@@ -77,15 +88,27 @@ static uint32_t *names(void)
 	return p;
 }
 
+/* part[] of range slot hs (as r describes it) belongs to its present
+ * generation: a slot tracked anew starts with nothing held apart. */
+static void fresh(int hs, const struct kvt_heat_range *r)
+{
+	if (__atomic_load_n(&part_gen[hs], __ATOMIC_RELAXED) == r->gen)
+		return;
+	for (uint32_t i = 0; i < r->cap_chunks; i++)
+		__atomic_store_n(&part[r->first + i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&part_gen[hs], r->gen, __ATOMIC_RELAXED);
+}
+
 /* kvt_tables_step_each's callback: name the chunk for this step, and keep
- * it when it is not in HBM. */
-static void note(void *arg, uint64_t chunk, int hs)
+ * the named pages of it that are not in HBM. */
+static void note(void *arg, uint64_t chunk, int hs, uint32_t pages)
 {
 	struct step *x = arg;
 	if (hs != x->hs) {
 		if (kvt_heat_range_peek(hs, &x->r))
 			return;
 		x->hs = hs;
+		fresh(hs, &x->r);
 		if (__atomic_load_n(&owned_ms[hs], __ATOMIC_RELAXED) != x->now_ms)
 			__atomic_store_n(&owned_ms[hs], x->now_ms, __ATOMIC_RELAXED);
 	}
@@ -93,16 +116,31 @@ static void note(void *arg, uint64_t chunk, int hs)
 	if (i >= x->r.nr_chunks)
 		return;
 	uint32_t a = x->r.first + (uint32_t)i;
-	if ((__atomic_load_n(&named[a], __ATOMIC_RELAXED) & ~REF) == x->seq)
-		return;                             /* named twice this step */
-	__atomic_store_n(&named[a], x->seq | REF, __ATOMIC_RELAXED);
-	x->nr_named++;
+	int again = (__atomic_load_n(&named[a], __ATOMIC_RELAXED) & ~REF) == x->seq;
+	if (!again) {
+		__atomic_store_n(&named[a], x->seq | REF, __ATOMIC_RELAXED);
+		x->nr_named++;
+	}
 	if (__atomic_load_n(&kvt_heat_chunks(&x->r)[i].tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
 		return;
+	uint32_t want = pages & ~__atomic_load_n(&part[a], __ATOMIC_RELAXED);
+	if (!want)
+		return;
+	if (again)                                  /* another base's blocks in it */
+		for (unsigned k = 0; k < x->nr_far; k++)
+			if (x->far[k].addr == chunk) {
+				x->far[k].pages |= want;
+				return;
+			}
 	if (x->nr_far < KVT_STEP_MAX_MOVES)
-		x->far[x->nr_far++] = (struct far){ .addr = chunk, .hs = hs };
+		x->far[x->nr_far++] = (struct far){ .addr = chunk, .hs = hs, .pages = want };
 	else
 		x->overflow++;
+}
+
+static unsigned pop(uint32_t m)
+{
+	return (unsigned)__builtin_popcount(m);
 }
 
 /* The next chunk of a covered range that is in HBM and that no recent step
@@ -113,6 +151,8 @@ static int victim(uint32_t seq, unsigned *budget, struct far *v, struct kvt_heat
 	struct kvt_heat_range r;
 	int have = hand.slot >= 0 && !kvt_heat_range_peek(hand.slot, &r) &&
 		   kvt_step_owns(hand.slot);
+	if (have)
+		fresh(hand.slot, &r);
 	for (unsigned slots_seen = 0; *budget;) {
 		if (!have || hand.idx >= r.nr_chunks) {
 			if (++slots_seen > 2 * KVT_HEAT_MAX_RANGES)
@@ -120,12 +160,15 @@ static int victim(uint32_t seq, unsigned *budget, struct far *v, struct kvt_heat
 			hand.slot = (hand.slot + 1) % KVT_HEAT_MAX_RANGES;
 			hand.idx = 0;
 			have = kvt_step_owns(hand.slot) && !kvt_heat_range_peek(hand.slot, &r);
+			if (have)
+				fresh(hand.slot, &r);
 			continue;
 		}
 		(*budget)--;
 		uint32_t i = hand.idx++, a = r.first + i;
 		struct kvt_heat_chunk *c = kvt_heat_chunks(&r) + i;
-		if (__atomic_load_n(&c->tier, __ATOMIC_RELAXED) != KVT_PLAN_TIER_HBM)
+		if (__atomic_load_n(&c->tier, __ATOMIC_RELAXED) != KVT_PLAN_TIER_HBM &&
+		    !__atomic_load_n(&part[a], __ATOMIC_RELAXED))
 			continue;
 		uint32_t nm = __atomic_load_n(&named[a], __ATOMIC_RELAXED);
 		if (nm && seq - (nm & ~REF) <= KVT_STEP_PROTECT)
@@ -141,53 +184,117 @@ static int victim(uint32_t seq, unsigned *budget, struct far *v, struct kvt_heat
 	return -1;
 }
 
-/* Prefetch chunk f of range r to HBM (promote) or to its far tier on s;
- * the belief follows. 0, or -1 when the call failed. */
-static int move(const struct far *f, const struct kvt_heat_range *r, int promote, uint64_t s)
+/* Prefetch pages [p0, p1) of chunk f of range r to HBM (promote) or to
+ * its far tier on s. 0, or -1 when the call failed. */
+static int prefetch(const struct far *f, const struct kvt_heat_range *r, int promote,
+		    unsigned p0, unsigned p1, uint64_t s)
 {
-	uint64_t off = f->addr - r->base, bytes = KVT_CHUNK_BYTES;
-	if (off + bytes > r->size)
-		bytes = r->size - off;
+	uint64_t at = f->addr + ((uint64_t)p0 << KVT_STEP_PAGE_SHIFT), end = r->base + r->size;
+	uint64_t bytes = (uint64_t)(p1 - p0) << KVT_STEP_PAGE_SHIFT;
+	if (at >= end)
+		return 0;                           /* past a range's partial last chunk */
+	if (at + bytes > end)
+		bytes = end - at;
 	CUmemLocationType type = promote ? CU_MEM_LOCATION_TYPE_DEVICE
 				 : r->node >= 0 ? CU_MEM_LOCATION_TYPE_HOST_NUMA : CU_MEM_LOCATION_TYPE_HOST;
 	int id = promote ? r->dev : r->node >= 0 ? r->node : 0;
-	CUresult res = kvt_cuda_prefetch(f->addr, bytes, type, id, (CUstream)(uintptr_t)s);
-	kvt_rec_event(KVT_OP_PREFETCH, KVT_KIND_DEVICE, KVT_API_none, f->addr, bytes, s,
+	CUresult res = kvt_cuda_prefetch(at, bytes, type, id, (CUstream)(uintptr_t)s);
+	kvt_rec_event(KVT_OP_PREFETCH, KVT_KIND_DEVICE, KVT_API_none, at, bytes, s,
 		      ((uint64_t)(uint32_t)type << 32) | (uint32_t)id, res);
 	if (res != CUDA_SUCCESS) {
 		ADD(failed, 1);
 		kvt_warn_once("step prefetch of %#llx (+%llu) failed with CUresult %d (counted; "
-			      "further ones are not logged)", (unsigned long long)f->addr,
+			      "further ones are not logged)", (unsigned long long)at,
 			      (unsigned long long)bytes, (int)res);
 		return -1;
 	}
-	struct kvt_heat_chunk *c = kvt_heat_chunks(r) + (off >> KVT_CHUNK_SHIFT);
+	return 0;
+}
+
+/* Chunk f whole to HBM (promote) or to its far tier on s; the belief
+ * follows (its pages held apart are folded in). 0, or -1. */
+static int move(const struct far *f, const struct kvt_heat_range *r, int promote, uint64_t s)
+{
+	if (prefetch(f, r, promote, 0, PAGES, s))
+		return -1;
+	uint64_t i = (f->addr - r->base) >> KVT_CHUNK_SHIFT;
+	struct kvt_heat_chunk *c = kvt_heat_chunks(r) + i;
+	__atomic_store_n(&part[r->first + i], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->tier, promote ? KVT_PLAN_TIER_HBM : KVT_PLAN_TIER_FAR, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->moved_ms, kvt_heat_now_ms(), __ATOMIC_RELAXED);
 	return 0;
 }
 
-/* A unit of room: one the migrator left, else a victim demoted on s. */
-static int make_room(uint32_t seq, unsigned *budget, uint64_t s)
+/* The pages f's move to HBM takes from the budget, and whether it moves
+ * the whole chunk: more than WHOLE_AT pages wanted or held with them. */
+static unsigned cost(const struct far *f, const struct kvt_heat_range *r, int *whole)
 {
-	int64_t left = __atomic_load_n(&room, __ATOMIC_RELAXED);
-	while (left > 0)
-		if (__atomic_compare_exchange_n(&room, &left, left - 1, 0, __ATOMIC_RELAXED,
-						__ATOMIC_RELAXED))
-			return 0;
+	uint32_t held = __atomic_load_n(&part[r->first + ((f->addr - r->base) >> KVT_CHUNK_SHIFT)],
+					__ATOMIC_RELAXED);
+	*whole = pop(held | f->pages) > WHOLE_AT;
+	return *whole ? PAGES - pop(held) : pop(f->pages);
+}
+
+/* The named pages of f to HBM, run by run (a run per call); 0, or -1. */
+static int promote_pages(const struct far *f, const struct kvt_heat_range *r, uint64_t s)
+{
+	uint32_t *held = &part[r->first + ((f->addr - r->base) >> KVT_CHUNK_SHIFT)];
+	for (uint32_t m = f->pages; m;) {
+		unsigned p0 = (unsigned)__builtin_ctz(m), p1 = p0;
+		while (p1 < PAGES && (m >> p1 & 1))
+			p1++;
+		uint32_t run = (p1 >= 32 ? ~0u : (1u << p1) - 1) & ~((1u << p0) - 1);
+		if (prefetch(f, r, 1, p0, p1, s))
+			return -1;
+		__atomic_fetch_or(held, run, __ATOMIC_RELAXED);
+		ADD(pages, pop(run));
+		m &= ~run;
+	}
+	return 0;
+}
+
+/* A victim out on s: the pages it freed, or -1 (none found, or the call
+ * failed). */
+static int demote_one(uint32_t seq, unsigned *budget, uint64_t s)
+{
 	struct far v;
 	struct kvt_heat_range vr;
-	if (victim(seq, budget, &v, &vr) || move(&v, &vr, 0, s))
+	if (victim(seq, budget, &v, &vr))
+		return -1;
+	uint64_t i = (v.addr - vr.base) >> KVT_CHUNK_SHIFT;
+	int was_hbm = __atomic_load_n(&kvt_heat_chunks(&vr)[i].tier, __ATOMIC_RELAXED) ==
+		      KVT_PLAN_TIER_HBM;
+	unsigned freed = was_hbm ? PAGES : pop(__atomic_load_n(&part[vr.first + i], __ATOMIC_RELAXED));
+	if (move(&v, &vr, 0, s))
 		return -1;
 	ADD(demoted, 1);
-	return 0;
+	return (int)freed;
+}
+
+/* need pages of room: the migrator's, topped up by victims demoted on s
+ * (what a victim frees past the need stays as room). 0, or -1. */
+static int make_room(uint32_t seq, unsigned *budget, unsigned need, uint64_t s)
+{
+	for (;;) {
+		int64_t left = __atomic_load_n(&room, __ATOMIC_RELAXED);
+		if (left >= (int64_t)need) {
+			if (__atomic_compare_exchange_n(&room, &left, left - need, 0, __ATOMIC_RELAXED,
+							__ATOMIC_RELAXED))
+				return 0;
+			continue;
+		}
+		int freed = demote_one(seq, budget, s);
+		if (freed < 0)
+			return -1;
+		__atomic_add_fetch(&room, freed, __ATOMIC_RELAXED);
+	}
 }
 
 static void run_step(struct step *x, uint32_t mask, uint64_t s)
 {
 	for (int T = 0; mask; T++, mask >>= 1)
 		if (mask & 1)
-			kvt_tables_step_each(T, note, x);
+			kvt_tables_step_each(T, note, x, scratch);
 	if (!x->nr_named)
 		return;
 	ADD(steps, 1);
@@ -203,21 +310,23 @@ static void run_step(struct step *x, uint32_t mask, uint64_t s)
 	 * migrator's last count (never more than a step's moves at once) */
 	for (unsigned paid = 0; paid < KVT_STEP_MAX_MOVES &&
 	     __atomic_load_n(&room, __ATOMIC_RELAXED) < 0; paid++) {
-		struct far v;
-		struct kvt_heat_range vr;
-		if (victim(x->seq, &budget, &v, &vr) || move(&v, &vr, 0, s))
+		int freed = demote_one(x->seq, &budget, s);
+		if (freed < 0)
 			break;
-		ADD(demoted, 1);
-		__atomic_add_fetch(&room, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&room, freed, __ATOMIC_RELAXED);
 	}
 	for (; done < x->nr_far; done++) {
 		const struct far *f = &x->far[done];
 		struct kvt_heat_range r;
+		int whole;
 		if (kvt_heat_range_peek(f->hs, &r))
 			continue;
-		if (make_room(x->seq, &budget, s))
+		unsigned need = cost(f, &r, &whole);
+		if (make_room(x->seq, &budget, need, s))
 			break;
-		if (!move(f, &r, 1, s))
+		if (whole ? move(f, &r, 1, s) : promote_pages(f, &r, s))
+			__atomic_add_fetch(&room, need, __ATOMIC_RELAXED);   /* not taken after all */
+		else if (whole)
 			ADD(promoted, 1);
 	}
 	ADD(no_room, x->nr_far - done);
@@ -241,11 +350,42 @@ void kvt_step_after_copy(uint64_t stream)
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 }
 
+uint64_t kvt_step_partial_pages(int dev)
+{
+	uint32_t *n = __atomic_load_n(&named, __ATOMIC_ACQUIRE);
+	if (!n)
+		return 0;
+	uint64_t sum = 0;
+	for (int sl = 0; sl < KVT_HEAT_MAX_RANGES; sl++) {
+		struct kvt_heat_range r;
+		if (kvt_heat_range_peek(sl, &r))
+			continue;
+		fresh(sl, &r);
+		int owned = kvt_step_owns(sl);
+		struct kvt_heat_chunk *c = kvt_heat_chunks(&r);
+		for (uint32_t i = 0; i < r.nr_chunks; i++) {
+			uint32_t *p = &part[r.first + i], m = __atomic_load_n(p, __ATOMIC_RELAXED);
+			if (!m)
+				continue;
+			if (__atomic_load_n(&c[i].tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM) {
+				__atomic_store_n(p, 0, __ATOMIC_RELAXED);   /* all of it came in */
+			} else if (!owned) {       /* the migrator's again: whole, as it counts */
+				__atomic_store_n(&c[i].tier, KVT_PLAN_TIER_HBM, __ATOMIC_RELAXED);
+				__atomic_store_n(p, 0, __ATOMIC_RELAXED);
+			} else if (r.dev == dev) {
+				sum += pop(m);
+			}
+		}
+	}
+	return sum;
+}
+
 void kvt_step_info(struct kvt_step_info *out)
 {
 	out->steps = __atomic_load_n(&st.steps, __ATOMIC_RELAXED);
 	out->named = __atomic_load_n(&st.named, __ATOMIC_RELAXED);
 	out->promoted = __atomic_load_n(&st.promoted, __ATOMIC_RELAXED);
+	out->pages = __atomic_load_n(&st.pages, __ATOMIC_RELAXED);
 	out->demoted = __atomic_load_n(&st.demoted, __ATOMIC_RELAXED);
 	out->no_room = __atomic_load_n(&st.no_room, __ATOMIC_RELAXED);
 	out->over_cap = __atomic_load_n(&st.over_cap, __ATOMIC_RELAXED);
@@ -259,9 +399,10 @@ void kvt_step_trace_counters(void)
 	struct kvt_step_info i;
 	kvt_step_info(&i);
 	char val[256];
-	snprintf(val, sizeof val, "steps=%llu named=%llu promoted=%llu demoted=%llu no_room=%llu "
-		 "over_cap=%llu busy=%llu capturing=%llu failed=%llu", (unsigned long long)i.steps,
-		 (unsigned long long)i.named, (unsigned long long)i.promoted,
+	snprintf(val, sizeof val, "steps=%llu named=%llu promoted=%llu pages=%llu demoted=%llu "
+		 "no_room=%llu over_cap=%llu busy=%llu capturing=%llu failed=%llu",
+		 (unsigned long long)i.steps, (unsigned long long)i.named,
+		 (unsigned long long)i.promoted, (unsigned long long)i.pages,
 		 (unsigned long long)i.demoted, (unsigned long long)i.no_room,
 		 (unsigned long long)i.over_cap,
 		 (unsigned long long)i.busy, (unsigned long long)i.capturing,
@@ -273,7 +414,7 @@ void kvt_step_reset(void)
 {
 	uint32_t *n = named;
 	if (n)
-		kvt_sys_madvise(n, (size_t)KVT_HEAT_MAX_CHUNKS * sizeof *n, MADV_DONTNEED);
+		kvt_sys_madvise(n, ARENA_WORDS * sizeof *n, MADV_DONTNEED);
 	memset(&st, 0, sizeof st);
 	cur_seq = 0;
 	busy = 0;
@@ -281,4 +422,5 @@ void kvt_step_reset(void)
 	hand.slot = -1;
 	hand.idx = 0;
 	memset(owned_ms, 0, sizeof owned_ms);
+	memset(part_gen, 0, sizeof part_gen);
 }

@@ -9,13 +9,18 @@
  * step names are known before a kernel reads them. Here, right behind the
  * upload and on the upload's own stream (so ahead of the step's kernels in
  * stream order, as vLLM's offload connector and the oracle move their
- * blocks), each named chunk that is not in HBM is prefetched to HBM;
- * when the room the migrator left under the budget is used up, a chunk in
- * HBM that neither this step nor the one before named (a CLOCK hand over
- * the ranges steps name, a chunk named since the hand last passed getting
- * a second chance) is first prefetched back to the far tier on the same
- * stream. The migration thread leaves the chunks of those ranges to this
- * and publishes the room each epoch.
+ * blocks), the named blocks that are not in HBM are prefetched to HBM:
+ * their 64 KiB pages only (a real driver keeps residency per page inside a
+ * 2 MiB VA block, and a block of a page-sized table is 16-32 KiB), or the
+ * whole chunk when more than half of its pages would then be held that
+ * way. When the room the migrator left under the budget is used up, a
+ * chunk in HBM, or one with pages held apart, that neither this step nor
+ * the one before named (a CLOCK hand over the ranges steps name, a chunk
+ * named since the hand last passed getting a second chance) is first
+ * prefetched back to the far tier whole on the same stream. The migration
+ * thread leaves the chunks of those ranges to this, counts the pages held
+ * apart against the budget (kvt_step_partial_pages) and publishes the room
+ * each epoch.
  *
  * Runs in the copy hook, on the application's thread: no malloc, no locks
  * (a second thread finding a step under way skips its own), bounded work
@@ -29,6 +34,8 @@
 #define KVT_STEP_MAX_MOVES    256      /* chunks promoted per step at most (512 MiB) */
 #define KVT_STEP_OWN_MS       2000     /* a range no step named for this long is the migrator's again */
 #define KVT_STEP_PROTECT      1        /* a chunk this step or the one before named is never a victim */
+#define KVT_STEP_PAGE_SHIFT   16       /* the unit of a partial move: 64 KiB, the GPU's big page */
+#define KVT_STEP_PAGES        32       /* of them in a 2 MiB chunk */
 
 /* From the copy hooks, after kvt_prof_on_copy: stream is the copy's (0 for
  * a synchronous copy). Nothing unless the copy completed a step's tables. */
@@ -39,17 +46,27 @@ void kvt_step_after_copy(uint64_t stream);
 int kvt_step_owns(int slot);
 /* Whether the step prefetch is on (option and tables source). */
 int kvt_step_enabled(void);
-/* Migration thread, after each epoch: chunks free under the HBM budget's
- * low watermark, with every chunk believed in HBM counted; below 0, a debt
- * the next steps pay first by demoting victims (GPU faults brought chunks
- * in past it), before they promote anything. */
-void kvt_step_set_room(int64_t chunks);
+/* Migration thread, after each epoch: pages (KVT_STEP_PAGES a chunk) free
+ * under the HBM budget's low watermark, with every chunk believed in HBM
+ * and every page held apart counted; below 0, a debt the next steps pay
+ * first by demoting victims (GPU faults brought chunks in past it), before
+ * they promote anything. */
+void kvt_step_set_room(int64_t pages);
+/* Migration thread, before each epoch's plan: the pages steps hold in HBM
+ * of chunks believed far, in the ranges steps own that were placed for
+ * device dev. Settles them first: a
+ * chunk that came in whole since (a GPU fault, the planner) holds none
+ * apart; one of a range no step owns any more is counted in HBM whole (the
+ * planner's unit; it may demote it). Approximate while a step runs beside
+ * it (a page or a chunk either way, never lost track of for long). */
+uint64_t kvt_step_partial_pages(int dev);
 
 struct kvt_step_info {
 	uint64_t steps;          /* steps that named chunks */
 	uint64_t named;          /* chunks named, each once a step */
-	uint64_t promoted;       /* prefetched to HBM on the step's stream */
-	uint64_t demoted;        /* victims prefetched to the far tier first */
+	uint64_t promoted;       /* chunks prefetched to HBM whole on the step's stream */
+	uint64_t pages;          /* pages prefetched to HBM apart (named blocks' pages) */
+	uint64_t demoted;        /* victims (chunks) prefetched to the far tier first */
 	uint64_t no_room;        /* named far chunks left where they were: no room, no victim */
 	uint64_t over_cap;       /* named far chunks past KVT_STEP_MAX_MOVES */
 	uint64_t busy;           /* steps skipped: another thread's was under way */

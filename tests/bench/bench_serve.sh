@@ -32,6 +32,9 @@ ARGS=${BENCH_SERVE_ARGS:-}
 OUT=$BUILD/bench-serve
 JSON=$BUILD/bench-serve.json
 export FAKECUDA_RECLAIM=0
+# managed residency per 64 KiB page, as a real driver keeps it inside a
+# 2 MiB VA block (faults and eviction still 2 MiB; docs/simulated-device.md)
+export FAKECUDA_UM_PAGE=${FAKECUDA_UM_PAGE:-64K}
 export LD_LIBRARY_PATH=$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 mkdir -p "$OUT"
 rm -f "$OUT"/*.out "$OUT"/*.err "$OUT"/*.rc "$OUT"/*.wall "$OUT"/*.trace

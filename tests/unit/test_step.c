@@ -2,9 +2,11 @@
 /* The step prefetch (tier/step.c), driven by hand the way the hooks drive
  * it: a block table the tables source has learned is uploaded, and the
  * copy hook's kvt_step_after_copy runs on the copy's stream. The driver's
- * prefetch is a recording stand-in. What is checked: the chunks the table
- * names that are not in HBM are prefetched to the device on the copy's own
- * stream, once per upload; with no room, a chunk in HBM that no step
+ * prefetch is a recording stand-in. What is checked: the pages of the
+ * blocks the table names that are not in HBM are prefetched to the device
+ * on the copy's own stream, once per upload, page runs only unless more
+ * than half a chunk is named (then the chunk whole); the pages held apart
+ * are counted for the migrator; with no room, a chunk in HBM that no step
  * named is demoted first, a named one never, and what finds neither room
  * nor victim stays; a stream being captured, the option off and a failed
  * prefetch leave the beliefs as they were. */
@@ -33,7 +35,11 @@ static int32_t host_table[128];
 
 /* ---- the driver stand-in ---- */
 
-static struct call { uint64_t addr; CUmemLocationType type; uint64_t stream; } calls[4096];
+static struct call {
+	uint64_t addr, bytes;
+	CUmemLocationType type;
+	uint64_t stream;
+} calls[4096];
 static unsigned nr_calls;
 static int capturing, fail;
 
@@ -41,9 +47,11 @@ CUresult kvt_cuda_prefetch(CUdeviceptr p, size_t bytes, CUmemLocationType type, 
 			   CUstream s)
 {
 	(void)id;
-	CU_ASSERT_EQUAL(bytes, KVT_CHUNK_BYTES);
+	CU_ASSERT(bytes > 0 && bytes <= KVT_CHUNK_BYTES && bytes % (64u << 10) == 0);
+	CU_ASSERT_EQUAL(p % (64u << 10), 0);
+	CU_ASSERT_EQUAL(p >> KVT_CHUNK_SHIFT, (p + bytes - 1) >> KVT_CHUNK_SHIFT);   /* one chunk */
 	if (nr_calls < 4096)
-		calls[nr_calls++] = (struct call){ p, type, (uint64_t)(uintptr_t)s };
+		calls[nr_calls++] = (struct call){ p, bytes, type, (uint64_t)(uintptr_t)s };
 	return fail ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
@@ -105,6 +113,39 @@ static unsigned nr_named(void)
 	return n;
 }
 
+/* The 64 KiB pages of chunk c that the table's blocks cover. */
+static uint32_t want_pages(unsigned c)
+{
+	uint32_t m = 0;
+	for (unsigned i = 0; i < 40; i++)
+		for (unsigned r = 0; r < 2; r++) {
+			uint64_t off = ((uint64_t)r * NB + ids[i]) * S;
+			if (off >> KVT_CHUNK_SHIFT == c)
+				m |= 1u << ((off & (KVT_CHUNK_BYTES - 1)) >> 16);
+		}
+	return m;
+}
+
+static unsigned pages_of(unsigned c)
+{
+	return (unsigned)__builtin_popcount(want_pages(c));
+}
+
+/* The pages promoted calls moved into chunk c (device-bound calls). */
+static uint32_t moved_in(unsigned c)
+{
+	uint32_t m = 0;
+	for (unsigned i = 0; i < nr_calls; i++) {
+		if (calls[i].type != CU_MEM_LOCATION_TYPE_DEVICE ||
+		    (calls[i].addr - KV) >> KVT_CHUNK_SHIFT != c)
+			continue;
+		unsigned p0 = (unsigned)((calls[i].addr & (KVT_CHUNK_BYTES - 1)) >> 16);
+		unsigned np = (unsigned)(calls[i].bytes >> 16);
+		m |= (np >= 32 ? ~0u : (1u << np) - 1) << p0;
+	}
+	return m;
+}
+
 /* A learned table: uploads and launches with faults on the named rows,
  * one poll an epoch, until the layout is accepted. Then one more launch
  * (the table is stepped whole: no lengths beside it). */
@@ -142,66 +183,122 @@ static void setup(void)
 
 /* ---- the cases ---- */
 
+/* 40 blocks of 32 KiB over 20 chunks: a few pages of each, so the named
+ * pages move, page runs only, and the chunks stay believed far with their
+ * pages held apart (counted for the migrator). */
 static void test_named_far_chunks_promoted(void)
 {
 	setup();
 	kvt_step_set_room(1000);
 	upload(ids, 40);
 	kvt_step_after_copy(STREAM);
-	unsigned want = nr_named();
+	unsigned want = nr_named(), pages = 0;
 	CU_ASSERT(want >= 10);
-	CU_ASSERT_EQUAL(nr_calls, want);
 	for (unsigned i = 0; i < nr_calls; i++) {
 		unsigned c = (unsigned)((calls[i].addr - KV) >> KVT_CHUNK_SHIFT);
 		CU_ASSERT(in_table(c));
 		CU_ASSERT_EQUAL(calls[i].type, CU_MEM_LOCATION_TYPE_DEVICE);
 		CU_ASSERT_EQUAL(calls[i].stream, STREAM);
+		CU_ASSERT(calls[i].bytes < KVT_CHUNK_BYTES);
 	}
-	for (unsigned c = 0; c < NCHUNK; c++)
-		CU_ASSERT_EQUAL(tier_of(c), in_table(c) ? KVT_PLAN_TIER_HBM : KVT_PLAN_TIER_FAR);
+	for (unsigned c = 0; c < NCHUNK; c++) {
+		CU_ASSERT(pages_of(c) <= 16);               /* none goes whole */
+		CU_ASSERT_EQUAL(moved_in(c), want_pages(c));   /* exactly the named pages */
+		CU_ASSERT_EQUAL(tier_of(c), KVT_PLAN_TIER_FAR);
+		pages += pages_of(c);
+	}
+	CU_ASSERT(pages > want);
+	CU_ASSERT_EQUAL(kvt_step_partial_pages(0), pages);
+	CU_ASSERT_EQUAL(kvt_step_partial_pages(1), 0);   /* another device's count */
 	/* no new upload: nothing; the same upload again: nothing left to move */
+	unsigned made = nr_calls;
 	kvt_step_after_copy(STREAM);
-	CU_ASSERT_EQUAL(nr_calls, want);
+	CU_ASSERT_EQUAL(nr_calls, made);
 	upload(ids, 40);
 	kvt_step_after_copy(STREAM);
-	CU_ASSERT_EQUAL(nr_calls, want);
+	CU_ASSERT_EQUAL(nr_calls, made);
 	struct kvt_step_info si;
 	kvt_step_info(&si);
-	CU_ASSERT_EQUAL(si.promoted, want);
+	CU_ASSERT_EQUAL(si.promoted, 0);
+	CU_ASSERT_EQUAL(si.pages, pages);
 	CU_ASSERT_EQUAL(si.steps, 2);
 	CU_ASSERT_EQUAL(si.named, 2 * want);
 	CU_ASSERT(kvt_step_owns(kvt_heat_find(KV)));
+	/* a chunk that came in whole since (a GPU fault) holds nothing apart */
+	unsigned c0 = (unsigned)((ids[0] * S) >> KVT_CHUNK_SHIFT);
+	set_tier(c0, KVT_PLAN_TIER_HBM);
+	CU_ASSERT_EQUAL(kvt_step_partial_pages(0), pages - pages_of(c0));
 }
 
-/* No room: 6 chunks in HBM that no table names (100..105) are demoted,
- * each before a promotion; the named ones still far after that stay. */
+/* Blocks 0..39 in a row: 20 of chunk 0's 32 pages (and of chunk 64's, the
+ * V side), more than half: the chunk moves whole, believed in HBM. */
+static void test_dense_chunk_whole(void)
+{
+	setup();
+	kvt_step_set_room(1000);
+	uint32_t row[40];
+	for (unsigned i = 0; i < 40; i++)
+		row[i] = i;
+	upload(row, 40);
+	kvt_step_after_copy(STREAM);
+	CU_ASSERT_EQUAL(nr_calls, 2);
+	for (unsigned i = 0; i < nr_calls; i++) {
+		CU_ASSERT_EQUAL(calls[i].bytes, KVT_CHUNK_BYTES);
+		CU_ASSERT(calls[i].addr == KV || calls[i].addr == KV + NB * S);
+	}
+	CU_ASSERT_EQUAL(tier_of(0), KVT_PLAN_TIER_HBM);
+	CU_ASSERT_EQUAL(tier_of(64), KVT_PLAN_TIER_HBM);
+	CU_ASSERT_EQUAL(kvt_step_partial_pages(0), 0);
+	struct kvt_step_info si;
+	kvt_step_info(&si);
+	CU_ASSERT_EQUAL(si.promoted, 2);
+	CU_ASSERT_EQUAL(si.pages, 0);
+}
+
+/* No room: 2 chunks in HBM that no table names (100, 101) are demoted
+ * whole, the first before any promotion, each freeing 32 pages; named
+ * pages come in while those last; the chunks after the first that does
+ * not fit stay far. */
 static void test_victims_first(void)
 {
 	setup();
-	for (unsigned c = 100; c < 106; c++)
+	for (unsigned c = 100; c < 102; c++)
 		set_tier(c, KVT_PLAN_TIER_HBM);
 	kvt_step_set_room(0);
 	upload(ids, 40);
 	kvt_step_after_copy(STREAM);
-	CU_ASSERT_EQUAL(nr_calls, 12);
+	unsigned total = 0, in = 0, victims = 0, chunks_in = 0;
+	for (unsigned c = 0; c < NCHUNK; c++)
+		total += pages_of(c);
+	CU_ASSERT_FATAL(total > 64);                     /* more than two victims free */
+	CU_ASSERT(nr_calls > 2);
+	CU_ASSERT_EQUAL(calls[0].type, CU_MEM_LOCATION_TYPE_HOST);   /* a victim first */
 	for (unsigned i = 0; i < nr_calls; i++) {
 		unsigned c = (unsigned)((calls[i].addr - KV) >> KVT_CHUNK_SHIFT);
-		if (i % 2 == 0) {
-			CU_ASSERT(c >= 100 && c < 106);      /* a victim, then ... */
-			CU_ASSERT_EQUAL(calls[i].type, CU_MEM_LOCATION_TYPE_HOST);
+		if (calls[i].type == CU_MEM_LOCATION_TYPE_HOST) {
+			CU_ASSERT(c == 100 || c == 101);        /* never a named chunk */
+			CU_ASSERT_EQUAL(calls[i].bytes, KVT_CHUNK_BYTES);
 			CU_ASSERT_EQUAL(tier_of(c), KVT_PLAN_TIER_FAR);
+			victims++;
 		} else {
-			CU_ASSERT(in_table(c));                 /* ... the promotion it made room for */
-			CU_ASSERT_EQUAL(calls[i].type, CU_MEM_LOCATION_TYPE_DEVICE);
-			CU_ASSERT_EQUAL(tier_of(c), KVT_PLAN_TIER_HBM);
+			CU_ASSERT(in_table(c));
+			in += (unsigned)(calls[i].bytes >> 16);
 		}
 	}
+	for (unsigned c = 0; c < NCHUNK; c++) {
+		uint32_t m = moved_in(c);
+		CU_ASSERT(m == 0 || m == want_pages(c));         /* a chunk's pages all or none */
+		chunks_in += m != 0;
+	}
+	CU_ASSERT_EQUAL(victims, 2);
+	CU_ASSERT(in <= 64 && in + 16 > 64);               /* the room, less a chunk's need */
 	struct kvt_step_info si;
 	kvt_step_info(&si);
-	CU_ASSERT_EQUAL(si.demoted, 6);
-	CU_ASSERT_EQUAL(si.promoted, 6);
-	CU_ASSERT_EQUAL(si.no_room, nr_named() - 6);
-	/* the next upload: every chunk in HBM is named now, none is a victim */
+	CU_ASSERT_EQUAL(si.demoted, 2);
+	CU_ASSERT_EQUAL(si.pages, in);
+	CU_ASSERT_EQUAL(si.no_room, nr_named() - chunks_in);
+	CU_ASSERT_EQUAL(kvt_step_partial_pages(0), in);
+	/* the next upload: what holds HBM is named now, none is a victim */
 	unsigned before = nr_calls;
 	upload(ids, 40);
 	kvt_step_after_copy(STREAM);
@@ -228,12 +325,14 @@ static void test_capturing_option_failure(void)
 	fail = 1;                                /* the driver refuses: beliefs stay */
 	upload(ids, 40);
 	kvt_step_after_copy(STREAM);
-	CU_ASSERT_EQUAL(nr_calls, nr_named());
+	CU_ASSERT_EQUAL(nr_calls, nr_named());   /* each chunk's first run, then the next chunk */
 	for (unsigned c = 0; c < NCHUNK; c++)
 		CU_ASSERT_EQUAL(tier_of(c), KVT_PLAN_TIER_FAR);
+	CU_ASSERT_EQUAL(kvt_step_partial_pages(0), 0);
 	kvt_step_info(&si);
 	CU_ASSERT_EQUAL(si.failed, nr_named());
 	CU_ASSERT_EQUAL(si.promoted, 0);
+	CU_ASSERT_EQUAL(si.pages, 0);
 }
 
 int main(void)
@@ -241,6 +340,7 @@ int main(void)
 	CU_TestInfo tests[] = {
 		{ "named far chunks go to HBM on the copy's stream, once per upload",
 		  test_named_far_chunks_promoted },
+		{ "a chunk more than half named moves whole", test_dense_chunk_whole },
 		{ "no room: an unnamed chunk in HBM is demoted first, a named one never",
 		  test_victims_first },
 		{ "a captured stream, the option off, a failed prefetch: nothing moves",
