@@ -210,7 +210,7 @@ static inline uint32_t take(struct epoch *ep, const struct kvt_plan_chunk *c, co
 	ep->choose.taken = 0;
 	for (uint32_t j = 0; j < w->nw && got < want; j++) {
 		uint32_t i = w->listed ? w->live[j] : j;
-		int key;
+		int key = 0;
 		if (!live(ep, &c[i]) || candidate(ep, &c[i], &key) != (int)dir ||
 		    !pass(cut, key, desc))
 			continue;
@@ -298,7 +298,7 @@ uint32_t kvt_plan_epoch(struct kvt_planner *pl, const struct kvt_plan_chunk *c,
 	int compact = 1;
 	for (uint32_t j = 0; j < nw; j++) {
 		uint32_t i = AT(j);
-		int key, dir;
+		int key = 0, dir;
 		if (!live(&ep, &c[i]) || (dir = candidate(&ep, &c[i], &key)) < 0)
 			continue;
 		if (dir == KVT_PLAN_DEMOTE) {
