@@ -823,9 +823,8 @@ static uint32_t pages_in(uint64_t q, uint64_t x, uint64_t s)
 {
 	uint64_t lo = q << KVT_CHUNK_SHIFT, hi = lo + KVT_CHUNK_BYTES;
 	uint64_t a = x > lo ? x : lo, b = x + s < hi ? x + s : hi;
-	unsigned p0 = (unsigned)((a - lo) >> PAGE_SHIFT), p1 = (unsigned)((b - 1 - lo) >> PAGE_SHIFT);
-	uint32_t top = p1 >= 31 ? ~0u : (2u << p1) - 1;
-	return top & ~((1u << p0) - 1);
+	return kvt_tables_pages((unsigned)((a - lo) >> PAGE_SHIFT),
+				(unsigned)((b - 1 - lo) >> PAGE_SHIFT) + 1);
 }
 
 /* Mark in rel[] the chunks, counted from a base's own chunk, that the kept

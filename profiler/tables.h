@@ -77,6 +77,11 @@ uint32_t kvt_tables_step_take(void);
  * no malloc, no locks. Returns the calls made. */
 #define KVT_TABLES_STEP_CHUNKS (1u << 15)   /* chunks past one base a step may name (64 GiB) */
 #define KVT_TABLES_PAGE_SHIFT  16           /* the pages' 64 KiB: the GPU's big page */
+/* The page bits [p0, p1) of a chunk's mask (p0 < p1 <= 32). */
+static inline uint32_t kvt_tables_pages(unsigned p0, unsigned p1)
+{
+	return (p1 >= 32 ? ~0u : (1u << p1) - 1) & ~((1u << p0) - 1);
+}
 unsigned kvt_tables_step_each(int T, void (*fn)(void *arg, uint64_t chunk, int hs, uint32_t pages),
 			      void *arg, uint32_t *pm);
 

@@ -22,6 +22,7 @@
 #define HAND_MAX  (1u << 16)           /* chunks the hand looks at per step */
 #define PAGES     KVT_STEP_PAGES
 #define WHOLE_AT  (PAGES / 2)          /* more pages than this wanted or held: the whole chunk */
+_Static_assert(PAGES == KVT_CHUNK_BYTES >> KVT_STEP_PAGE_SHIFT, "a chunk's pages fill a mask");
 
 static uint32_t *named;                /* per arena chunk: the step that last named it | REF */
 static uint32_t *part;                 /* per arena chunk believed far: its pages put in HBM */
@@ -243,7 +244,7 @@ static int promote_pages(const struct far *f, const struct kvt_heat_range *r, ui
 		unsigned p0 = (unsigned)__builtin_ctz(m), p1 = p0;
 		while (p1 < PAGES && (m >> p1 & 1))
 			p1++;
-		uint32_t run = (p1 >= 32 ? ~0u : (1u << p1) - 1) & ~((1u << p0) - 1);
+		uint32_t run = kvt_tables_pages(p0, p1);
 		if (prefetch(f, r, 1, p0, p1, s))
 			return -1;
 		__atomic_fetch_or(held, run, __ATOMIC_RELAXED);
@@ -353,8 +354,8 @@ void kvt_step_after_copy(uint64_t stream)
 uint64_t kvt_step_partial_pages(int dev)
 {
 	uint32_t *n = __atomic_load_n(&named, __ATOMIC_ACQUIRE);
-	if (!n)
-		return 0;
+	if (!n || !__atomic_load_n(&st.pages, __ATOMIC_RELAXED))
+		return 0;                          /* no step ever held a page apart: nothing to walk */
 	uint64_t sum = 0;
 	for (int sl = 0; sl < KVT_HEAT_MAX_RANGES; sl++) {
 		struct kvt_heat_range r;

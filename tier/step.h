@@ -31,10 +31,12 @@
 
 #include <stdint.h>
 
+#include "../profiler/tables.h"
+
 #define KVT_STEP_MAX_MOVES    256      /* chunks promoted per step at most (512 MiB) */
 #define KVT_STEP_OWN_MS       2000     /* a range no step named for this long is the migrator's again */
 #define KVT_STEP_PROTECT      1        /* a chunk this step or the one before named is never a victim */
-#define KVT_STEP_PAGE_SHIFT   16       /* the unit of a partial move: 64 KiB, the GPU's big page */
+#define KVT_STEP_PAGE_SHIFT   KVT_TABLES_PAGE_SHIFT   /* the unit of a partial move: 64 KiB */
 #define KVT_STEP_PAGES        32       /* of them in a 2 MiB chunk */
 
 /* From the copy hooks, after kvt_prof_on_copy: stream is the copy's (0 for

@@ -143,14 +143,19 @@ static void test_hysteresis(void)
  *  faulted them in): heat 9 8 1 7 6 0.5 -> the two coldest (1, 0.5) go,
  *  down to the budget and not past it; within the budget the residence
  *  holds */
+static void residents_just_moved(struct kvt_plan_chunk *c, const float *heat, int n)
+{
+	for (int i = 0; i < n; i++) {
+		c[i] = ch(heat[i], KVT_PLAN_TIER_HBM, 0);
+		c[i].moved_ms = 990;
+	}
+}
+
 static void test_budget_outranks_residence(void)
 {
 	const float heat[6] = { 9, 8, 1, 7, 6, 0.5f };
 	struct kvt_plan_chunk c[6];
-	for (int i = 0; i < 6; i++) {
-		c[i] = ch(heat[i], KVT_PLAN_TIER_HBM, 0);
-		c[i].moved_ms = 990;
-	}
+	residents_just_moved(c, heat, 6);
 	struct kvt_plan_move mv[8];
 	struct kvt_planner pl;
 	struct kvt_plan_params p = params(4);
@@ -168,11 +173,8 @@ static void test_budget_outranks_residence(void)
 	 * residence moves */
 	kvt_plan_epoch(&pl, c, 6, 1010, &o);
 	CU_ASSERT_EQUAL(o.nr, 0);
-	/* the rate cap still holds: one chunk's worth a epoch */
-	for (int i = 0; i < 6; i++) {
-		c[i] = ch(heat[i], KVT_PLAN_TIER_HBM, 0);
-		c[i].moved_ms = 990;
-	}
+	/* the rate cap still holds: one chunk's worth an epoch */
+	residents_just_moved(c, heat, 6);
 	p.rate_bytes_per_s = 1;             /* burst: one chunk */
 	kvt_planner_init(&pl, &p);
 	kvt_plan_epoch(&pl, c, 6, 1000, &o);

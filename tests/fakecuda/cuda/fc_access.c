@@ -104,9 +104,8 @@ static char *fc_managed_piece(struct fc_block *b, uintptr_t addr, size_t len,
 		bool moved = !fc_fault_maps(b) &&
 			fc_block_to_dev(b, f->dev, FC_CAUSE_FAULT, b->read_mostly && !write) ==
 			CUDA_SUCCESS;
-		if (moved)
-			fc_fault_region(b, write, f);
 		if (moved) {
+			fc_fault_region(b, write, f);
 			fc_cost_hbm(len);
 			return fc_block_store(b) + off;
 		}
