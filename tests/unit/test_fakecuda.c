@@ -617,6 +617,57 @@ static void test_cupti(void)
 	D.MemFree(p);
 }
 
+/* A device that faults while the flush drains: each delivered buffer (one
+ * record each) makes the device fault and migrate again. The flush must
+ * deliver what was buffered when it began and return, as CUPTI's does; the
+ * stand-in once drained for as long as new records came (minutes, in
+ * serve-like under kvtier). Production stops at 200 rounds so that the old
+ * behaviour fails here instead of hanging. */
+static CUdeviceptr flush_p;
+static unsigned flush_rounds, flush_done_calls;
+
+static void CUPTIAPI buf_req_one(uint8_t **b, size_t *size, size_t *max)
+{
+	*b = cupti_buf;
+	*size = sizeof cupti_buf;
+	*max = 1;
+}
+
+static void CUPTIAPI buf_done_refault(CUcontext c, uint32_t s, uint8_t *b, size_t size,
+				      size_t valid)
+{
+	(void)c; (void)s; (void)b; (void)size; (void)valid;
+	flush_done_calls++;
+	if (flush_rounds >= 200)
+		return;
+	flush_rounds++;
+	D.Prefetch(flush_p, BLK, HOST, 0, NULL);       /* a DTOH record */
+	D.access((void *)flush_p, 64, 0);               /* a fault and an HTOD */
+}
+
+static void test_cupti_flush_bounded(void)
+{
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cupti);
+	__typeof__(&cuptiActivityRegisterCallbacks) reg = dlsym(cupti, "cuptiActivityRegisterCallbacks");
+	__typeof__(&cuptiActivityFlushAll) flush = dlsym(cupti, "cuptiActivityFlushAll");
+	flush_p = managed(2 * BLK);
+	CU_ASSERT_EQUAL(reg(buf_req, buf_done), CUPTI_SUCCESS);
+	CU_ASSERT_EQUAL(flush(0), CUPTI_SUCCESS);       /* an empty feed to start */
+	D.access((void *)flush_p, 64, 0);               /* 2 records buffered: fault, HTOD */
+	flush_rounds = flush_done_calls = 0;
+	CU_ASSERT_EQUAL(reg(buf_req_one, buf_done_refault), CUPTI_SUCCESS);
+	CU_ASSERT_EQUAL(flush(0), CUPTI_SUCCESS);
+	CU_ASSERT_EQUAL(flush_done_calls, 2);           /* the 2 buffered, not what came after */
+	CU_ASSERT_EQUAL(flush_rounds, 2);
+	/* what came meanwhile waits for the next flush, none lost */
+	nr_got = 0;
+	flush_rounds = 200;
+	CU_ASSERT_EQUAL(reg(buf_req, buf_done), CUPTI_SUCCESS);
+	CU_ASSERT_EQUAL(flush(0), CUPTI_SUCCESS);
+	CU_ASSERT_EQUAL(nr_got, 6);
+	D.MemFree(flush_p);
+}
+
 static int suite_init(void) { return 0; }
 
 static CU_TestInfo tests_resolver[] = {
@@ -640,6 +691,7 @@ static CU_TestInfo tests_um[] = {
 };
 static CU_TestInfo tests_cupti[] = {
 	{ "CUPTI records", test_cupti },
+	{ "CUPTI flush ends while the device faults", test_cupti_flush_bounded },
 	CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {

@@ -47,7 +47,12 @@ FC_EXPORT size_t fakecuda_um_feed_read(struct fakecuda_um_record *out, size_t ma
 {
 	size_t n = 0;
 	fc_lock();
-	while (out && n < max && fc_len) {
+	if (!out) {                         /* a probe: how many wait */
+		n = fc_len;
+		fc_unlock();
+		return n;
+	}
+	while (n < max && fc_len) {
 		out[n++] = fc_ring[fc_head];
 		fc_head = (fc_head + 1) % FC_FEED_CAP;
 		fc_len--;

@@ -20,7 +20,8 @@ struct fakecuda_um_record {
 /* Start (1) or stop (0) recording; returns the previous state. */
 typedef int (*fakecuda_um_feed_enable_fn)(int on);
 /* Move up to max records into out; returns how many; *dropped (if non-NULL)
- * gets the records lost to overflow since the last call. */
+ * gets the records lost to overflow since the last call. With out NULL it
+ * moves nothing and returns how many records are waiting. */
 typedef size_t (*fakecuda_um_feed_read_fn)(struct fakecuda_um_record *out,
 					   size_t max, uint64_t *dropped);
 

@@ -198,8 +198,9 @@ static void fc_to_record(const struct fakecuda_um_record *in,
 	out->flags = in->flags;
 }
 
-/* Fill one client buffer from the feed; false when the feed is empty. */
-static bool fc_flush_one(void)
+/* Fill one client buffer from the feed with at most *left records, taking
+ * what it read off *left; false when nothing more is to be read. */
+static bool fc_flush_one(size_t *left)
 {
 	uint8_t *buf = NULL;
 	size_t size = 0, max_records = 0, valid = 0;
@@ -210,11 +211,14 @@ static bool fc_flush_one(void)
 	size_t room = size / sizeof(CUpti_ActivityUnifiedMemoryCounter3);
 	if (max_records && max_records < room)
 		room = max_records;
-	while (room) {
+	while (room && *left) {
 		uint64_t dropped = 0;
 		size_t want = room < 256 ? room : 256;
+		if (want > *left)
+			want = *left;
 		size_t n = fc_feed_read(recs, want, &dropped);
 		fc_dropped += dropped;
+		*left -= n;
 		for (size_t i = 0; i < n; i++) {
 			if (recs[i].counter_kind >= FC_NR_UM_KINDS ||
 			    !fc_um_configured[recs[i].counter_kind])
@@ -228,7 +232,7 @@ static bool fc_flush_one(void)
 			break;
 	}
 	fc_done(NULL, 0, buf, size, valid);
-	return valid > 0;
+	return valid > 0 && *left;
 }
 
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
@@ -239,9 +243,12 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 	if (ms)
 		fc_sleep_ms(ms);
 	pthread_mutex_lock(&fc_cupti_lock);
-	if (fc_req && fc_done && fc_feed_read)
-		while (fc_flush_one())
-			;
+	/* the records buffered when the flush began, as CUPTI flushes the
+	 * buffers it holds: a device faulting as fast as the flush drains
+	 * must not keep the caller in here (it did, for minutes: session 19) */
+	size_t left = fc_req && fc_done && fc_feed_read ? fc_feed_read(NULL, 0, NULL) : 0;
+	while (left && fc_flush_one(&left))
+		;
 	pthread_mutex_unlock(&fc_cupti_lock);
 	return CUPTI_SUCCESS;
 }
