@@ -26,6 +26,7 @@ _Static_assert(PAGES == KVT_CHUNK_BYTES >> KVT_STEP_PAGE_SHIFT, "a chunk's pages
 
 static uint32_t *named;                /* per arena chunk: the step that last named it | REF */
 static uint32_t *part;                 /* per arena chunk believed far: its pages put in HBM */
+static uint32_t *used;                 /* per arena chunk: pages named since the hand last passed */
 static uint32_t *scratch;              /* kvt_tables_step_each's (under busy) */
 static uint32_t cur_seq;               /* atomic: steps taken */
 static int busy;                       /* atomic: a step is under way */
@@ -37,7 +38,7 @@ static struct kvt_step_info st;        /* atomic */
 
 #define ADD(f, v) __atomic_fetch_add(&st.f, (v), __ATOMIC_RELAXED)
 
-struct far { uint64_t addr; int hs; uint32_t pages; };   /* pages: wanted in HBM */
+struct far { uint64_t addr; int hs; uint32_t pages; };   /* pages: wanted in HBM (a victim's: to leave) */
 
 struct step {
 	uint32_t seq, now_ms;
@@ -65,9 +66,9 @@ void kvt_step_set_room(int64_t pages)
 	__atomic_store_n(&room, pages, __ATOMIC_RELAXED);
 }
 
-#define ARENA_WORDS (2 * (size_t)KVT_HEAT_MAX_CHUNKS + KVT_TABLES_STEP_CHUNKS)
+#define ARENA_WORDS (3 * (size_t)KVT_HEAT_MAX_CHUNKS + KVT_TABLES_STEP_CHUNKS)
 
-/* named[], part[] and the scratch, mapped once (zero-filled, reserved
+/* named[], part[], used[] and the scratch, mapped once (zero-filled, reserved
  * lazily); NULL when the map failed. */
 static uint32_t *names(void)
 {
@@ -80,7 +81,8 @@ static uint32_t *names(void)
 	if (p == MAP_FAILED)
 		return NULL;
 	part = p + KVT_HEAT_MAX_CHUNKS;
-	scratch = p + 2 * (size_t)KVT_HEAT_MAX_CHUNKS;
+	used = p + 2 * (size_t)KVT_HEAT_MAX_CHUNKS;
+	scratch = p + 3 * (size_t)KVT_HEAT_MAX_CHUNKS;
 	uint32_t *none = NULL;
 	if (!__atomic_compare_exchange_n(&named, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		kvt_sys_munmap(p, len);
@@ -95,8 +97,10 @@ static void fresh(int hs, const struct kvt_heat_range *r)
 {
 	if (__atomic_load_n(&part_gen[hs], __ATOMIC_RELAXED) == r->gen)
 		return;
-	for (uint32_t i = 0; i < r->cap_chunks; i++)
+	for (uint32_t i = 0; i < r->cap_chunks; i++) {
 		__atomic_store_n(&part[r->first + i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&used[r->first + i], 0, __ATOMIC_RELAXED);
+	}
 	__atomic_store_n(&part_gen[hs], r->gen, __ATOMIC_RELAXED);
 }
 
@@ -122,6 +126,7 @@ static void note(void *arg, uint64_t chunk, int hs, uint32_t pages)
 		__atomic_store_n(&named[a], x->seq | REF, __ATOMIC_RELAXED);
 		x->nr_named++;
 	}
+	__atomic_fetch_or(&used[a], pages, __ATOMIC_RELAXED);   /* under busy: the hand's too */
 	if (__atomic_load_n(&kvt_heat_chunks(&x->r)[i].tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
 		return;
 	uint32_t want = pages & ~__atomic_load_n(&part[a], __ATOMIC_RELAXED);
@@ -144,9 +149,13 @@ static unsigned pop(uint32_t m)
 	return (unsigned)__builtin_popcount(m);
 }
 
-/* The next chunk of a covered range that is in HBM and that no recent step
- * named (a named one loses its REF bit and is passed over once): *v and
- * its range, 0; -1 when the hand found none within its bound. */
+/* The next chunk of a covered range with pages in HBM that no step named
+ * since the hand last passed (a CLOCK over pages): *v, v->pages those
+ * pages, and its range, 0; -1 when the hand found none within its bound.
+ * A chunk a recent step named is passed over whole (its pages a step did
+ * not name may still be read: leaving them cost vllm-like 2x 4x its
+ * tokens/s in faults, session 19); passing another clears its named pages,
+ * which stay this pass. */
 static int victim(uint32_t seq, unsigned *budget, struct far *v, struct kvt_heat_range *vr)
 {
 	struct kvt_heat_range r;
@@ -172,13 +181,18 @@ static int victim(uint32_t seq, unsigned *budget, struct far *v, struct kvt_heat
 		    !__atomic_load_n(&part[a], __ATOMIC_RELAXED))
 			continue;
 		uint32_t nm = __atomic_load_n(&named[a], __ATOMIC_RELAXED);
+		uint32_t held = __atomic_load_n(&c->tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM
+				? ~0u : __atomic_load_n(&part[a], __ATOMIC_RELAXED);
+		uint32_t cold = held & ~__atomic_load_n(&used[a], __ATOMIC_RELAXED);
 		if (nm && seq - (nm & ~REF) <= KVT_STEP_PROTECT)
-			continue;
-		if (nm & REF) {
+			continue;                   /* a recent step's: none of it leaves */
+		__atomic_store_n(&used[a], 0, __ATOMIC_RELAXED);   /* their second chance */
+		if (nm & REF)
 			__atomic_store_n(&named[a], nm & ~REF, __ATOMIC_RELAXED);
+		if (!cold)
 			continue;
-		}
-		*v = (struct far){ .addr = r.base + ((uint64_t)i << KVT_CHUNK_SHIFT), .hs = hand.slot };
+		*v = (struct far){ .addr = r.base + ((uint64_t)i << KVT_CHUNK_SHIFT), .hs = hand.slot,
+				   .pages = cold };
 		*vr = r;
 		return 0;
 	}
@@ -236,8 +250,10 @@ static unsigned cost(const struct far *f, const struct kvt_heat_range *r, int *w
 	return *whole ? PAGES - pop(held) : pop(f->pages);
 }
 
-/* The named pages of f to HBM, run by run (a run per call); 0, or -1. */
-static int promote_pages(const struct far *f, const struct kvt_heat_range *r, uint64_t s)
+/* f's pages to HBM (promote; held apart) or out to the far tier (no
+ * longer held), run by run (a run per call); 0, or -1. */
+static int move_pages(const struct far *f, const struct kvt_heat_range *r, int promote,
+		      uint64_t s)
 {
 	uint32_t *held = &part[r->first + ((f->addr - r->base) >> KVT_CHUNK_SHIFT)];
 	for (uint32_t m = f->pages; m;) {
@@ -245,17 +261,23 @@ static int promote_pages(const struct far *f, const struct kvt_heat_range *r, ui
 		while (p1 < PAGES && (m >> p1 & 1))
 			p1++;
 		uint32_t run = kvt_tables_pages(p0, p1);
-		if (prefetch(f, r, 1, p0, p1, s))
+		if (prefetch(f, r, promote, p0, p1, s))
 			return -1;
-		__atomic_fetch_or(held, run, __ATOMIC_RELAXED);
-		ADD(pages, pop(run));
+		if (promote) {
+			__atomic_fetch_or(held, run, __ATOMIC_RELAXED);
+			ADD(pages, pop(run));
+		} else {
+			__atomic_fetch_and(held, ~run, __ATOMIC_RELAXED);
+			ADD(pages_out, pop(run));
+		}
 		m &= ~run;
 	}
 	return 0;
 }
 
 /* A victim out on s: the pages it freed, or -1 (none found, or the call
- * failed). */
+ * failed). All of a chunk's pages leave as one move of the chunk; some
+ * leave page by page, the chunk believed far with the rest held apart. */
 static int demote_one(uint32_t seq, unsigned *budget, uint64_t s)
 {
 	struct far v;
@@ -263,13 +285,25 @@ static int demote_one(uint32_t seq, unsigned *budget, uint64_t s)
 	if (victim(seq, budget, &v, &vr))
 		return -1;
 	uint64_t i = (v.addr - vr.base) >> KVT_CHUNK_SHIFT;
-	int was_hbm = __atomic_load_n(&kvt_heat_chunks(&vr)[i].tier, __ATOMIC_RELAXED) ==
-		      KVT_PLAN_TIER_HBM;
-	unsigned freed = was_hbm ? PAGES : pop(__atomic_load_n(&part[vr.first + i], __ATOMIC_RELAXED));
-	if (move(&v, &vr, 0, s))
-		return -1;
-	ADD(demoted, 1);
-	return (int)freed;
+	struct kvt_heat_chunk *c = kvt_heat_chunks(&vr) + i;
+	uint32_t *held = &part[vr.first + i];
+	int was_hbm = __atomic_load_n(&c->tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM;
+	uint32_t all = was_hbm ? ~0u : __atomic_load_n(held, __ATOMIC_RELAXED);
+	if (v.pages == all) {
+		if (move(&v, &vr, 0, s))
+			return -1;
+		ADD(demoted, 1);
+		return pop(all);
+	}
+	if (was_hbm) {                        /* far now, but for the pages it keeps */
+		__atomic_store_n(held, ~0u, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->tier, KVT_PLAN_TIER_FAR, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->moved_ms, kvt_heat_now_ms(), __ATOMIC_RELAXED);
+	}
+	uint32_t before = pop(__atomic_load_n(held, __ATOMIC_RELAXED));
+	int rc = move_pages(&v, &vr, 0, s);
+	int freed = (int)(before - pop(__atomic_load_n(held, __ATOMIC_RELAXED)));
+	return rc && !freed ? -1 : freed;
 }
 
 /* need pages of room: the migrator's, topped up by victims demoted on s
@@ -325,7 +359,7 @@ static void run_step(struct step *x, uint32_t mask, uint64_t s)
 		unsigned need = cost(f, &r, &whole);
 		if (make_room(x->seq, &budget, need, s))
 			break;
-		if (whole ? move(f, &r, 1, s) : promote_pages(f, &r, s))
+		if (whole ? move(f, &r, 1, s) : move_pages(f, &r, 1, s))
 			__atomic_add_fetch(&room, need, __ATOMIC_RELAXED);   /* not taken after all */
 		else if (whole)
 			ADD(promoted, 1);
@@ -388,6 +422,7 @@ void kvt_step_info(struct kvt_step_info *out)
 	out->promoted = __atomic_load_n(&st.promoted, __ATOMIC_RELAXED);
 	out->pages = __atomic_load_n(&st.pages, __ATOMIC_RELAXED);
 	out->demoted = __atomic_load_n(&st.demoted, __ATOMIC_RELAXED);
+	out->pages_out = __atomic_load_n(&st.pages_out, __ATOMIC_RELAXED);
 	out->no_room = __atomic_load_n(&st.no_room, __ATOMIC_RELAXED);
 	out->over_cap = __atomic_load_n(&st.over_cap, __ATOMIC_RELAXED);
 	out->busy = __atomic_load_n(&st.busy, __ATOMIC_RELAXED);
@@ -401,10 +436,11 @@ void kvt_step_trace_counters(void)
 	kvt_step_info(&i);
 	char val[256];
 	snprintf(val, sizeof val, "steps=%llu named=%llu promoted=%llu pages=%llu demoted=%llu "
-		 "no_room=%llu over_cap=%llu busy=%llu capturing=%llu failed=%llu",
+		 "pages_out=%llu no_room=%llu over_cap=%llu busy=%llu capturing=%llu failed=%llu",
 		 (unsigned long long)i.steps, (unsigned long long)i.named,
 		 (unsigned long long)i.promoted, (unsigned long long)i.pages,
-		 (unsigned long long)i.demoted, (unsigned long long)i.no_room,
+		 (unsigned long long)i.demoted, (unsigned long long)i.pages_out,
+		 (unsigned long long)i.no_room,
 		 (unsigned long long)i.over_cap,
 		 (unsigned long long)i.busy, (unsigned long long)i.capturing,
 		 (unsigned long long)i.failed);

@@ -68,7 +68,8 @@ struct kvt_step_info {
 	uint64_t named;          /* chunks named, each once a step */
 	uint64_t promoted;       /* chunks prefetched to HBM whole on the step's stream */
 	uint64_t pages;          /* pages prefetched to HBM apart (named blocks' pages) */
-	uint64_t demoted;        /* victims (chunks) prefetched to the far tier first */
+	uint64_t demoted;        /* victims (chunks) prefetched to the far tier whole first */
+	uint64_t pages_out;      /* victims' pages no step named lately, prefetched out apart */
 	uint64_t no_room;        /* named far chunks left where they were: no room, no victim */
 	uint64_t over_cap;       /* named far chunks past KVT_STEP_MAX_MOVES */
 	uint64_t busy;           /* steps skipped: another thread's was under way */

@@ -7,7 +7,8 @@
  * on the copy's own stream, once per upload, page runs only unless more
  * than half a chunk is named (then the chunk whole); the pages held apart
  * are counted for the migrator; with no room, a chunk in HBM that no step
- * named is demoted first, a named one never, and what finds neither room
+ * named is demoted first, a recently named one never, the pages of an
+ * older one that no step named leave page by page, and what finds neither room
  * nor victim stays; a stream being captured, the option off and a failed
  * prefetch leave the beliefs as they were. */
 #include <stdlib.h>
@@ -131,19 +132,24 @@ static unsigned pages_of(unsigned c)
 	return (unsigned)__builtin_popcount(want_pages(c));
 }
 
-/* The pages promoted calls moved into chunk c (device-bound calls). */
-static uint32_t moved_in(unsigned c)
+/* The pages of chunk c that calls moved to type. */
+static uint32_t moved(unsigned c, CUmemLocationType type)
 {
 	uint32_t m = 0;
 	for (unsigned i = 0; i < nr_calls; i++) {
-		if (calls[i].type != CU_MEM_LOCATION_TYPE_DEVICE ||
-		    (calls[i].addr - KV) >> KVT_CHUNK_SHIFT != c)
+		if (calls[i].type != type || (calls[i].addr - KV) >> KVT_CHUNK_SHIFT != c)
 			continue;
 		unsigned p0 = (unsigned)((calls[i].addr & (KVT_CHUNK_BYTES - 1)) >> 16);
 		unsigned np = (unsigned)(calls[i].bytes >> 16);
 		m |= (np >= 32 ? ~0u : (1u << np) - 1) << p0;
 	}
 	return m;
+}
+
+/* The pages promoted calls moved into chunk c (device-bound calls). */
+static uint32_t moved_in(unsigned c)
+{
+	return moved(c, CU_MEM_LOCATION_TYPE_DEVICE);
 }
 
 /* A learned table: uploads and launches with faults on the named rows,
@@ -305,6 +311,54 @@ static void test_victims_first(void)
 	CU_ASSERT_EQUAL(nr_calls, before);
 }
 
+/* No room, and the one chunk in HBM (c0) is one the first table named (a
+ * GPU fault brought it in whole). The next table names one far block
+ * elsewhere: while the first table's step is recent, nothing of c0 leaves
+ * (no room, the block stays far); one step later c0's pages that table did
+ * not name leave page by page, its named pages stay, c0 is believed far
+ * with those held apart, and the block's pages come in. */
+static void test_unnamed_pages_leave(void)
+{
+	setup();
+	unsigned c0 = (unsigned)((ids[0] * S) >> KVT_CHUNK_SHIFT);
+	set_tier(c0, KVT_PLAN_TIER_HBM);
+	kvt_step_set_room(1000);
+	upload(ids, 40);
+	kvt_step_after_copy(STREAM);
+	uint64_t held = kvt_step_partial_pages(0);
+	CU_ASSERT_FATAL(held > 0);
+	uint32_t other[1] = { 2000 };              /* chunks 31 (K) and 95 (V) */
+	CU_ASSERT_FATAL(!in_table(31) && !in_table(95));
+	kvt_step_set_room(0);
+	nr_calls = 0;
+	upload(other, 1);
+	kvt_step_after_copy(STREAM);
+	CU_ASSERT_EQUAL(nr_calls, 0);                  /* all of HBM is the last step's */
+	struct kvt_step_info si;
+	kvt_step_info(&si);
+	CU_ASSERT_EQUAL(si.no_room, 2);
+	upload(other, 1);
+	kvt_step_after_copy(STREAM);
+	CU_ASSERT_FATAL(nr_calls > 2);
+	CU_ASSERT_EQUAL(calls[0].type, CU_MEM_LOCATION_TYPE_HOST);   /* room first */
+	for (unsigned i = 0; i < nr_calls; i++) {
+		unsigned c = (unsigned)((calls[i].addr - KV) >> KVT_CHUNK_SHIFT);
+		if (calls[i].type == CU_MEM_LOCATION_TYPE_HOST) {
+			CU_ASSERT_EQUAL(c, c0);                /* the first table's pages stay */
+		} else {
+			CU_ASSERT(c == 31 || c == 95);
+			CU_ASSERT_EQUAL(calls[i].bytes, 64u << 10);
+		}
+	}
+	CU_ASSERT_EQUAL(moved(c0, CU_MEM_LOCATION_TYPE_HOST), ~want_pages(c0));
+	CU_ASSERT_EQUAL(moved(31, CU_MEM_LOCATION_TYPE_DEVICE), 1u << ((2000 * S % KVT_CHUNK_BYTES) >> 16));
+	CU_ASSERT_EQUAL(tier_of(c0), KVT_PLAN_TIER_FAR);
+	CU_ASSERT_EQUAL(kvt_step_partial_pages(0), held + pages_of(c0) + 2);
+	kvt_step_info(&si);
+	CU_ASSERT_EQUAL(si.pages_out, 32 - pages_of(c0));
+	CU_ASSERT_EQUAL(si.demoted, 0);
+}
+
 static void test_capturing_option_failure(void)
 {
 	setup();
@@ -343,6 +397,8 @@ int main(void)
 		{ "a chunk more than half named moves whole", test_dense_chunk_whole },
 		{ "no room: an unnamed chunk in HBM is demoted first, a named one never",
 		  test_victims_first },
+		{ "no room: a chunk's pages no step named lately leave, its named pages stay",
+		  test_unnamed_pages_leave },
 		{ "a captured stream, the option off, a failed prefetch: nothing moves",
 		  test_capturing_option_failure },
 		CU_TEST_INFO_NULL,
