@@ -29,12 +29,25 @@ static bool fc_copy_args_ok(uintptr_t dst, uintptr_t src, size_t n)
 	return !n || (dst && src);
 }
 
+/* n bytes from addr do not run past the driver's allocation that addr is
+ * in (none: host memory, nothing to check). Checked whole, before any byte
+ * moves: piece by piece, a copy whose pieces met at a 2 MiB boundary that
+ * was also the allocation's end went on into whatever lay beyond it (the
+ * next allocation, or host memory) and succeeded. Caller holds the lock. */
+static bool fc_within_alloc(uintptr_t addr, size_t n)
+{
+	struct fc_alloc *a = fc_reg_find(addr);
+	return !a || n <= a->base + a->size - addr;
+}
+
 CUresult fc_copy_run(uintptr_t dst, uintptr_t src, size_t n, int dev)
 {
 	CUresult r = CUDA_SUCCESS;
 	if (!fc_copy_args_ok(dst, src, n))
 		return CUDA_ERROR_INVALID_VALUE;
 	fc_lock();
+	if (!fc_within_alloc(src, n) || !fc_within_alloc(dst, n))
+		r = CUDA_ERROR_INVALID_VALUE;   /* runs past an allocation */
 	while (n && r == CUDA_SUCCESS) {
 		size_t k = fc_min3(n, fc_to_boundary(src), fc_to_boundary(dst));
 		char *ps, *pd;
@@ -71,6 +84,8 @@ CUresult fc_memset_run(uintptr_t dst, unsigned value, size_t n, unsigned elem, i
 		return CUDA_ERROR_INVALID_VALUE;
 	size_t bytes = n * elem;
 	fc_lock();
+	if (!fc_within_alloc(dst, bytes))
+		r = CUDA_ERROR_INVALID_VALUE;
 	while (bytes && r == CUDA_SUCCESS) {
 		size_t k = bytes < fc_to_boundary(dst) ? bytes : fc_to_boundary(dst);
 		char *p;
