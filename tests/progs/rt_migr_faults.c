@@ -343,7 +343,7 @@ static int exit_from_worker(struct worker *wk, unsigned round)
 	if (wk->id != 0)
 		return 0;
 	if (migrations_running(20)) {
-		printf("exiting from a worker\n");
+		printf("exiting from a worker at_ms=%llu\n", (unsigned long long)now_ms());
 		fflush(stdout);
 		exit(43);
 	}
@@ -361,7 +361,7 @@ static int mode_exit(const char *how)
 	}
 	while (!migrations_running(20))
 		usleep(10 * 1000);
-	printf("exiting from main\n");
+	printf("exiting from main at_ms=%llu\n", (unsigned long long)now_ms());
 	fflush(stdout);
 	if (!strcmp(how, "_exit"))
 		_exit(44);
