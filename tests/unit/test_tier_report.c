@@ -207,6 +207,24 @@ static int json_array(const char *s, const char *name, uint64_t *sum, uint64_t *
 	return 0;
 }
 
+/* Chunks and pages the step prefetch brought in (its migrate.step INFO):
+ * when the tables source learns the demo's layout (some runs do), the
+ * step owns the KV ranges and moves their chunks itself; the migrator's
+ * plan, and so its EPOCH records, then promote none. */
+static uint64_t step_moved(const struct epochs *e)
+{
+	const char *l = strstr(e->info, "\nmigrate.step=");
+	if (!l)
+		return 0;
+	const char *end = strchr(l + 1, '\n'), *c = strstr(l, " promoted="), *p = strstr(l, " pages=");
+	uint64_t n = 0;
+	if (c && (!end || c < end))
+		n += strtoull(c + 10, NULL, 10);
+	if (p && (!end || p < end))
+		n += strtoull(p + 7, NULL, 10);
+	return n;
+}
+
 /* The demo's run: every epoch of the migrator wrote one record, and the
  * records add up to kvtier's own counters (trace INFO at exit). */
 static void test_records_match_counters(void)
@@ -224,7 +242,8 @@ static void test_records_match_counters(void)
 	CU_ASSERT_EQUAL(e.not_monotonic, 0);
 	CU_ASSERT_EQUAL(e.promoted, info(&e, "migrate.promoted"));
 	CU_ASSERT_EQUAL(e.demoted, info(&e, "migrate.demoted"));
-	CU_ASSERT(e.promoted > 0);                    /* KV = 2x: hot chunks come in */
+	/* KV = 2x: hot chunks come in, by the migrator or by the step */
+	CU_ASSERT(e.promoted > 0 || step_moved(&e) > 0);
 	CU_ASSERT(e.demoted > 0);                     /* the re-homed tensor's pages go out */
 	CU_ASSERT_EQUAL(e.failed, info(&e, "migrate.prefetch_failed"));
 	/* the default admission (auto): faults bring chunks in, each one a
@@ -542,7 +561,10 @@ static void test_html_in_chromium(void)
 	CU_ASSERT_EQUAL(titles, 2);
 	CU_ASSERT_EQUAL(lines, 2);
 	CU_ASSERT(faults > 0);
-	CU_ASSERT(moves > 0);
+	static struct epochs de;
+	read_epochs(demo_trace, &de);
+	if (de.promoted)                     /* the chart draws the migrator's moves only */
+		CU_ASSERT(moves > 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(dom, "<h3>GPU faults over time</h3>"));
 	free(dom);
 	/* drawn: the residency line (3 px wide over most of the plot, twice)
