@@ -177,16 +177,15 @@ static int victim(uint32_t seq, unsigned *budget, struct far *v, struct kvt_heat
 		(*budget)--;
 		uint32_t i = hand.idx++, a = r.first + i;
 		struct kvt_heat_chunk *c = kvt_heat_chunks(&r) + i;
-		if (__atomic_load_n(&c->tier, __ATOMIC_RELAXED) != KVT_PLAN_TIER_HBM &&
-		    !__atomic_load_n(&part[a], __ATOMIC_RELAXED))
-			continue;
-		uint32_t nm = __atomic_load_n(&named[a], __ATOMIC_RELAXED);
 		uint32_t held = __atomic_load_n(&c->tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM
 				? ~0u : __atomic_load_n(&part[a], __ATOMIC_RELAXED);
-		uint32_t cold = held & ~__atomic_load_n(&used[a], __ATOMIC_RELAXED);
+		if (!held)
+			continue;
+		uint32_t nm = __atomic_load_n(&named[a], __ATOMIC_RELAXED);
 		if (nm && seq - (nm & ~REF) <= KVT_STEP_PROTECT)
 			continue;                   /* a recent step's: none of it leaves */
-		__atomic_store_n(&used[a], 0, __ATOMIC_RELAXED);   /* their second chance */
+		/* its named pages stay this pass (their second chance); the rest leave */
+		uint32_t cold = held & ~__atomic_exchange_n(&used[a], 0, __ATOMIC_RELAXED);
 		if (nm & REF)
 			__atomic_store_n(&named[a], nm & ~REF, __ATOMIC_RELAXED);
 		if (!cold)
