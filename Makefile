@@ -4,7 +4,9 @@
 #   make test       CUnit suites + preload tests (tests/run_tests.sh)
 #   make test-loaded  the migration suites beside two CPU hogs
 #   make asan|tsan|ubsan  the same suites with a sanitizer build under
-#                   $(BUILD)/asan, $(BUILD)/tsan, $(BUILD)/ubsan (build/asan ... by default)
+#                   $(BUILD)/asan, $(BUILD)/tsan, $(BUILD)/ubsan (build/asan ... by default);
+#                   make asan is AddressSanitizer and UBSan in one build (SAN=address,undefined),
+#                   make ubsan UBSan alone
 #   make clean
 # Sub-makefiles in mk/*.mk add their own targets (one owner each).
 
@@ -14,7 +16,7 @@ CC        ?= cc
 OPT       ?= -O2
 SAN       ?=
 
-SANFLAGS  := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer $(if $(filter undefined,$(SAN)),-fno-sanitize-recover=all,),)
+SANFLAGS  := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer $(if $(findstring undefined,$(SAN)),-fno-sanitize-recover=all,),)
 CPPFLAGS  += -D_GNU_SOURCE -Iinclude -I$(CUDA_HOME)/include
 CFLAGS    += -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror -MMD -MP $(SANFLAGS)
 LDFLAGS   += $(SANFLAGS)
@@ -113,8 +115,11 @@ test-loaded: all
 		tests/run_tests.sh
 
 # Sanitizer builds nest under $(BUILD), so BUILD=build-x gives build-x/asan.
+# make asan is ASan and UBSan in one build and one run of the suites (GCC
+# and clang combine them; -fno-sanitize-recover=all: the first undefined
+# behaviour aborts, as in make ubsan): CI runs it instead of the two.
 asan:
-	$(MAKE) BUILD=$(BUILD)/asan SAN=address OPT=-O1 test
+	$(MAKE) BUILD=$(BUILD)/asan SAN=address,undefined OPT=-O1 test
 
 # The README's first command: kvtier's main job on its built-in default, a
 # vLLM-like KV workload at KV = 2x the simulated device, under `kvtier run`.

@@ -5,23 +5,27 @@
 # SUITES="test_a test_b": only those suites (and no layering check).
 # HOGS=N: N busy-looping processes beside the suites for their whole run
 # (make test-loaded), as on a shared machine.
-# JOBS=N: N suites side by side (output still in order); see run_suite.
+# JOBS=N: N suites side by side (printed in the order they start); see
+# the JOBS comment below.
 set -u
 BUILD=${BUILD:-build}
 export BUILD
 # Sanitizer builds: the preloaded (instrumented) libkvtier is loaded before
 # the sanitizer runtime the test programs link, which ASan must be told.
-case "${SAN:-}" in
-address) export ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=1:abort_on_error=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" ;;
+# SAN is -fsanitize's list (make asan: "address,undefined").
+case ",${SAN:-}," in
+*,address,*) export ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=1:abort_on_error=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" ;;
+esac
+case ",${SAN:-}," in
 # kvtier holds every registry stripe lock across fork() (so a child never
 # inherits a lock held mid-update); TSan's deadlock detector tracks at most
 # 64 held locks per thread, so it is switched off. Races are still reported.
 # die_after_fork=0: a child of a process that has kvtier's migration thread
 # may start threads (TSan refuses that by default; glibc allows it).
-thread)  export TSAN_OPTIONS="halt_on_error=0:report_signal_unsafe=0:detect_deadlocks=0:die_after_fork=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}" ;;
+*,thread,*) export TSAN_OPTIONS="halt_on_error=0:report_signal_unsafe=0:detect_deadlocks=0:die_after_fork=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}" ;;
 # built with -fno-sanitize-recover=all: the first undefined behaviour aborts
 # the process (a test then fails); the stack says where.
-undefined) export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" ;;
+*,undefined,*) export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" ;;
 esac
 passed=0; failed=0; crashed=0; skipped=0
 logdir="$BUILD/test-logs"
@@ -92,36 +96,72 @@ collect() {
 	passed=$((passed+p)); failed=$((failed+f)); skipped=$((skipped+k)); crashed=$((crashed+c))
 }
 
-# JOBS=N: N suites at a time (default 1), printed in order. A suite in
-# ALONE runs with no other beside it (it lists or sweeps what every kvtier
-# process leaves in /dev/shm).
+# JOBS=N: N suites at a time (default 1). A slot is refilled as soon as any
+# suite in it ends; summaries are printed in the order the suites started.
+# The suites in FIRST start first, longest first (their wall times in a
+# plain build on 2 cores, session 20: test_migrate 176 s, test_tier_report
+# 145 s, test_workloads 98 s, test_policy_workloads 53 s, test_passthrough
+# 48 s; the rest take under 25 s each), so that no long suite starts last
+# beside an idle slot. A suite in ALONE runs with no other beside it (it
+# lists or sweeps what every kvtier process leaves in /dev/shm).
 JOBS=${JOBS:-1}
 ALONE=${ALONE:-test_stat}
-queue=()      # "pid name" of the suites running, oldest first
-drain_one() {
-	local head=${queue[0]}
-	wait "${head%% *}"
-	collect "${head#* }"
-	queue=("${queue[@]:1}")
-}
+FIRST=${FIRST:-test_migrate test_tier_report test_workloads test_policy_workloads test_passthrough test_migrate_faults test_real test_cli}
+order=()
+for name in $FIRST; do
+	[ -x "$BUILD/tests/unit/$name" ] && order+=("$name")
+done
 for t in "$BUILD"/tests/unit/test_*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
+	case " $FIRST " in *" $name "*) continue ;; esac
+	order+=("$name")
+done
+queue=()      # "pid name" of the suites started and not yet printed, in start order
+# print_done: print (and count) the finished suites at the head of the queue
+print_done() {
+	while [ ${#queue[@]} -gt 0 ]; do
+		local head=${queue[0]}
+		[ -f "$logdir/${head#* }.counts" ] || break
+		wait "${head%% *}"
+		collect "${head#* }"
+		queue=("${queue[@]:1}")
+	done
+}
+# running: how many suites of the queue have not ended (run_suite writes
+# NAME.counts last)
+running() {
+	local n=0 q
+	for q in "${queue[@]}"; do
+		[ -f "$logdir/${q#* }.counts" ] || n=$((n + 1))
+	done
+	echo $n
+}
+# wait_slots N: print what has ended until fewer than N suites run
+wait_slots() {
+	print_done
+	while [ "$(running)" -ge "$1" ]; do
+		sleep 0.5
+		print_done
+	done
+}
+for name in "${order[@]}"; do
 	case " ${SUITES:- $name } " in *" $name "*) ;; *) continue ;; esac
+	rm -f "$logdir/$name.counts"
 	alone=0
 	case " $ALONE " in *" $name "*) alone=1 ;; esac
 	if [ "$JOBS" -le 1 ]; then
 		run_suite "$name"; collect "$name"; continue
 	fi
 	if [ $alone = 1 ]; then
-		while [ ${#queue[@]} -gt 0 ]; do drain_one; done
+		wait_slots 1
 		run_suite "$name"; collect "$name"; continue
 	fi
-	while [ ${#queue[@]} -ge "$JOBS" ]; do drain_one; done
+	wait_slots "$JOBS"
 	run_suite "$name" &
 	queue+=("$! $name")
 done
-while [ ${#queue[@]} -gt 0 ]; do drain_one; done
+wait_slots 1
 echo
 [ "$skipped" -gt 0 ] && echo "$skipped skipped (inactive: a tool they need is missing; see the SKIP lines)"
 echo "$passed passed, $failed failed"
