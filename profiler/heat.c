@@ -22,6 +22,8 @@ static uint32_t arena_used;          /* chunks handed out (bump) */
  * enough to promote); only the migrator thread and track() write it. */
 #define BM_WORDS (KVT_HEAT_MAX_CHUNKS / 64)
 static uint64_t *dirty, *act;
+/* Per arena chunk: pages the driver reported prefetched out (kvt_heat_prefetched_out). */
+static uint32_t *outm;
 static float keep_heat;
 /* the migrator's table entries carry a range slot and a chunk index */
 _Static_assert(KVT_HEAT_MAX_RANGES <= 1024, "struct kvt_plan_chunk.range has 10 bits");
@@ -143,7 +145,8 @@ int kvt_heat_init(uint32_t tau_ms)
 	tau = tau_ms;
 	if (!arena) {
 		size_t bytes = (size_t)KVT_HEAT_MAX_CHUNKS * sizeof *arena;
-		size_t len = bytes + 2 * BM_WORDS * sizeof(uint64_t);
+		size_t len = bytes + 2 * BM_WORDS * sizeof(uint64_t) +
+			     (size_t)KVT_HEAT_MAX_CHUNKS * sizeof(uint32_t);
 		void *p = kvt_sys_mmap(NULL, len + KVT_HEAT_ARENA_ALIGN, PROT_READ | PROT_WRITE,
 				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p != MAP_FAILED) {
@@ -158,6 +161,7 @@ int kvt_heat_init(uint32_t tau_ms)
 			(void)kvt_sys_madvise((void *)a, len, MADV_HUGEPAGE);
 			dirty = (uint64_t *)(a + bytes);
 			act = dirty + BM_WORDS;
+			outm = (uint32_t *)(act + BM_WORDS);
 			__atomic_store_n(&arena, (struct kvt_heat_chunk *)a, __ATOMIC_RELEASE);
 		}
 	}
@@ -260,6 +264,7 @@ int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node, int
 		__atomic_store_n(&c[i].tier, tier, __ATOMIC_RELAXED);
 		__atomic_store_n(&c[i].flags, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&c[i].in_seq, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&outm[slots[s].first + i], 0, __ATOMIC_RELAXED);
 	}
 	/* a reused slot's old bits mean nothing; chunks that start in HBM are
 	 * in the migrator's working set from the start */
@@ -367,6 +372,43 @@ void kvt_heat_evicted(uint64_t addr)
 		return;
 	__atomic_store_n(&c->tier, KVT_PLAN_TIER_FAR, __ATOMIC_RELAXED);
 	__atomic_fetch_or(&c->flags, KVT_HEAT_F_EVICTED, __ATOMIC_RELAXED);
+}
+
+_Static_assert(KVT_CHUNK_SHIFT - KVT_HEAT_PAGE_SHIFT == 5, "a chunk's pages fill a uint32_t");
+
+static int64_t arena_index(const struct kvt_heat_chunk *c)
+{
+	uintptr_t a = (uintptr_t)__atomic_load_n(&arena, __ATOMIC_ACQUIRE), p = (uintptr_t)c;
+	if (!a || !c || p < a || p >= a + (uintptr_t)KVT_HEAT_MAX_CHUNKS * sizeof *arena)
+		return -1;
+	return (int64_t)((p - a) / sizeof *arena);
+}
+
+void kvt_heat_prefetched_out(uint64_t addr, uint64_t bytes)
+{
+	uint64_t end = addr + bytes;
+	if (!bytes || end < addr)
+		return;
+	while (addr < end) {
+		uint64_t chunk_end = (addr | (KVT_CHUNK_BYTES - 1)) + 1;
+		uint64_t e = end < chunk_end ? end : chunk_end;
+		int64_t i = arena_index(kvt_heat_chunk_at(addr));
+		if (i >= 0) {
+			unsigned p0 = (unsigned)((addr & (KVT_CHUNK_BYTES - 1)) >> KVT_HEAT_PAGE_SHIFT);
+			unsigned p1 = (unsigned)(((e - 1) & (KVT_CHUNK_BYTES - 1)) >> KVT_HEAT_PAGE_SHIFT);
+			uint32_t m = (p1 >= 31 ? ~0u : (2u << p1) - 1) & ~((1u << p0) - 1);
+			__atomic_fetch_or(&outm[i], m, __ATOMIC_RELAXED);
+		}
+		addr = e;
+	}
+}
+
+uint32_t kvt_heat_take_out(const struct kvt_heat_chunk *c)
+{
+	int64_t i = arena_index(c);
+	if (i < 0 || !__atomic_load_n(&outm[i], __ATOMIC_RELAXED))
+		return 0;
+	return __atomic_exchange_n(&outm[i], 0, __ATOMIC_RELAXED);
 }
 
 /* The slot the migrator is prefetching from (-1: none); set under wlock. */

@@ -99,6 +99,15 @@ void kvt_heat_set_refault_window(uint32_t chunks);
 /* The driver evicted the chunk holding addr from HBM (CUPTI's eviction
  * records): believed far from now. */
 void kvt_heat_evicted(uint64_t addr);
+/* The driver moved [addr, addr + bytes) out of HBM for a prefetch (CUPTI's
+ * device-to-host records of cause PREFETCH): the KVT_HEAT_PAGE-sized pages
+ * of each tracked chunk it covers are noted, for kvt_heat_take_out. Atomics
+ * only (the CUPTI buffer callback). */
+#define KVT_HEAT_PAGE_SHIFT 16
+void kvt_heat_prefetched_out(uint64_t addr, uint64_t bytes);
+/* The pages of chunk c noted by kvt_heat_prefetched_out since the last
+ * call, bit p for page p (cleared); 0 for a chunk outside the arena. */
+uint32_t kvt_heat_take_out(const struct kvt_heat_chunk *c);
 uint64_t kvt_heat_refaults(void);
 /* Migrator: pin slot's range while it prefetches, if it is still the range
  * of generation gen (0), else -ENOENT (freed meanwhile). One pin at a time. */

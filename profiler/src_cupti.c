@@ -114,6 +114,8 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
 		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION)
 			kvt_heat_evicted(r->address);
+		else if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH)
+			kvt_heat_prefetched_out(r->address, r->value);   /* what moved, for the step */
 		break;
 	default:
 		break;

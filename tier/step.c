@@ -27,6 +27,8 @@ _Static_assert(PAGES == KVT_CHUNK_BYTES >> KVT_STEP_PAGE_SHIFT, "a chunk's pages
 static uint32_t *named;                /* per arena chunk: the step that last named it | REF */
 static uint32_t *part;                 /* per arena chunk believed far: its pages put in HBM */
 static uint32_t *used;                 /* per arena chunk: pages named since the hand last passed */
+static uint32_t *trimmed;              /* per arena chunk: when a step trimmed it while recent (ms | 1), 0 */
+static uint32_t *kept;                 /* per arena chunk: the pages that trim left held */
 static uint32_t *scratch;              /* kvt_tables_step_each's (under busy) */
 static uint32_t cur_seq;               /* atomic: steps taken */
 static int busy;                       /* atomic: a step is under way */
@@ -35,10 +37,22 @@ static struct { int slot; uint32_t idx; } hand = { -1, 0 };   /* under busy */
 static uint32_t owned_ms[KVT_HEAT_MAX_RANGES];   /* atomic: when a step last named the range */
 static uint32_t part_gen[KVT_HEAT_MAX_RANGES];   /* atomic: the range generation part[] is of */
 static struct kvt_step_info st;        /* atomic */
+/* Trimming recent chunks (victim): on until the driver is seen to move
+ * more than the pages asked for (coarse), judged per TRIM_WINDOW trims. */
+#define TRIM_WINDOW   64               /* recent chunks trimmed per verdict */
+#define TRIM_WATCH_MS 250              /* CUPTI's records of a trim are in by then (a flush an epoch) */
+static int coarse;                     /* atomic: trimming recent chunks is off for good */
+static uint32_t win_seen, win_wide;    /* atomic: this window's trims judged, and those of them
+					* whose kept pages the driver moved out too */
 
 #define ADD(f, v) __atomic_fetch_add(&st.f, (v), __ATOMIC_RELAXED)
 
-struct far { uint64_t addr; int hs; uint32_t pages; };   /* pages: wanted in HBM (a victim's: to leave) */
+struct far {
+	uint64_t addr;
+	int hs;
+	uint32_t pages;                     /* wanted in HBM (a victim's: to leave) */
+	int recent;                         /* a victim a recent step named (its unnamed pages leave) */
+};
 
 struct step {
 	uint32_t seq, now_ms;
@@ -66,9 +80,9 @@ void kvt_step_set_room(int64_t pages)
 	__atomic_store_n(&room, pages, __ATOMIC_RELAXED);
 }
 
-#define ARENA_WORDS (3 * (size_t)KVT_HEAT_MAX_CHUNKS + KVT_TABLES_STEP_CHUNKS)
+#define ARENA_WORDS (5 * (size_t)KVT_HEAT_MAX_CHUNKS + KVT_TABLES_STEP_CHUNKS)
 
-/* named[], part[], used[] and the scratch, mapped once (zero-filled, reserved
+/* named[], part[], used[], trimmed[], kept[] and the scratch, mapped once (zero-filled, reserved
  * lazily); NULL when the map failed. */
 static uint32_t *names(void)
 {
@@ -82,7 +96,9 @@ static uint32_t *names(void)
 		return NULL;
 	part = p + KVT_HEAT_MAX_CHUNKS;
 	used = p + 2 * (size_t)KVT_HEAT_MAX_CHUNKS;
-	scratch = p + 3 * (size_t)KVT_HEAT_MAX_CHUNKS;
+	trimmed = p + 3 * (size_t)KVT_HEAT_MAX_CHUNKS;
+	kept = p + 4 * (size_t)KVT_HEAT_MAX_CHUNKS;
+	scratch = p + 5 * (size_t)KVT_HEAT_MAX_CHUNKS;
 	uint32_t *none = NULL;
 	if (!__atomic_compare_exchange_n(&named, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		kvt_sys_munmap(p, len);
@@ -100,8 +116,34 @@ static void fresh(int hs, const struct kvt_heat_range *r)
 	for (uint32_t i = 0; i < r->cap_chunks; i++) {
 		__atomic_store_n(&part[r->first + i], 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&used[r->first + i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&trimmed[r->first + i], 0, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&part_gen[hs], r->gen, __ATOMIC_RELAXED);
+}
+
+/* Recent chunk a (heat chunk c), trimmed by a step TRIM_WATCH_MS or more
+ * ago, named again: did the driver's prefetch records (CUPTI, cause
+ * PREFETCH) name pages of it the trim kept? A driver that keeps residency
+ * per page moves only the pages asked for; one whose unit is 2 MiB moves
+ * the kept pages too, and the next step's kernels fault them back. When
+ * over a quarter of a window's trims show that, trimming recent chunks
+ * stops for good (the unit is the driver's; it does not change). */
+static void watch(uint32_t a, const struct kvt_heat_chunk *c, uint32_t now_ms)
+{
+	uint32_t t = __atomic_load_n(&trimmed[a], __ATOMIC_RELAXED);
+	if (!t || now_ms - t < TRIM_WATCH_MS)
+		return;
+	__atomic_store_n(&trimmed[a], 0, __ATOMIC_RELAXED);
+	if (kvt_heat_take_out(c) & __atomic_load_n(&kept[a], __ATOMIC_RELAXED)) {
+		ADD(trims_wide, 1);
+		__atomic_fetch_add(&win_wide, 1, __ATOMIC_RELAXED);
+	}
+	if (__atomic_add_fetch(&win_seen, 1, __ATOMIC_RELAXED) < TRIM_WINDOW)
+		return;
+	uint32_t wide = __atomic_exchange_n(&win_wide, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&win_seen, 0, __ATOMIC_RELAXED);
+	if (4 * wide > TRIM_WINDOW)
+		__atomic_store_n(&coarse, 1, __ATOMIC_RELAXED);   /* said at exit (migrate.step_trim) */
 }
 
 /* kvt_tables_step_each's callback: name the chunk for this step, and keep
@@ -127,7 +169,9 @@ static void note(void *arg, uint64_t chunk, int hs, uint32_t pages)
 		x->nr_named++;
 	}
 	__atomic_fetch_or(&used[a], pages, __ATOMIC_RELAXED);   /* under busy: the hand's too */
-	if (__atomic_load_n(&kvt_heat_chunks(&x->r)[i].tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
+	const struct kvt_heat_chunk *c = kvt_heat_chunks(&x->r) + i;
+	watch(a, c, x->now_ms);
+	if (__atomic_load_n(&c->tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
 		return;
 	uint32_t want = pages & ~__atomic_load_n(&part[a], __ATOMIC_RELAXED);
 	if (!want)
@@ -152,10 +196,13 @@ static unsigned pop(uint32_t m)
 /* The next chunk of a covered range with pages in HBM that no step named
  * since the hand last passed (a CLOCK over pages): *v, v->pages those
  * pages, and its range, 0; -1 when the hand found none within its bound.
- * A chunk a recent step named is passed over whole (its pages a step did
- * not name may still be read: leaving them cost vllm-like 2x 4x its
- * tokens/s in faults, session 19); passing another clears its named pages,
- * which stay this pass. */
+ * A chunk a recent step named keeps every page a step named since the
+ * hand last passed, and only its other pages leave (marked recent, and
+ * watched: see watch()); once the driver was seen to move whole 2 MiB
+ * chunks for those pages (coarse), such a chunk is passed over whole, as
+ * its named pages would leave with the rest and be faulted back (vllm-like
+ * 2x on the stand-in's 2 MiB unit: 4x fewer tokens/s, session 19).
+ * Passing an older chunk clears its named pages, which stay this pass. */
 static int victim(uint32_t seq, unsigned *budget, struct far *v, struct kvt_heat_range *vr)
 {
 	struct kvt_heat_range r;
@@ -181,17 +228,24 @@ static int victim(uint32_t seq, unsigned *budget, struct far *v, struct kvt_heat
 				? ~0u : __atomic_load_n(&part[a], __ATOMIC_RELAXED);
 		if (!held)
 			continue;
-		uint32_t nm = __atomic_load_n(&named[a], __ATOMIC_RELAXED);
-		if (nm && seq - (nm & ~REF) <= KVT_STEP_PROTECT)
-			continue;                   /* a recent step's: none of it leaves */
-		/* its named pages stay this pass (their second chance); the rest leave */
-		uint32_t cold = held & ~__atomic_exchange_n(&used[a], 0, __ATOMIC_RELAXED);
-		if (nm & REF)
-			__atomic_store_n(&named[a], nm & ~REF, __ATOMIC_RELAXED);
+		uint32_t nm = __atomic_load_n(&named[a], __ATOMIC_RELAXED), cold;
+		int recent = nm && seq - (nm & ~REF) <= KVT_STEP_PROTECT;
+		if (recent) {
+			/* a recent step's: the pages no step named since the hand
+			 * last passed leave, unless that was seen to cost faults */
+			if (__atomic_load_n(&coarse, __ATOMIC_RELAXED))
+				continue;
+			cold = held & ~__atomic_load_n(&used[a], __ATOMIC_RELAXED);
+		} else {
+			/* its named pages stay this pass (their second chance); the rest leave */
+			cold = held & ~__atomic_exchange_n(&used[a], 0, __ATOMIC_RELAXED);
+			if (nm & REF)
+				__atomic_store_n(&named[a], nm & ~REF, __ATOMIC_RELAXED);
+		}
 		if (!cold)
 			continue;
 		*v = (struct far){ .addr = r.base + ((uint64_t)i << KVT_CHUNK_SHIFT), .hs = hand.slot,
-				   .pages = cold };
+				   .pages = cold, .recent = recent };
 		*vr = r;
 		return 0;
 	}
@@ -234,6 +288,7 @@ static int move(const struct far *f, const struct kvt_heat_range *r, int promote
 	uint64_t i = (f->addr - r->base) >> KVT_CHUNK_SHIFT;
 	struct kvt_heat_chunk *c = kvt_heat_chunks(r) + i;
 	__atomic_store_n(&part[r->first + i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&trimmed[r->first + i], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->tier, promote ? KVT_PLAN_TIER_HBM : KVT_PLAN_TIER_FAR, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->moved_ms, kvt_heat_now_ms(), __ATOMIC_RELAXED);
 	return 0;
@@ -300,8 +355,16 @@ static int demote_one(uint32_t seq, unsigned *budget, uint64_t s)
 		__atomic_store_n(&c->moved_ms, kvt_heat_now_ms(), __ATOMIC_RELAXED);
 	}
 	uint32_t before = pop(__atomic_load_n(held, __ATOMIC_RELAXED));
+	if (v.recent)                         /* what the driver reports moving from now */
+		(void)kvt_heat_take_out(c);
 	int rc = move_pages(&v, &vr, 0, s);
-	int freed = (int)(before - pop(__atomic_load_n(held, __ATOMIC_RELAXED)));
+	uint32_t left = __atomic_load_n(held, __ATOMIC_RELAXED);
+	int freed = (int)(before - pop(left));
+	if (v.recent && freed && left) {
+		__atomic_store_n(&kept[vr.first + i], left, __ATOMIC_RELAXED);
+		__atomic_store_n(&trimmed[vr.first + i], kvt_heat_now_ms() | 1, __ATOMIC_RELAXED);
+		ADD(trims, 1);
+	}
 	return rc && !freed ? -1 : freed;
 }
 
@@ -422,6 +485,8 @@ void kvt_step_info(struct kvt_step_info *out)
 	out->pages = __atomic_load_n(&st.pages, __ATOMIC_RELAXED);
 	out->demoted = __atomic_load_n(&st.demoted, __ATOMIC_RELAXED);
 	out->pages_out = __atomic_load_n(&st.pages_out, __ATOMIC_RELAXED);
+	out->trims = __atomic_load_n(&st.trims, __ATOMIC_RELAXED);
+	out->trims_wide = __atomic_load_n(&st.trims_wide, __ATOMIC_RELAXED);
 	out->no_room = __atomic_load_n(&st.no_room, __ATOMIC_RELAXED);
 	out->over_cap = __atomic_load_n(&st.over_cap, __ATOMIC_RELAXED);
 	out->busy = __atomic_load_n(&st.busy, __ATOMIC_RELAXED);
@@ -435,15 +500,22 @@ void kvt_step_trace_counters(void)
 	kvt_step_info(&i);
 	char val[256];
 	snprintf(val, sizeof val, "steps=%llu named=%llu promoted=%llu pages=%llu demoted=%llu "
-		 "pages_out=%llu no_room=%llu over_cap=%llu busy=%llu capturing=%llu failed=%llu",
+		 "pages_out=%llu trims=%llu trims_wide=%llu no_room=%llu over_cap=%llu busy=%llu "
+		 "capturing=%llu failed=%llu",
 		 (unsigned long long)i.steps, (unsigned long long)i.named,
 		 (unsigned long long)i.promoted, (unsigned long long)i.pages,
 		 (unsigned long long)i.demoted, (unsigned long long)i.pages_out,
+		 (unsigned long long)i.trims, (unsigned long long)i.trims_wide,
 		 (unsigned long long)i.no_room,
 		 (unsigned long long)i.over_cap,
 		 (unsigned long long)i.busy, (unsigned long long)i.capturing,
 		 (unsigned long long)i.failed);
 	kvt_trace_info("migrate.step", val);
+	kvt_trace_info("migrate.step_trim",
+		       __atomic_load_n(&coarse, __ATOMIC_RELAXED)
+		       ? "off: the driver's prefetches of a chunk's unnamed pages moved its named "
+			 "pages too (a 2 MiB residency unit)"
+		       : "on");
 }
 
 void kvt_step_reset(void)
@@ -455,6 +527,8 @@ void kvt_step_reset(void)
 	cur_seq = 0;
 	busy = 0;
 	room = 0;
+	coarse = 0;
+	win_seen = win_wide = 0;
 	hand.slot = -1;
 	hand.idx = 0;
 	memset(owned_ms, 0, sizeof owned_ms);

@@ -13,11 +13,16 @@
  * their 64 KiB pages only (a real driver keeps residency per page inside a
  * 2 MiB VA block, and a block of a page-sized table is 16-32 KiB), or the
  * whole chunk when more than half of its pages would then be held that
- * way. When the room the migrator left under the budget is used up, a
- * chunk in HBM, or one with pages held apart, that neither this step nor
- * the one before named (a CLOCK hand over the ranges steps name, a chunk
- * named since the hand last passed getting a second chance) is first
- * prefetched back to the far tier whole on the same stream. The migration
+ * way. When the room the migrator left under the budget is used up,
+ * victims are first prefetched back to the far tier on the same stream: a
+ * CLOCK hand over the ranges steps name sends out the pages of chunks in
+ * HBM (or held apart) that no step named since it last passed (a chunk
+ * that no recent step named leaves whole when none of it was named; a
+ * chunk that this step or the one before named keeps the pages named
+ * lately and only its others leave). A driver seen (CUPTI's prefetch
+ * records) to move a chunk's named pages with the unnamed ones it was
+ * asked to, a 2 MiB residency unit, turns that last trimming off for good:
+ * migrate.step_trim in the trace. The migration
  * thread leaves the chunks of those ranges to this, counts the pages held
  * apart against the budget (kvt_step_partial_pages) and publishes the room
  * each epoch.
@@ -70,6 +75,8 @@ struct kvt_step_info {
 	uint64_t pages;          /* pages prefetched to HBM apart (named blocks' pages) */
 	uint64_t demoted;        /* victims (chunks) prefetched to the far tier whole first */
 	uint64_t pages_out;      /* victims' pages no step named lately, prefetched out apart */
+	uint64_t trims;          /* victims a recent step named whose other pages left */
+	uint64_t trims_wide;     /* of them, ones whose kept pages the driver moved out too */
 	uint64_t no_room;        /* named far chunks left where they were: no room, no victim */
 	uint64_t over_cap;       /* named far chunks past KVT_STEP_MAX_MOVES */
 	uint64_t busy;           /* steps skipped: another thread's was under way */

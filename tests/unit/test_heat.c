@@ -147,6 +147,31 @@ static void test_ranges(void)
 	CU_ASSERT_EQUAL(kvt_heat_find(B), -1);
 }
 
+/* The driver's prefetch-out records, kept per chunk by 64 KiB page: a
+ * record across a chunk's end marks both chunks' pages, a partial page
+ * counts, reading clears, untracked addresses are ignored. */
+static void test_prefetched_out(void)
+{
+	const uint64_t A = 0x40000000ull, M = 1ull << 20, K = 1ull << 10;
+	kvt_heat_reset();
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 6 * M, KVT_PLAN_TIER_HBM, 1, 0), 0);
+	struct kvt_heat_chunk *c0 = kvt_heat_chunk_at(A), *c1 = kvt_heat_chunk_at(A + 2 * M);
+	CU_ASSERT_FATAL(c0 && c1 && c1 == c0 + 1);
+	CU_ASSERT_EQUAL(kvt_heat_take_out(c0), 0);
+	kvt_heat_prefetched_out(A + 64 * K, 128 * K);              /* pages 1, 2 */
+	kvt_heat_prefetched_out(A + 2 * M - 64 * K, 192 * K);      /* page 31, then c1's 0, 1 */
+	kvt_heat_prefetched_out(A + 2 * M + 20 * 64 * K + 5, 1);   /* c1's page 20, a byte of it */
+	kvt_heat_prefetched_out(0x1000, 2 * M);                    /* untracked: nothing */
+	CU_ASSERT_EQUAL(kvt_heat_take_out(c0), 1u << 1 | 1u << 2 | 1u << 31);
+	CU_ASSERT_EQUAL(kvt_heat_take_out(c0), 0);
+	CU_ASSERT_EQUAL(kvt_heat_take_out(c1), 1u << 0 | 1u << 1 | 1u << 20);
+	kvt_heat_prefetched_out(A + 4 * M, 2 * M);                 /* a whole chunk */
+	CU_ASSERT_EQUAL(kvt_heat_take_out(c1 + 1), ~0u);
+	CU_ASSERT_EQUAL(kvt_heat_take_out(NULL), 0);
+	kvt_heat_reset();
+}
+
 static void test_table_bounded(void)
 {
 	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
@@ -658,6 +683,7 @@ int main(void)
 		{ "ranges: track, find, evidence, untrack, reuse", test_ranges },
 		{ "the arena is huge-page aligned and advised", test_arena_huge_pages },
 		{ "the tables are bounded", test_table_bounded },
+		{ "prefetched out: the driver's records kept by page", test_prefetched_out },
 		{ "collect: the migrator's working set", test_collect_working_set },
 		{ "launch sampling: no aliasing with periodic launches", test_launch_sampling_periodic },
 		{ "set_tier: a re-homed range is in HBM", test_set_tier },

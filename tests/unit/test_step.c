@@ -312,14 +312,16 @@ static void test_victims_first(void)
 }
 
 /* No room, and the one chunk in HBM (c0) is one the first table named (a
- * GPU fault brought it in whole). The next table names one far block
- * elsewhere: while the first table's step is recent, nothing of c0 leaves
- * (no room, the block stays far); one step later c0's pages that table did
- * not name leave page by page, its named pages stay, c0 is believed far
- * with those held apart, and the block's pages come in. */
+ * GPU fault brought it in whole), on a driver seen to move 2 MiB for a
+ * page's prefetch (coarse: recent chunks are not trimmed). The next table
+ * names one far block elsewhere: while the first table's step is recent,
+ * nothing of c0 leaves (no room, the block stays far); one step later c0's
+ * pages that table did not name leave page by page, its named pages stay,
+ * c0 is believed far with those held apart, and the block's pages come in. */
 static void test_unnamed_pages_leave(void)
 {
 	setup();
+	coarse = 1;
 	unsigned c0 = (unsigned)((ids[0] * S) >> KVT_CHUNK_SHIFT);
 	set_tier(c0, KVT_PLAN_TIER_HBM);
 	kvt_step_set_room(1000);
@@ -357,6 +359,131 @@ static void test_unnamed_pages_leave(void)
 	kvt_step_info(&si);
 	CU_ASSERT_EQUAL(si.pages_out, 32 - pages_of(c0));
 	CU_ASSERT_EQUAL(si.demoted, 0);
+}
+
+/* The same start on a driver that moves only the pages asked for (the
+ * default belief): c0's unnamed pages leave at once although the step
+ * before named c0, its named pages stay held, and the far block comes in.
+ * The trim is watched: TRIM_WATCH_MS later, naming c0 again finds the
+ * driver's prefetch-out records (kvt_heat_prefetched_out) within the pages
+ * asked, so trimming stays on. */
+static void test_recent_trimmed(void)
+{
+	setup();
+	unsigned c0 = (unsigned)((ids[0] * S) >> KVT_CHUNK_SHIFT);
+	uint64_t base0 = KV + ((uint64_t)c0 << KVT_CHUNK_SHIFT);
+	set_tier(c0, KVT_PLAN_TIER_HBM);
+	kvt_step_set_room(1000);
+	upload(ids, 40);
+	kvt_step_after_copy(STREAM);
+	uint64_t held = kvt_step_partial_pages(0);
+	uint32_t other[1] = { 2000 };              /* chunks 31 (K) and 95 (V) */
+	kvt_step_set_room(0);
+	nr_calls = 0;
+	upload(other, 1);
+	kvt_step_after_copy(STREAM);
+	CU_ASSERT_FATAL(nr_calls > 2);
+	CU_ASSERT_EQUAL(calls[0].type, CU_MEM_LOCATION_TYPE_HOST);   /* room first */
+	for (unsigned i = 0; i < nr_calls; i++) {
+		unsigned c = (unsigned)((calls[i].addr - KV) >> KVT_CHUNK_SHIFT);
+		if (calls[i].type == CU_MEM_LOCATION_TYPE_HOST)
+			CU_ASSERT_EQUAL(c, c0);
+	}
+	CU_ASSERT_EQUAL(moved(c0, CU_MEM_LOCATION_TYPE_HOST), ~want_pages(c0));
+	CU_ASSERT_EQUAL(tier_of(c0), KVT_PLAN_TIER_FAR);
+	CU_ASSERT_EQUAL(kvt_step_partial_pages(0), held + pages_of(c0) + 2);
+	struct kvt_step_info si;
+	kvt_step_info(&si);
+	CU_ASSERT_EQUAL(si.trims, 1);
+	CU_ASSERT_EQUAL(si.pages_out, 32 - pages_of(c0));
+	CU_ASSERT_EQUAL(si.no_room, 0);
+	/* what a per-page driver reports: the pages asked, run by run */
+	for (unsigned i = 0; i < nr_calls; i++)
+		if (calls[i].type == CU_MEM_LOCATION_TYPE_HOST)
+			kvt_heat_prefetched_out(calls[i].addr, calls[i].bytes);
+	uint32_t a = c0;                           /* the range is the arena's first */
+	(void)base0;
+	CU_ASSERT_NOT_EQUAL_FATAL(trimmed[a], 0);
+	trimmed[a] = (kvt_heat_now_ms() - TRIM_WATCH_MS - 1) | 1;   /* the watch is over */
+	upload(ids, 40);
+	kvt_step_after_copy(STREAM);
+	CU_ASSERT_EQUAL(trimmed[a], 0);
+	kvt_step_info(&si);
+	CU_ASSERT_EQUAL(si.trims_wide, 0);
+	CU_ASSERT_EQUAL(win_seen, 1);
+	CU_ASSERT_EQUAL(coarse, 0);
+}
+
+/* A driver whose residency unit is 2 MiB: each trim of c0 (back in HBM
+ * whole, as the next kernels' faults bring it) is reported moved out
+ * whole, its kept pages too. After a window of such trims, recent chunks
+ * are no longer trimmed: c0 stays, the far blocks find no room. A window
+ * of trims reported within the pages asked never turns it off. */
+static void run_trims(int wide)
+{
+	unsigned c0 = (unsigned)((ids[0] * S) >> KVT_CHUNK_SHIFT);
+	uint64_t base0 = KV + ((uint64_t)c0 << KVT_CHUNK_SHIFT);
+	uint32_t other[1] = { 2000 }, a = c0;   /* the range is the arena's first */
+	for (unsigned k = 0; k < TRIM_WINDOW; k++) {
+		set_tier(c0, KVT_PLAN_TIER_HBM);
+		part[a] = 0;
+		kvt_step_set_room(1000);
+		upload(ids, 40);
+		kvt_step_after_copy(STREAM);
+		kvt_step_set_room(0);
+		nr_calls = 0;
+		upload(other, 1);
+		kvt_step_after_copy(STREAM);
+		CU_ASSERT_FATAL(moved(c0, CU_MEM_LOCATION_TYPE_HOST) == ~want_pages(c0));
+		if (wide)
+			kvt_heat_prefetched_out(base0, KVT_CHUNK_BYTES);
+		else
+			for (unsigned i = 0; i < nr_calls; i++)
+				if (calls[i].type == CU_MEM_LOCATION_TYPE_HOST)
+					kvt_heat_prefetched_out(calls[i].addr, calls[i].bytes);
+		trimmed[a] = (kvt_heat_now_ms() - TRIM_WATCH_MS - 1) | 1;
+		upload(ids, 40);                         /* c0 named again: judged */
+		kvt_step_after_copy(STREAM);
+		CU_ASSERT_FATAL(trimmed[a] == 0);
+		/* the far blocks' pages out again, for the next round's room */
+		for (unsigned c = 0; c < NCHUNK; c++)
+			if (c != c0) {
+				set_tier(c, KVT_PLAN_TIER_FAR);
+				part[c] = 0;
+			}
+	}
+}
+
+static void test_trims_watched(void)
+{
+	setup();
+	run_trims(0);
+	struct kvt_step_info si;
+	kvt_step_info(&si);
+	CU_ASSERT_EQUAL(si.trims, TRIM_WINDOW);
+	CU_ASSERT_EQUAL(si.trims_wide, 0);
+	CU_ASSERT_EQUAL(coarse, 0);
+
+	setup();
+	run_trims(1);
+	kvt_step_info(&si);
+	CU_ASSERT_EQUAL(si.trims, TRIM_WINDOW);
+	CU_ASSERT_EQUAL(si.trims_wide, TRIM_WINDOW);
+	CU_ASSERT_EQUAL(coarse, 1);
+	/* from now on a recent chunk keeps its pages */
+	unsigned c0 = (unsigned)((ids[0] * S) >> KVT_CHUNK_SHIFT);
+	set_tier(c0, KVT_PLAN_TIER_HBM);
+	part[c0] = 0;
+	kvt_step_set_room(1000);
+	upload(ids, 40);
+	kvt_step_after_copy(STREAM);
+	kvt_step_set_room(0);
+	nr_calls = 0;
+	uint32_t other[1] = { 2000 };
+	upload(other, 1);
+	kvt_step_after_copy(STREAM);
+	CU_ASSERT_EQUAL(nr_calls, 0);
+	CU_ASSERT_EQUAL(tier_of(c0), KVT_PLAN_TIER_HBM);
 }
 
 static void test_capturing_option_failure(void)
@@ -399,6 +526,10 @@ int main(void)
 		  test_victims_first },
 		{ "no room: a chunk's pages no step named lately leave, its named pages stay",
 		  test_unnamed_pages_leave },
+		{ "no room: a recent chunk's unnamed pages leave where the driver moves pages",
+		  test_recent_trimmed },
+		{ "trims watched: a driver that moves 2 MiB for a page turns them off",
+		  test_trims_watched },
 		{ "a captured stream, the option off, a failed prefetch: nothing moves",
 		  test_capturing_option_failure },
 		CU_TEST_INFO_NULL,
