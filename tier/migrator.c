@@ -502,6 +502,7 @@ static uint32_t apply(const struct mdev *d, const struct kvt_plan_move *mv, uint
 		return 0;
 	}
 	struct kvt_heat_chunk *c = kvt_heat_chunks(r) + idx;
+	kvt_step_moved_whole(r, idx, mv->nr);
 	for (uint32_t i = 0; i < mv->nr; i++) {
 		__atomic_store_n(&c[i].tier, promote ? KVT_PLAN_TIER_HBM : KVT_PLAN_TIER_FAR, __ATOMIC_RELAXED);
 		__atomic_store_n(&c[i].moved_ms, now_ms, __ATOMIC_RELAXED);

@@ -447,6 +447,17 @@ void kvt_step_after_copy(uint64_t stream)
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 }
 
+void kvt_step_moved_whole(const struct kvt_heat_range *r, uint32_t idx, uint32_t nr)
+{
+	/* trimmed is set before named is published (names()) */
+	if (!__atomic_load_n(&named, __ATOMIC_ACQUIRE) || !__atomic_load_n(&st.trims, __ATOMIC_RELAXED))
+		return;                            /* no trim was ever watched */
+	uint32_t *t = trimmed;
+	for (uint32_t i = 0; i < nr && idx + i < r->cap_chunks; i++)
+		if (__atomic_load_n(&t[r->first + idx + i], __ATOMIC_RELAXED))
+			__atomic_store_n(&t[r->first + idx + i], 0, __ATOMIC_RELAXED);
+}
+
 uint64_t kvt_step_partial_pages(int dev)
 {
 	uint32_t *n = __atomic_load_n(&named, __ATOMIC_ACQUIRE);

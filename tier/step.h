@@ -53,6 +53,11 @@ void kvt_step_after_copy(uint64_t stream);
 int kvt_step_owns(int slot);
 /* Whether the step prefetch is on (option and tables source). */
 int kvt_step_enabled(void);
+/* Migration thread: it moved chunks [idx, idx + nr) of range r whole. A
+ * trim of them being watched is dropped (the driver's records of that
+ * move name every page: no evidence of its unit). */
+struct kvt_heat_range;
+void kvt_step_moved_whole(const struct kvt_heat_range *r, uint32_t idx, uint32_t nr);
 /* Migration thread, after each epoch: pages (KVT_STEP_PAGES a chunk) free
  * under the HBM budget's low watermark, with every chunk believed in HBM
  * and every page held apart counted; below 0, a debt the next steps pay
