@@ -509,7 +509,7 @@ void kvt_step_trace_counters(void)
 {
 	struct kvt_step_info i;
 	kvt_step_info(&i);
-	char val[256];
+	char val[512];                      /* 13 counters of up to 20 digits */
 	snprintf(val, sizeof val, "steps=%llu named=%llu promoted=%llu pages=%llu demoted=%llu "
 		 "pages_out=%llu trims=%llu trims_wide=%llu no_room=%llu over_cap=%llu busy=%llu "
 		 "capturing=%llu failed=%llu",
