@@ -77,9 +77,10 @@ static struct {
 
 static struct {
 	uint64_t armed, faulted, advise_failed, unobservable;
+	uint32_t regions_max;            /* the most regions at once (a freed range's go) */
 } ctr;
 
-static char state_text[2][160];
+static char state_text[2][224];
 static unsigned state_turn;
 
 /* ---- the probes' lookup table (on_fault's side is lock-free) ---- */
@@ -142,8 +143,10 @@ static void publish_state(void)
 	char *t = state_text[state_turn];
 	state_turn ^= 1;
 	snprintf(t, sizeof state_text[0],
-		 "%s regions=%u armed=%llu faulted=%llu advise_failed=%llu unobservable=%llu",
+		 "%s regions=%u regions_max=%u armed=%llu faulted=%llu advise_failed=%llu "
+		 "unobservable=%llu",
 		 sm.stopped ? "stopped (advice failing)" : "active", sm.set.nr,
+		 (ctr.regions_max = sm.set.nr > ctr.regions_max ? sm.set.nr : ctr.regions_max),
 		 (unsigned long long)ctr.armed, (unsigned long long)ctr.faulted,
 		 (unsigned long long)ctr.advise_failed, (unsigned long long)ctr.unobservable);
 	kvt_prof_set_state(KVT_SRC_SAMPLE, t);
