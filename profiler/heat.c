@@ -94,12 +94,21 @@ void kvt_heat_set_keep(float keep)
 	__atomic_store(&keep_heat, &keep, __ATOMIC_RELAXED);
 }
 
+/* c's index in the arena; -1 for a chunk outside it (tests, tools). */
+static int64_t arena_index(const struct kvt_heat_chunk *c)
+{
+	uintptr_t a = (uintptr_t)__atomic_load_n(&arena, __ATOMIC_ACQUIRE), p = (uintptr_t)c;
+	if (!a || !c || p < a || p >= a + (uintptr_t)KVT_HEAT_MAX_CHUNKS * sizeof *arena)
+		return -1;
+	return (int64_t)((p - a) / sizeof *arena);
+}
+
 void kvt_heat_mark(const struct kvt_heat_chunk *c)
 {
-	uintptr_t a = (uintptr_t)arena, p = (uintptr_t)c;
-	if (!a || p < a || p >= a + (uintptr_t)KVT_HEAT_MAX_CHUNKS * sizeof *arena)
-		return;                 /* a chunk outside the arena (tests, tools) */
-	uint32_t i = (uint32_t)((p - a) / sizeof *arena);
+	int64_t at = arena_index(c);
+	if (at < 0)
+		return;
+	uint32_t i = (uint32_t)at;
 	uint64_t bit = 1ull << (i & 63);
 	/* a plain load first: a hot chunk's bit is usually set already, and
 	 * the read keeps its cache line shared among touching threads */
@@ -375,14 +384,6 @@ void kvt_heat_evicted(uint64_t addr)
 }
 
 _Static_assert(KVT_CHUNK_SHIFT - KVT_HEAT_PAGE_SHIFT == 5, "a chunk's pages fill a uint32_t");
-
-static int64_t arena_index(const struct kvt_heat_chunk *c)
-{
-	uintptr_t a = (uintptr_t)__atomic_load_n(&arena, __ATOMIC_ACQUIRE), p = (uintptr_t)c;
-	if (!a || !c || p < a || p >= a + (uintptr_t)KVT_HEAT_MAX_CHUNKS * sizeof *arena)
-		return -1;
-	return (int64_t)((p - a) / sizeof *arena);
-}
 
 void kvt_heat_prefetched_out(uint64_t addr, uint64_t bytes)
 {

@@ -142,11 +142,12 @@ static void publish_state(void)
 {
 	char *t = state_text[state_turn];
 	state_turn ^= 1;
+	if (sm.set.nr > ctr.regions_max)
+		ctr.regions_max = sm.set.nr;
 	snprintf(t, sizeof state_text[0],
 		 "%s regions=%u regions_max=%u armed=%llu faulted=%llu advise_failed=%llu "
 		 "unobservable=%llu",
-		 sm.stopped ? "stopped (advice failing)" : "active", sm.set.nr,
-		 (ctr.regions_max = sm.set.nr > ctr.regions_max ? sm.set.nr : ctr.regions_max),
+		 sm.stopped ? "stopped (advice failing)" : "active", sm.set.nr, ctr.regions_max,
 		 (unsigned long long)ctr.armed, (unsigned long long)ctr.faulted,
 		 (unsigned long long)ctr.advise_failed, (unsigned long long)ctr.unobservable);
 	kvt_prof_set_state(KVT_SRC_SAMPLE, t);

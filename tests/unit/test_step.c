@@ -361,6 +361,42 @@ static void test_unnamed_pages_leave(void)
 	CU_ASSERT_EQUAL(si.demoted, 0);
 }
 
+/* The chunk of the table's first block (c0; the range is the arena's
+ * first, so its arena index too). */
+static unsigned first_chunk(void)
+{
+	return (unsigned)((ids[0] * S) >> KVT_CHUNK_SHIFT);
+}
+
+/* c0 in HBM whole (a GPU fault brought it in), named by the table's step;
+ * then, with no room, a step naming one far block elsewhere (chunks 31
+ * and 95): c0 is the only victim there is, while recent. What the first
+ * step left held apart is returned; calls[] has the second step's calls. */
+static uint64_t c0_named_then_no_room(unsigned c0)
+{
+	static const uint32_t other[1] = { 2000 };
+	set_tier(c0, KVT_PLAN_TIER_HBM);
+	part[c0] = 0;
+	kvt_step_set_room(1000);
+	upload(ids, 40);
+	kvt_step_after_copy(STREAM);
+	uint64_t held = kvt_step_partial_pages(0);
+	kvt_step_set_room(0);
+	nr_calls = 0;
+	upload(other, 1);
+	kvt_step_after_copy(STREAM);
+	return held;
+}
+
+/* What a per-page driver reports of calls[]' moves out: the pages asked,
+ * run by run. */
+static void report_host_calls(void)
+{
+	for (unsigned i = 0; i < nr_calls; i++)
+		if (calls[i].type == CU_MEM_LOCATION_TYPE_HOST)
+			kvt_heat_prefetched_out(calls[i].addr, calls[i].bytes);
+}
+
 /* The same start on a driver that moves only the pages asked for (the
  * default belief): c0's unnamed pages leave at once although the step
  * before named c0, its named pages stay held, and the far block comes in.
@@ -370,18 +406,8 @@ static void test_unnamed_pages_leave(void)
 static void test_recent_trimmed(void)
 {
 	setup();
-	unsigned c0 = (unsigned)((ids[0] * S) >> KVT_CHUNK_SHIFT);
-	uint64_t base0 = KV + ((uint64_t)c0 << KVT_CHUNK_SHIFT);
-	set_tier(c0, KVT_PLAN_TIER_HBM);
-	kvt_step_set_room(1000);
-	upload(ids, 40);
-	kvt_step_after_copy(STREAM);
-	uint64_t held = kvt_step_partial_pages(0);
-	uint32_t other[1] = { 2000 };              /* chunks 31 (K) and 95 (V) */
-	kvt_step_set_room(0);
-	nr_calls = 0;
-	upload(other, 1);
-	kvt_step_after_copy(STREAM);
+	unsigned c0 = first_chunk(), a = c0;
+	uint64_t held = c0_named_then_no_room(c0);
 	CU_ASSERT_FATAL(nr_calls > 2);
 	CU_ASSERT_EQUAL(calls[0].type, CU_MEM_LOCATION_TYPE_HOST);   /* room first */
 	for (unsigned i = 0; i < nr_calls; i++) {
@@ -397,12 +423,7 @@ static void test_recent_trimmed(void)
 	CU_ASSERT_EQUAL(si.trims, 1);
 	CU_ASSERT_EQUAL(si.pages_out, 32 - pages_of(c0));
 	CU_ASSERT_EQUAL(si.no_room, 0);
-	/* what a per-page driver reports: the pages asked, run by run */
-	for (unsigned i = 0; i < nr_calls; i++)
-		if (calls[i].type == CU_MEM_LOCATION_TYPE_HOST)
-			kvt_heat_prefetched_out(calls[i].addr, calls[i].bytes);
-	uint32_t a = c0;                           /* the range is the arena's first */
-	(void)base0;
+	report_host_calls();
 	CU_ASSERT_NOT_EQUAL_FATAL(trimmed[a], 0);
 	trimmed[a] = (kvt_heat_now_ms() - TRIM_WATCH_MS - 1) | 1;   /* the watch is over */
 	upload(ids, 40);
@@ -422,19 +443,10 @@ static void test_recent_trimmed(void)
  * whose chunk the migrator moved whole meanwhile. */
 static void run_trims(int wide, int migrator_moved)
 {
-	unsigned c0 = (unsigned)((ids[0] * S) >> KVT_CHUNK_SHIFT);
+	unsigned c0 = first_chunk(), a = c0;
 	uint64_t base0 = KV + ((uint64_t)c0 << KVT_CHUNK_SHIFT);
-	uint32_t other[1] = { 2000 }, a = c0;   /* the range is the arena's first */
 	for (unsigned k = 0; k < TRIM_WINDOW; k++) {
-		set_tier(c0, KVT_PLAN_TIER_HBM);
-		part[a] = 0;
-		kvt_step_set_room(1000);
-		upload(ids, 40);
-		kvt_step_after_copy(STREAM);
-		kvt_step_set_room(0);
-		nr_calls = 0;
-		upload(other, 1);
-		kvt_step_after_copy(STREAM);
+		(void)c0_named_then_no_room(c0);
 		CU_ASSERT_FATAL(moved(c0, CU_MEM_LOCATION_TYPE_HOST) == ~want_pages(c0));
 		if (migrator_moved) {                /* the migrator moved c0 whole meanwhile */
 			struct kvt_heat_range r;
@@ -445,9 +457,7 @@ static void run_trims(int wide, int migrator_moved)
 		if (wide)
 			kvt_heat_prefetched_out(base0, KVT_CHUNK_BYTES);
 		else
-			for (unsigned i = 0; i < nr_calls; i++)
-				if (calls[i].type == CU_MEM_LOCATION_TYPE_HOST)
-					kvt_heat_prefetched_out(calls[i].addr, calls[i].bytes);
+			report_host_calls();
 		if (!migrator_moved)
 			trimmed[a] = (kvt_heat_now_ms() - TRIM_WATCH_MS - 1) | 1;
 		upload(ids, 40);                         /* c0 named again: judged */
@@ -488,17 +498,8 @@ static void test_trims_watched(void)
 	CU_ASSERT_EQUAL(si.trims_wide, TRIM_WINDOW);
 	CU_ASSERT_EQUAL(coarse, 1);
 	/* from now on a recent chunk keeps its pages */
-	unsigned c0 = (unsigned)((ids[0] * S) >> KVT_CHUNK_SHIFT);
-	set_tier(c0, KVT_PLAN_TIER_HBM);
-	part[c0] = 0;
-	kvt_step_set_room(1000);
-	upload(ids, 40);
-	kvt_step_after_copy(STREAM);
-	kvt_step_set_room(0);
-	nr_calls = 0;
-	uint32_t other[1] = { 2000 };
-	upload(other, 1);
-	kvt_step_after_copy(STREAM);
+	unsigned c0 = first_chunk();
+	(void)c0_named_then_no_room(c0);
 	CU_ASSERT_EQUAL(nr_calls, 0);
 	CU_ASSERT_EQUAL(tier_of(c0), KVT_PLAN_TIER_HBM);
 }
