@@ -93,7 +93,9 @@ static void test_serve_corruption_detected(void)
  *   turn 1: prompt 64+150+100    = 314, 13 blocks cached      hit 208
  *           cached after it: (314+50-1)/16 = 22 blocks
  *   turn 2: prompt 64+300+100    = 464, 22 blocks cached      hit 352
- * hits 560 of 942 prompt tokens; 3 x 50 tokens generated. */
+ * hits 560 of 942 prompt tokens; 3 x 50 tokens generated. The running KV
+ * is largest in turn 2: its stream of 464 + 50 tokens holds 33 blocks of
+ * 2 x 16 tokens x 2048 bytes. */
 static void test_serve_hits_one_session(void)
 {
 	static struct kvt_child c;
@@ -107,6 +109,8 @@ static void test_serve_hits_one_session(void)
 	CU_ASSERT_EQUAL(sv_num(c.out, "computed_tokens"), 382);
 	CU_ASSERT_EQUAL(sv_num(c.out, "output_tokens"), 150);
 	CU_ASSERT_DOUBLE_EQUAL(sv_num(c.out, "prefix_hit_rate"), 560.0 / 942, 1e-4);
+	CU_ASSERT_EQUAL(sv_num(c.out, "running_kv_max_bytes"), 33.0 * 2 * 16 * 2048);
+	CU_ASSERT_EQUAL(sv_num(c.out, "steps_running_kv_over_fit"), 0);
 }
 
 /* Two sessions, one turn each, far apart (a long think time makes the
@@ -144,6 +148,10 @@ static void test_serve_offload_host_hits(void)
 	CU_ASSERT_EQUAL(sv_num(off.out, "host_hit_tokens"),
 			sv_num(off.out, "bytes_offload_in") / (2.0 * 16 * 2048) * 16);
 	CU_ASSERT_EQUAL(sv_num(nat.out, "host_hit_tokens"), 0);
+	/* the native pool is what fits: its running KV never exceeds it */
+	CU_ASSERT(sv_num(nat.out, "running_kv_max_bytes") > 0);
+	CU_ASSERT(sv_num(nat.out, "running_kv_max_bytes") <= sv_num(nat.out, "kv_budget_bytes"));
+	CU_ASSERT_EQUAL(sv_num(nat.out, "steps_running_kv_over_fit"), 0);
 	CU_ASSERT_EQUAL(sv_num(off.out, "corrupt"), 0);
 }
 

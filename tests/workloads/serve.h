@@ -154,6 +154,10 @@ struct sv {
 	uint8_t *chunk_mark;              /* oracle: chunks of this step */
 	/* results */
 	uint64_t steps, out_tokens, prompt_tokens, hit_tokens, host_hit_tokens, computed_tokens;
+	/* the running requests' KV: blocks in use (referenced) after admission,
+	 * at most, and the steps it exceeded the pool that fits (x1, x1.5) */
+	uint32_t fit_blocks, running_blocks_max;
+	uint64_t steps_over_fit, steps_over_fit15;
 	uint64_t bytes_tables, bytes_offload_out, bytes_offload_in, prefill_flops;
 	uint64_t checked, bad;
 	int done;

@@ -266,6 +266,7 @@ static int sv_pool(struct sv *v)
 	uint64_t block = 2ull * v->o.layers * v->block_region;
 	uint32_t fit = (uint32_t)((want - non_kv) / block);
 	v->kv_budget = (uint64_t)fit * block;
+	v->fit_blocks = fit;
 	double n = v->o.pool_over_hbm;
 	bool big = v->o.alt == SV_KVTIER || v->o.alt == SV_UVM || v->o.alt == SV_ORACLE;
 	v->nr_blocks = big ? (uint32_t)((double)fit * n) : fit;
@@ -381,6 +382,10 @@ static void sv_report(struct sv *v)
 	       v->host_hit_tokens, v->computed_tokens);
 	printf("span_s=%.6f\nidle_s=%.6f\nprefill_flops=%" PRIu64 "\n", span, v->idle_s,
 	       v->prefill_flops);
+	printf("running_kv_max_bytes=%" PRIu64 "\nsteps_running_kv_over_fit=%" PRIu64
+	       "\nsteps_running_kv_over_fit_1_5=%" PRIu64 "\n",
+	       (uint64_t)v->running_blocks_max * 2 * (uint64_t)v->o.layers * v->block_region,
+	       v->steps_over_fit, v->steps_over_fit15);
 	printf("output_tokens_per_s=%.1f\nrequests_per_s=%.2f\nttft_ms_p50=%.3f\nttft_ms_p99=%.3f\n"
 	       "tpot_ms_p50=%.4f\ntpot_ms_p99=%.4f\nprefix_hit_rate=%.4f\n", tps, rps, p50, p99,
 	       q50, q99, hit);

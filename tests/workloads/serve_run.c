@@ -472,6 +472,11 @@ int sv_serve(struct sv *v)
 			sv_idle_until(v, t);
 			continue;
 		}
+		uint32_t used = v->gpu.nr - v->gpu.queued;   /* referenced: running */
+		if (used > v->running_blocks_max)
+			v->running_blocks_max = used;
+		v->steps_over_fit += used > v->fit_blocks;
+		v->steps_over_fit15 += (uint64_t)used * 2 > (uint64_t)v->fit_blocks * 3;
 		sv_step_kernels(v);
 		v->steps++;
 		sv_after_step(v, sv_now_s(v));
