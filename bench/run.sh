@@ -30,6 +30,12 @@ PASS_POLICY='* => native'
 # managed memory on the far node and tracked by the profiler
 TRACK_POLICY='device => managed:cxl; * => native'
 export LD_LIBRARY_PATH=$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The stand-in keeps a freed small device allocation's mappings for the next
+# one of its size (docs/simulated-device.md): its cudaMalloc+cudaFree pair is
+# then ~80 ns of CPU, not four syscalls (~6 us, whose run-to-run spread of
+# several hundred ns hid the few hundred ns kvtier adds: the pair rows read
+# -907..1944 ns before, session 22).
+export FAKECUDA_REUSE_MAPS=1
 
 rm -rf "$DIR"
 mkdir -p "$DIR"

@@ -372,7 +372,7 @@ void kvt_stats_exec_failed(void)
 
 static void tick(void)
 {
-	uint64_t now = kvt_now_ns();
+	uint64_t now = kvt_coarse_ns();     /* on every hook: the cheap clock */
 	if (now < LD(st.next_ns) || !try_lock())
 		return;
 	__atomic_store_n(&st.next_ns, now + PUBLISH_EVERY_NS, __ATOMIC_RELAXED);
@@ -444,6 +444,6 @@ void kvt_stats_publish_epoch(const struct kvt_stats_migr *m)
 	count_chunks();
 	if (st.seg)
 		publish_locked();
-	__atomic_store_n(&st.next_ns, kvt_now_ns() + PUBLISH_EVERY_NS, __ATOMIC_RELAXED);
+	__atomic_store_n(&st.next_ns, kvt_coarse_ns() + PUBLISH_EVERY_NS, __ATOMIC_RELAXED);
 	unlock();
 }

@@ -111,6 +111,13 @@ collect() {
 JOBS=${JOBS:-1}
 ALONE=${ALONE:-test_stat}
 HEAVY=${HEAVY:-test_workloads test_policy_workloads}
+# Under ThreadSanitizer a heavy suite runs alone too: its shadow memory makes
+# one 2 GiB-device sglang-like about 16 GiB, and beside any other TSan suite
+# the OOM killer took it (CI of stop 34: exit 137 in test_policy_workloads
+# with test_workloads already kept apart).
+case ",${SAN:-}," in
+*,thread,*) ALONE="$ALONE $HEAVY" ;;
+esac
 FIRST=${FIRST:-test_migrate test_workloads test_tier_report test_passthrough test_policy_workloads test_migrate_faults test_real test_cli}
 order=()
 for name in $FIRST; do
@@ -164,6 +171,16 @@ pending=()
 for name in "${order[@]}"; do
 	case " ${SUITES:- $name } " in *" $name "*) pending+=("$name") ;; esac
 done
+# With suites side by side, those that run alone go last, in their order:
+# started earlier, each would first wait for every running suite to end
+# with the other slots idle.
+if [ "$JOBS" -gt 1 ]; then
+	together=(); apart=()
+	for name in "${pending[@]}"; do
+		case " $ALONE " in *" $name "*) apart+=("$name") ;; *) together+=("$name") ;; esac
+	done
+	pending=("${together[@]}" "${apart[@]}")
+fi
 while [ ${#pending[@]} -gt 0 ]; do
 	if [ "$JOBS" -le 1 ]; then
 		name=${pending[0]}; pending=("${pending[@]:1}")

@@ -386,6 +386,53 @@ static void test_coherent(void)
 	CU_ASSERT_PTR_NULL(strstr(c.out, "vm_read="));
 }
 
+/* ---- FAKECUDA_REUSE_MAPS=1 (make bench) ---- */
+
+/* Frees a small allocation and takes one of the same size: prints whether
+ * it came back at the same address, what host code can read there, the
+ * round trip of a copy, and whether free memory came back after the free
+ * (no CUnit here: a child process). */
+static int child_reuse(void)
+{
+	CUdeviceptr d, d2, big, big2;
+	size_t free0, free1, total;
+	unsigned char pat[64], back[64] = { 0 };
+	memset(pat, 0x3c, sizeof pat);
+	if (D.MemGetInfo(&free0, &total) || D.MemAlloc(&d, 4096) || D.HtoD(d, pat, sizeof pat) ||
+	    D.MemFree(d) || D.MemGetInfo(&free1, &total) || D.MemAlloc(&d2, 4096) ||
+	    D.HtoD(d2 + 64, pat, sizeof pat) || D.DtoH(back, d2 + 64, sizeof back))
+		return 1;
+	int rt = !memcmp(back, pat, sizeof pat);
+	long vm = vm_read(d2, 64);
+	int rd = child_access(d2, 0, 1);
+	/* 2 MiB and up: unmapped at the free, never kept */
+	if (D.MemFree(d2) || D.MemAlloc(&big, BLK) || D.MemFree(big) || D.MemAlloc(&big2, 4096) ||
+	    D.MemFree(big2))
+		return 1;
+	printf("same=%d vm_read=%ld read=%d rt=%d free_back=%d big_kept=%d\n", d2 == d, vm, rd, rt,
+	       free1 == free0, big2 == big);
+	return 0;
+}
+
+static void test_reuse_maps(void)
+{
+	static struct kvt_child c;
+	const char *argv[] = { self_path, "--child", "reuse", NULL };
+	const char *env[] = { "FAKECUDA_REUSE_MAPS=1", NULL };
+	long vm = 0;
+	int same = 0, rd = 0, rt = 0, free_back = 0, big_kept = 1;
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_EQUAL_FATAL(sscanf(c.out, "same=%d vm_read=%ld read=%d rt=%d free_back=%d big_kept=%d",
+				     &same, &vm, &rd, &rt, &free_back, &big_kept), 6);
+	CU_ASSERT_EQUAL(same, 1);            /* the kept mappings were taken */
+	CU_ASSERT_EQUAL(vm, -EFAULT);        /* and are as hidden as new ones */
+	CU_ASSERT_EQUAL(rd, SIGSEGV);
+	CU_ASSERT_EQUAL(rt, 1);
+	CU_ASSERT_EQUAL(free_back, 1);       /* the charge went back at the free */
+	CU_ASSERT_EQUAL(big_kept, 0);
+}
+
 static int suite_init(void)
 {
 	return view ? 0 : -1;
@@ -399,6 +446,7 @@ static CU_TestInfo tests[] = {
 	{ "touch kernel: ranges array in device memory", test_touch_device_ranges },
 	{ "VMM: bytes move as far as cuMemSetAccess allows", test_vmm_access },
 	{ "FAKECUDA_COHERENT=1: host code sees device memory", test_coherent },
+	{ "FAKECUDA_REUSE_MAPS=1: a small allocation's maps reused, still hidden", test_reuse_maps },
 	CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
@@ -416,6 +464,7 @@ int main(int argc, char **argv)
 	}
 	view = (__typeof__(view))dlsym(drv, "fakecuda_view");
 	if (argc == 3 && !strcmp(argv[1], "--child"))
-		return !strcmp(argv[2], "coherent") && view ? child_coherent() : 2;
+		return !view ? 2 : !strcmp(argv[2], "coherent") ? child_coherent()
+			 : !strcmp(argv[2], "reuse") ? child_reuse() : 2;
 	return kvt_test_main(suites);
 }

@@ -260,6 +260,7 @@ static void fc_config_once(void)
 	fc_knobs.reclaim = fc_env_bool("FAKECUDA_RECLAIM", true);
 	fc_knobs.fault_maps = fc_env_bool("FAKECUDA_FAULT_MAPS", false);
 	fc_knobs.coherent = fc_env_bool("FAKECUDA_COHERENT", false);
+	fc_knobs.reuse_maps = fc_env_bool("FAKECUDA_REUSE_MAPS", false);
 	fc_knobs.evict_lru = fc_env_evict_lru("FAKECUDA_EVICT");
 	fc_knobs.nr_devices = fc_env_devices("FAKECUDA_DEVICES");
 	fc_pace_anchor();

@@ -62,6 +62,7 @@ struct fc_knobs {
 	int nr_devices;              /* FAKECUDA_DEVICES: ordinals, views of one HBM */
 	bool coherent;               /* FAKECUDA_COHERENT: host code sees device memory */
 	uint64_t um_page;            /* FAKECUDA_UM_PAGE: managed residency unit (0: 2 MiB) */
+	bool reuse_maps;             /* FAKECUDA_REUSE_MAPS: small device maps kept for reuse */
 };
 extern struct fc_knobs fc_knobs;
 void fc_config_init(void);                 /* idempotent, thread-safe */
