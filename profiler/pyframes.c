@@ -121,7 +121,7 @@ static int api_ready(void)
 		return 1;
 	if (st == API_REFUSED)
 		return 0;
-	uint64_t now = kvt_now_ns();
+	uint64_t now = kvt_coarse_ns();     /* each call site of a process without Python */
 	if (st == API_ABSENT && now < __atomic_load_n(&next_try_ns, __ATOMIC_RELAXED))
 		return 0;
 	if (__atomic_exchange_n(&resolving, 1, __ATOMIC_ACQUIRE))
