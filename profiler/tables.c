@@ -27,6 +27,7 @@
 #define STAMP_OLD      4096            /* stamps older than this (16 s) are cleared: no wrap */
 #define CREDIT_W       2.0f            /* heat per epoch of a chunk in use (KVTIER_PROMOTE: 4) */
 #define RECHECK_FAULTS 64              /* a window of this many faults rechecks a layout */
+#define TIE_Z          0.02            /* candidates within 2 % of the best z tie */
 
 struct cand {
 	uint64_t s;
@@ -58,6 +59,8 @@ struct tslot {
 	struct cand c[MAX_CAND];
 	uint64_t stride;                /* accepted, 0 = none */
 	double wn, wk;                  /* the recheck window of the accepted stride */
+	unsigned against;               /* windows in a row that explained too few */
+	uint64_t prev;                  /* the stride dropped last (preferred by a re-learn) */
 };
 
 struct pair {
@@ -73,6 +76,7 @@ static uint64_t faults[FAULT_RING], fault_at;  /* atomic */
 static uint64_t covered[KVT_HEAT_MAX_RANGES / 64];  /* atomic */
 static struct {
 	uint64_t copies_read, pairs, accepted, dropped, credited, stride, trimmed;
+	uint64_t windows_against, relearned;
 } st;                                          /* atomic */
 
 /* scratch (migrator thread) */
@@ -568,6 +572,7 @@ static void reset_learner(struct tslot *t)
 	ST(t->trusted, 0);
 	ST(t->trim, 0);                    /* a wrong trim would hide live ids: found again */
 	t->wn = t->wk = 0;
+	t->against = 0;
 }
 
 /* The live ids of t, ascending (at most MAX_LIVE, evenly thinned); stale
@@ -668,15 +673,44 @@ static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned n
 	for (unsigned i = 0; i < t->nc; i++)
 		if (t->c[i].tried < 2)
 			return;
+	struct cand *again = NULL;         /* the stride dropped last, if it qualifies */
+	double az = 0, zs[MAX_CAND];
 	for (unsigned i = 0; i < t->nc; i++) {
 		struct cand *c = &t->c[i];
+		zs[i] = -1;
 		if (c->n < KVT_TABLE_MIN_FAULTS || c->k < KVT_TABLE_MIN_HIT * c->n)
 			continue;
-		double z = (c->k - c->e) / sqrt(c->v > 1e-9 ? c->v : 1e-9);
-		if (z >= KVT_TABLE_MIN_Z && z > bz)
-			best = c, bz = z;
+		zs[i] = (c->k - c->e) / sqrt(c->v > 1e-9 ? c->v : 1e-9);
+		if (zs[i] >= KVT_TABLE_MIN_Z && zs[i] > bz)
+			bz = zs[i];
+		if (zs[i] >= KVT_TABLE_MIN_Z && t->prev && c->s == t->prev)
+			again = c, az = zs[i];
+	}
+	/* Faults are seen by chunk, so near strides (32 832 = 513 x 64 beside
+	 * 32 768 = 16 x 2 048) can tie. Of those within TIE_Z of the best, the
+	 * one with more trailing zero bits is taken: a KV block's stride is a
+	 * product of a block size, heads, a head size and an element size,
+	 * rich in twos; a product with an odd scalar is not. Then the larger
+	 * z, then the order of the candidates. */
+	for (unsigned i = 0; i < t->nc && bz > 0; i++) {
+		if (zs[i] < KVT_TABLE_MIN_Z || zs[i] < bz * (1 - TIE_Z))
+			continue;
+		if (!best || __builtin_ctzll(t->c[i].s) > __builtin_ctzll(best->s) ||
+		    (__builtin_ctzll(t->c[i].s) == __builtin_ctzll(best->s) &&
+		     zs[i] > zs[best - t->c]))
+			best = &t->c[i];
+	}
+	if (best)
+		bz = zs[best - t->c];
+	if (again && again != best) {
+		kvt_debug("tables: stride %llu (z %.1f) scores above the one dropped before, "
+			  "%llu (z %.1f), which qualifies: taken again",
+			  (unsigned long long)best->s, bz, (unsigned long long)again->s, az);
+		best = again, bz = az;
 	}
 	if (best) {
+		if (t->prev && best->s == t->prev)
+			ADD(st.relearned, 1);
 		t->stride = best->s;
 		ST(t->stride_pub, best->s);
 		ST(t->trusted, 1);
@@ -703,13 +737,23 @@ static void recheck(struct tslot *t, const struct base *b, unsigned nb, const ui
 	if (t->wn < RECHECK_FAULTS)
 		return;
 	if (t->wk < 0.5 * t->wn) {
-		kvt_debug("tables: the layout with stride %llu explains %.0f of %.0f faults: dropped",
-			  (unsigned long long)t->stride, t->wk, t->wn);
+		ADD(st.windows_against, 1);
+		if (++t->against < 2) {
+			kvt_debug("tables: the layout with stride %llu explains %.0f of %.0f faults: "
+				  "one window against it", (unsigned long long)t->stride, t->wk, t->wn);
+			t->wn = t->wk = 0;
+			return;
+		}
+		kvt_debug("tables: the layout with stride %llu explains %.0f of %.0f faults, the "
+			  "second window in a row: dropped", (unsigned long long)t->stride, t->wk, t->wn);
+		uint64_t was = t->stride;
 		reset_learner(t);
+		t->prev = was;
 		ADD(st.dropped, 1);
 		return;
 	}
 	t->wn = t->wk = 0;
+	t->against = 0;
 }
 
 /* A slot that changed hands starts over. */
@@ -722,6 +766,7 @@ static void housekeep(struct tslot *t)
 	if (s)
 		kvt_sys_madvise(s, (size_t)KVT_TABLE_IDS * sizeof *s, MADV_DONTNEED);
 	reset_learner(t);
+	t->prev = 0;
 	t->seen_gen = gen;
 }
 
@@ -914,6 +959,8 @@ void kvt_tables_info(struct kvt_tables_info *out)
 	out->credited = LD(st.credited);
 	out->stride = LD(st.stride);
 	out->trimmed = LD(st.trimmed);
+	out->windows_against = LD(st.windows_against);
+	out->relearned = LD(st.relearned);
 }
 
 void kvt_tables_reset(void)

@@ -26,8 +26,12 @@
  *    chunk is one the candidate predicts from the ids live now. A candidate
  *    is accepted when it explains KVT_TABLE_MIN_HIT of at least
  *    KVT_TABLE_MIN_FAULTS faults and beats chance (its chunk coverage) by
- *    KVT_TABLE_MIN_Z standard deviations; it is dropped again when a later
- *    window explains less than half.
+ *    KVT_TABLE_MIN_Z standard deviations; it is dropped again when two
+ *    windows in a row explain less than half (one slow epoch judges its
+ *    faults against the ids of its last KVT_TABLE_LIVE_MS only, and can
+ *    explain too few of them), and a re-learn prefers the stride dropped
+ *    when it qualifies again (a near stride that explains most of the same
+ *    chunks can score as well, and names the wrong pages).
  *  - credit: each epoch, every chunk an accepted layout predicts from the
  *    live ids is credited once; the launch scan's round-robin spread over
  *    such a range stops (kvt_tables_covers), since it would heat cold
@@ -94,6 +98,8 @@ struct kvt_tables_info {
 	uint64_t credited;        /* chunks credited */
 	uint64_t stride;          /* the stride of the last layout accepted, 0 = none */
 	uint64_t trimmed;         /* copies stamped row by row, to each row's length */
+	uint64_t windows_against; /* recheck windows that explained less than half */
+	uint64_t relearned;       /* re-learns that took the stride dropped before */
 };
 void kvt_tables_info(struct kvt_tables_info *out);
 /* Forget everything (fork child, tests). */

@@ -749,7 +749,7 @@ static void info_u64(const char *key, uint64_t v)
 
 void kvt_migrator_trace_counters(void)
 {
-	char key[64], val[160];
+	char key[64], val[320];
 	kvt_trace_info("migrate.enabled", m.wanted ? "1" : "0");
 	kvt_trace_info("migrate.thread_failed", m.thread_failed ? "1" : "0");
 	if (!m.wanted)
@@ -798,10 +798,12 @@ void kvt_migrator_trace_counters(void)
 	struct kvt_tables_info ti;
 	kvt_tables_info(&ti);
 	snprintf(val, sizeof val, "copies_read=%llu pairs=%llu accepted=%llu dropped=%llu "
-		 "stride=%llu credited=%llu trimmed=%llu", (unsigned long long)ti.copies_read,
+		 "stride=%llu credited=%llu trimmed=%llu windows_against=%llu relearned=%llu",
+		 (unsigned long long)ti.copies_read,
 		 (unsigned long long)ti.pairs, (unsigned long long)ti.accepted,
 		 (unsigned long long)ti.dropped, (unsigned long long)ti.stride,
-		 (unsigned long long)ti.credited, (unsigned long long)ti.trimmed);
+		 (unsigned long long)ti.credited, (unsigned long long)ti.trimmed,
+		 (unsigned long long)ti.windows_against, (unsigned long long)ti.relearned);
 	kvt_trace_info("prof.tables", val);
 	kvt_step_trace_counters();
 }

@@ -156,6 +156,123 @@ static void test_dropped_when_faults_disagree(void)
 	CU_ASSERT_FALSE(kvt_tables_covers(kvt_heat_find(KV)));
 }
 
+/* One window of faults elsewhere (a slow epoch's, judged against the ids
+ * of its last 100 ms) is not enough to drop a layout; a second in a row
+ * is. */
+static void test_one_window_against_kept(void)
+{
+	setup();
+	make_hot();
+	epochs(6, hot, 7, 3);
+	struct kvt_tables_info in;
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL_FATAL(in.accepted, 1);
+	uint32_t other[300];
+	other_ids(other);
+	epochs(1, other, 3, 20);                     /* 200 faults: one window */
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.windows_against, 1);
+	CU_ASSERT_EQUAL(in.dropped, 0);
+	epochs(3, hot, 7, 21);                       /* agreeing again: the count restarts */
+	epochs(1, other, 3, 24);
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.windows_against, 2);
+	CU_ASSERT_EQUAL(in.dropped, 0);
+	CU_ASSERT_EQUAL(in.stride, S);
+	CU_ASSERT(kvt_tables_covers(kvt_heat_find(KV)));
+}
+
+/* A launch that also passes 513 and 64 (so 32 832 = 513 x 64 is a
+ * candidate stride, near the right one), and faults at ids x stride. */
+#define NEAR (513ull * 64)
+static void step_near(const uint32_t *ids, unsigned n, unsigned nd)
+{
+	for (unsigned i = 0; i < 512; i++)
+		host_table[i] = i < n ? (int32_t)ids[i] : (int32_t)ids[0];
+	kvt_prof_on_copy(TABLE, (uint64_t)(uintptr_t)host_table, sizeof host_table);
+	uint64_t val[3] = { KV, KV + NB * S, TABLE };
+	int slot[3] = { kvt_heat_find(KV), kvt_heat_find(KV + NB * S), -1 };
+	uint64_t scal[5] = { 3ull << 32 | 513, 4ull << 32 | nd, 5ull << 32 | 64,
+			     6ull << 32 | 16, 7ull << 32 | 2048 };
+	kvt_tables_on_launch(FUNC, val, slot, 3, scal, 5);
+}
+
+static void faults_at(const uint32_t *ids, unsigned n, uint64_t stride)
+{
+	for (unsigned i = 0; i < n; i++) {
+		kvt_src_tables.on_fault(KV + ids[i] * stride + 4096);
+		kvt_src_tables.on_fault(KV + NB * S + ids[i] * stride + 4096);
+	}
+}
+
+/* 40 ids 70 apart from 1000: a chunk (64 blocks) each, and one id in
+ * seven or so has its row at 32 832 in the chunk after its row at 32 768 */
+static unsigned sparse_ids(uint32_t *out)
+{
+	for (unsigned i = 0; i < 40; i++)
+		out[i] = 1000 + 70 * i;
+	return 40;
+}
+
+/* Epochs of ids[0..n) with faults at ids x fault_stride until a layout is
+ * accepted (at most 12); the stride accepted, 0 if none. */
+static uint64_t learn_near(const uint32_t *ids, unsigned n, uint64_t fault_stride, unsigned nd0)
+{
+	struct kvt_tables_info in;
+	kvt_tables_info(&in);
+	uint64_t acc = in.accepted;
+	for (unsigned e = 0; e < 12; e++) {
+		step_near(ids, n, nd0 + e);
+		faults_at(ids, n, fault_stride);
+		kvt_src_tables.poll();
+		kvt_tables_info(&in);
+		if (in.accepted > acc)
+			return in.stride;
+	}
+	return 0;
+}
+
+/* Faults on the rows of 300 ids among the first 1024 blocks, at 32 768:
+ * by chunk, 32 832 explains every one of them too (the same z), and the
+ * stride rich in twos is taken (before: the first candidate, 32 832). */
+static void test_near_strides_tie(void)
+{
+	setup();
+	make_hot();
+	CU_ASSERT_EQUAL(learn_near(hot, 300, S, 3), S);
+}
+
+/* Sparse ids with faults at their rows at 32 832: there it scores above
+ * 32 768, which still qualifies. Fresh, 32 832 is taken; after 32 768 was
+ * accepted and dropped, a re-learn on the same evidence takes 32 768. */
+static void test_relearn_prefers_dropped_stride(void)
+{
+	uint32_t sp[40];
+	unsigned ns = sparse_ids(sp);
+	setup();
+	CU_ASSERT_EQUAL(learn_near(sp, ns, NEAR, 3), NEAR);
+
+	setup();
+	make_hot();
+	CU_ASSERT_EQUAL_FATAL(learn_near(hot, 300, S, 3), S);
+	uint32_t other[300];
+	other_ids(other);
+	for (unsigned e = 0; e < 2; e++) {                   /* two windows against: dropped */
+		step_near(hot, 300, 20 + e);
+		faults_at(other, 300, S);
+		kvt_src_tables.poll();
+	}
+	struct kvt_tables_info in;
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL_FATAL(in.dropped, 1);
+	/* the hot ids' stamps age out of the live window first */
+	struct timespec ts = { 0, (KVT_TABLE_LIVE_MS + 50) * 1000000L };
+	nanosleep(&ts, NULL);
+	CU_ASSERT_EQUAL(learn_near(sp, ns, NEAR, 30), S);
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.relearned, 1);
+}
+
 /* Copies that are not tables: from device memory, into tracked memory,
  * too large, not a multiple of 4 bytes; a table no launch pairs with a
  * base is never read. */
@@ -259,6 +376,9 @@ int main(void)
 		{ "layout learned from scalars and faults; named chunks credited", test_learns_and_credits },
 		{ "ids that explain no fault are never trusted", test_unexplained_never_trusted },
 		{ "a layout the faults stop agreeing with is dropped", test_dropped_when_faults_disagree },
+		{ "one window against a layout does not drop it", test_one_window_against_kept },
+		{ "near strides that tie: the one rich in twos", test_near_strides_tie },
+		{ "a re-learn prefers the stride dropped before", test_relearn_prefers_dropped_stride },
 		{ "copies that are not tables are not read", test_not_tables },
 		{ "an unreadable host source: no crash", test_bad_source },
 		{ "rows past their length (stale ids) are not credited", test_stale_tails_trimmed },
