@@ -294,7 +294,7 @@ KVT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	DRV_PROLOGUE(cuMemMap, ptr, size, offset, h, flags);
 	CUresult r = real(ptr, size, offset, h, flags);
 	if (r == CUDA_SUCCESS) {
-		struct kvt_alloc a = { .base = ptr, .size = size, .t_ns = kvt_now_ns(),
+		struct kvt_alloc a = { .base = ptr, .size = size, .t_ns = kvt_coarse_ns(),
 				       .aux = h, .tid = (uint32_t)kvt_gettid(),
 				       .api = KVT_API_cuMemMap, .kind = KVT_KIND_VMM, .node = -1 };
 		kvt_reg_insert(kvt_mem_reg, &a);

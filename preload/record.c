@@ -33,7 +33,7 @@ void kvt_rec_alloc_placed(struct kvt_registry *reg, uint8_t kind, uint16_t api,
 	int32_t node = placement != KVT_PLACE_NATIVE ? pl->node : -1;
 	if (ok) {
 		struct kvt_alloc a = {
-			.base = addr, .size = size, .t_ns = kvt_now_ns(), .aux = aux,
+			.base = addr, .size = size, .t_ns = kvt_coarse_ns(), .aux = aux,
 			.tid = (uint32_t)kvt_gettid(), .stack_id = stack, .api = who,
 			.kind = kind, .placement = placement, .node = node,
 			.policy_id = pl ? pl->policy_id : 0, .far_bytes = pl ? pl->far_bytes : 0,

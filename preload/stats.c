@@ -52,8 +52,13 @@ static struct {
 } st;
 
 /* Hook-side counters (atomics). */
-static struct kvt_stats_kind kinds[KVT_STATS_KINDS];
-static uint64_t live_nr[KVT_STATS_PLACES], live_bytes[KVT_STATS_PLACES];
+/* Hook-side counters (atomics), per kind and placement: an allocation or a
+ * free adds to two of them, not four (make bench's passthrough row); the
+ * segment's per-kind and live per-placement figures are sums made at
+ * publish. A rehome moves live figures between placements (moved_*: net
+ * in less out, modulo 2^64). */
+static struct kvt_stats_kind kp[KVT_STATS_KINDS][KVT_STATS_PLACES];
+static uint64_t moved_nr[KVT_STATS_PLACES], moved_bytes[KVT_STATS_PLACES];
 
 #define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
 #define SUB(x, v) __atomic_fetch_sub(&(x), (v), __ATOMIC_RELAXED)
@@ -111,17 +116,29 @@ static void fill_counters(struct kvt_stats_seg *s)
 		   (kvt_trace_active() ? KVT_STATS_F_TRACE : 0) |
 		   (pc.placing ? KVT_STATS_F_PLACING : 0);
 	s->far_node = pc.far_node;
+	uint64_t live_nr[KVT_STATS_PLACES], live_bytes[KVT_STATS_PLACES];
+	for (unsigned p = 0; p < KVT_STATS_PLACES; p++) {
+		live_nr[p] = LD(moved_nr[p]);
+		live_bytes[p] = LD(moved_bytes[p]);
+	}
 	for (unsigned k = 0; k < KVT_STATS_KINDS; k++) {
-		s->kind[k].nr = LD(kinds[k].nr);
-		s->kind[k].bytes = LD(kinds[k].bytes);
-		s->kind[k].nr_free = LD(kinds[k].nr_free);
-		s->kind[k].bytes_free = LD(kinds[k].bytes_free);
+		memset(&s->kind[k], 0, sizeof s->kind[k]);
+		for (unsigned p = 0; p < KVT_STATS_PLACES; p++) {
+			uint64_t n = LD(kp[k][p].nr), b = LD(kp[k][p].bytes);
+			uint64_t nf = LD(kp[k][p].nr_free), bf = LD(kp[k][p].bytes_free);
+			s->kind[k].nr += n;
+			s->kind[k].bytes += b;
+			s->kind[k].nr_free += nf;
+			s->kind[k].bytes_free += bf;
+			live_nr[p] += n - nf;
+			live_bytes[p] += b - bf;
+		}
 	}
 	for (unsigned p = 0; p < KVT_PLACE__COUNT; p++) {
 		s->place[p].nr = pc.nr_placed[p];
 		s->place[p].bytes = pc.bytes_placed[p];
-		s->place[p].nr_live = LD(live_nr[p]);
-		s->place[p].bytes_live = LD(live_bytes[p]);
+		s->place[p].nr_live = live_nr[p];
+		s->place[p].bytes_live = live_bytes[p];
 	}
 	struct kvt_reg_stats rm = { 0 }, rh = { 0 };
 	kvt_reg_stats(kvt_mem_reg, &rm);
@@ -385,13 +402,9 @@ void kvt_stats_on_alloc(uint8_t kind, uint8_t placement, uint64_t bytes)
 {
 	if (__atomic_load_n(&st.state, __ATOMIC_RELAXED) != SEG_ON)
 		return;
-	if (kind < KVT_STATS_KINDS) {
-		ADD(kinds[kind].nr, 1);
-		ADD(kinds[kind].bytes, bytes);
-	}
-	if (placement < KVT_STATS_PLACES) {
-		ADD(live_nr[placement], 1);
-		ADD(live_bytes[placement], bytes);
+	if (kind < KVT_STATS_KINDS && placement < KVT_STATS_PLACES) {
+		ADD(kp[kind][placement].nr, 1);
+		ADD(kp[kind][placement].bytes, bytes);
 	}
 	tick();
 }
@@ -400,13 +413,9 @@ void kvt_stats_on_free(uint8_t kind, uint8_t placement, uint64_t bytes)
 {
 	if (__atomic_load_n(&st.state, __ATOMIC_RELAXED) != SEG_ON)
 		return;
-	if (kind < KVT_STATS_KINDS) {
-		ADD(kinds[kind].nr_free, 1);
-		ADD(kinds[kind].bytes_free, bytes);
-	}
-	if (placement < KVT_STATS_PLACES) {
-		SUB(live_nr[placement], 1);
-		SUB(live_bytes[placement], bytes);
+	if (kind < KVT_STATS_KINDS && placement < KVT_STATS_PLACES) {
+		ADD(kp[kind][placement].nr_free, 1);
+		ADD(kp[kind][placement].bytes_free, bytes);
 	}
 	tick();
 }
@@ -416,10 +425,10 @@ void kvt_stats_on_rehome(uint8_t from, uint8_t to, uint64_t bytes)
 	if (__atomic_load_n(&st.state, __ATOMIC_RELAXED) != SEG_ON ||
 	    from >= KVT_STATS_PLACES || to >= KVT_STATS_PLACES || from == to)
 		return;
-	SUB(live_nr[from], 1);
-	SUB(live_bytes[from], bytes);
-	ADD(live_nr[to], 1);
-	ADD(live_bytes[to], bytes);
+	SUB(moved_nr[from], 1);
+	SUB(moved_bytes[from], bytes);
+	ADD(moved_nr[to], 1);
+	ADD(moved_bytes[to], bytes);
 }
 
 /* ---- the migration thread ---- */

@@ -13,7 +13,8 @@
 
 struct kvt_alloc {                 /* a record, copied in and out */
 	uint64_t base, size;
-	uint64_t t_ns;
+	uint64_t t_ns;             /* when it was recorded: CLOCK_MONOTONIC_COARSE (a
+				    * tick behind; kvtier's hooks pay no precise read) */
 	uint64_t aux;              /* host flags, vmm handle, mmap prot|flags<<32 */
 	uint32_t tid, stack_id;
 	uint16_t api;              /* enum kvt_api the application called */

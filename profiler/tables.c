@@ -667,12 +667,21 @@ static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned n
 	}
 	/* the best of all candidates, once each has been scored twice (near
 	 * strides explain many of the same faults: the first to pass the bar
-	 * is not necessarily the best) */
+	 * is not necessarily the best); the stride dropped last is taken back
+	 * as soon as it qualifies */
 	struct cand *best = NULL;
 	double bz = 0;
-	for (unsigned i = 0; i < t->nc; i++)
-		if (t->c[i].tried < 2)
-			return;
+	int all_tried = 1, prev_ok = 0;
+	for (unsigned i = 0; i < t->nc; i++) {
+		const struct cand *c = &t->c[i];
+		all_tried &= c->tried >= 2;
+		if (t->prev && c->s == t->prev && c->n >= KVT_TABLE_MIN_FAULTS &&
+		    c->k >= KVT_TABLE_MIN_HIT * c->n &&
+		    (c->k - c->e) / sqrt(c->v > 1e-9 ? c->v : 1e-9) >= KVT_TABLE_MIN_Z)
+			prev_ok = 1;
+	}
+	if (!all_tried && !prev_ok)
+		return;
 	struct cand *again = NULL;         /* the stride dropped last, if it qualifies */
 	double az = 0, zs[MAX_CAND];
 	for (unsigned i = 0; i < t->nc; i++) {

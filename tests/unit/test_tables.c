@@ -47,16 +47,24 @@ static void setup(void)
 }
 
 /* One step: the table holds ids[0..n), padded with the stale value; the
- * upload, then a launch (K base, V base, table, nd varying, 16, 2048). */
-static void step(const uint32_t *ids, unsigned n, unsigned nd)
+ * upload, then a launch (K base, V base, table, nd varying, 16, 2048; with
+ * near, also 513 and 64, so that 32 832 = 513 x 64 is a candidate stride
+ * near the right one). */
+static void step_with(const uint32_t *ids, unsigned n, unsigned nd, int near)
 {
 	for (unsigned i = 0; i < 512; i++)
 		host_table[i] = i < n ? (int32_t)ids[i] : (int32_t)ids[0];
 	kvt_prof_on_copy(TABLE, (uint64_t)(uintptr_t)host_table, sizeof host_table);
 	uint64_t val[3] = { KV, KV + NB * S, TABLE };
 	int slot[3] = { kvt_heat_find(KV), kvt_heat_find(KV + NB * S), -1 };
-	uint64_t scal[3] = { 4ull << 32 | nd, 6ull << 32 | 16, 7ull << 32 | 2048 };
-	kvt_tables_on_launch(FUNC, val, slot, 3, scal, 3);
+	uint64_t scal[5] = { 4ull << 32 | nd, 6ull << 32 | 16, 7ull << 32 | 2048,
+			     3ull << 32 | 513, 5ull << 32 | 64 };
+	kvt_tables_on_launch(FUNC, val, slot, 3, scal, near ? 5 : 3);
+}
+
+static void step(const uint32_t *ids, unsigned n, unsigned nd)
+{
+	step_with(ids, n, nd, 0);
 }
 
 /* GPU faults on the K and V rows of some of the ids. */
@@ -137,8 +145,8 @@ static void test_unexplained_never_trusted(void)
 	CU_ASSERT_FALSE(kvt_tables_covers(kvt_heat_find(KV)));
 }
 
-/* Accepted, then the faults move elsewhere: dropped, the spread is back. */
-static void test_dropped_when_faults_disagree(void)
+/* The hot ids' layout accepted; other[] filled with ids it does not name. */
+static void accepted_and_others(uint32_t other[300])
 {
 	setup();
 	make_hot();
@@ -146,8 +154,15 @@ static void test_dropped_when_faults_disagree(void)
 	struct kvt_tables_info in;
 	kvt_tables_info(&in);
 	CU_ASSERT_EQUAL_FATAL(in.accepted, 1);
-	uint32_t other[300];
 	other_ids(other);
+}
+
+/* Accepted, then the faults move elsewhere: dropped, the spread is back. */
+static void test_dropped_when_faults_disagree(void)
+{
+	struct kvt_tables_info in;
+	uint32_t other[300];
+	accepted_and_others(other);
 	epochs(4, other, 3, 20);
 	kvt_tables_info(&in);
 	CU_ASSERT_EQUAL(in.dropped, 1);
@@ -161,14 +176,9 @@ static void test_dropped_when_faults_disagree(void)
  * is. */
 static void test_one_window_against_kept(void)
 {
-	setup();
-	make_hot();
-	epochs(6, hot, 7, 3);
 	struct kvt_tables_info in;
-	kvt_tables_info(&in);
-	CU_ASSERT_EQUAL_FATAL(in.accepted, 1);
 	uint32_t other[300];
-	other_ids(other);
+	accepted_and_others(other);
 	epochs(1, other, 3, 20);                     /* 200 faults: one window */
 	kvt_tables_info(&in);
 	CU_ASSERT_EQUAL(in.windows_against, 1);
@@ -182,20 +192,8 @@ static void test_one_window_against_kept(void)
 	CU_ASSERT(kvt_tables_covers(kvt_heat_find(KV)));
 }
 
-/* A launch that also passes 513 and 64 (so 32 832 = 513 x 64 is a
- * candidate stride, near the right one), and faults at ids x stride. */
+/* Faults at the rows of ids at a stride (the near one: NEAR). */
 #define NEAR (513ull * 64)
-static void step_near(const uint32_t *ids, unsigned n, unsigned nd)
-{
-	for (unsigned i = 0; i < 512; i++)
-		host_table[i] = i < n ? (int32_t)ids[i] : (int32_t)ids[0];
-	kvt_prof_on_copy(TABLE, (uint64_t)(uintptr_t)host_table, sizeof host_table);
-	uint64_t val[3] = { KV, KV + NB * S, TABLE };
-	int slot[3] = { kvt_heat_find(KV), kvt_heat_find(KV + NB * S), -1 };
-	uint64_t scal[5] = { 3ull << 32 | 513, 4ull << 32 | nd, 5ull << 32 | 64,
-			     6ull << 32 | 16, 7ull << 32 | 2048 };
-	kvt_tables_on_launch(FUNC, val, slot, 3, scal, 5);
-}
 
 static void faults_at(const uint32_t *ids, unsigned n, uint64_t stride)
 {
@@ -222,7 +220,7 @@ static uint64_t learn_near(const uint32_t *ids, unsigned n, uint64_t fault_strid
 	kvt_tables_info(&in);
 	uint64_t acc = in.accepted;
 	for (unsigned e = 0; e < 12; e++) {
-		step_near(ids, n, nd0 + e);
+		step_with(ids, n, nd0 + e, 1);
 		faults_at(ids, n, fault_stride);
 		kvt_src_tables.poll();
 		kvt_tables_info(&in);
@@ -258,7 +256,7 @@ static void test_relearn_prefers_dropped_stride(void)
 	uint32_t other[300];
 	other_ids(other);
 	for (unsigned e = 0; e < 2; e++) {                   /* two windows against: dropped */
-		step_near(hot, 300, 20 + e);
+		step_with(hot, 300, 20 + e, 1);
 		faults_at(other, 300, S);
 		kvt_src_tables.poll();
 	}
