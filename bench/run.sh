@@ -7,6 +7,7 @@
 #   BENCH_TRIALS (7)           trials per configuration, interleaved by round
 #   BENCH_CUDA_PAIRS (200000)  cudaMalloc+cudaFree pairs per trial
 #   BENCH_MMAP_PAIRS (100000)  mmap+munmap 2 MiB pairs per trial
+#   BENCH_MMAP_ROUNDS (3)      mmap trials of each configuration per round
 #   BENCH_MALLOC_PAIRS (1000000) malloc+free pairs per trial (heaptrack row)
 #   BENCH_LAUNCHES (100000)    cudaLaunchKernel calls per trial (launch row)
 #   BENCH_TRACE_EVENTS (10000000) events of the trace-writer loop
@@ -17,6 +18,7 @@ MAKE=${MAKE:-make}
 TRIALS=${BENCH_TRIALS:-7}
 CUDA_PAIRS=${BENCH_CUDA_PAIRS:-200000}
 MMAP_PAIRS=${BENCH_MMAP_PAIRS:-100000}
+MMAP_ROUNDS=${BENCH_MMAP_ROUNDS:-3}
 MALLOC_PAIRS=${BENCH_MALLOC_PAIRS:-1000000}
 LAUNCHES=${BENCH_LAUNCHES:-100000}
 TRACE_EVENTS=${BENCH_TRACE_EVENTS:-10000000}
@@ -94,11 +96,16 @@ run_hooks() {
 		trial cuda-traced cuda "$CUDA_PAIRS" "$DEPTH" "$t" LD_PRELOAD="$LIB" KVTIER_POLICY="$PASS_POLICY" \
 			KVTIER_TRACE="$trace" KVTIER_STACK_DEPTH=32
 		rm -f "$trace"*
-		trial mmap-native mmap "$MMAP_PAIRS" 0 "$t"
-		trial mmap-pass mmap "$MMAP_PAIRS" 0 "$t" LD_PRELOAD="$LIB" KVTIER_POLICY="$PASS_POLICY"
-		trial mmap-traced mmap "$MMAP_PAIRS" 0 "$t" LD_PRELOAD="$LIB" KVTIER_POLICY="$PASS_POLICY" \
-			KVTIER_TRACE="$trace" KVTIER_STACK_DEPTH=32
-		rm -f "$trace"*
+		# the mmap rows judge a ~5 % margin on a ~3 us syscall pair whose
+		# trial-to-trial spread is about as wide: MMAP_ROUNDS paired trials
+		# a round (0.3 s each), so the median is of TRIALS x MMAP_ROUNDS
+		for _ in $(seq 1 "$MMAP_ROUNDS"); do
+			trial mmap-native mmap "$MMAP_PAIRS" 0 "$t"
+			trial mmap-pass mmap "$MMAP_PAIRS" 0 "$t" LD_PRELOAD="$LIB" KVTIER_POLICY="$PASS_POLICY"
+			trial mmap-traced mmap "$MMAP_PAIRS" 0 "$t" LD_PRELOAD="$LIB" KVTIER_POLICY="$PASS_POLICY" \
+				KVTIER_TRACE="$trace" KVTIER_STACK_DEPTH=32
+			rm -f "$trace"*
+		done
 		trial malloc-native malloc "$MALLOC_PAIRS" "$DEPTH" "$t"
 		[ $have_heaptrack = 1 ] && trial malloc-heaptrack malloc "$MALLOC_PAIRS" "$DEPTH" "$t"
 		trial launch-native launch "$LAUNCHES" 0 "$t"
@@ -231,7 +238,7 @@ jn() { awk -v v="$1" 'BEGIN { if (v == "nan" || v == "") printf "null"; else pri
 {
 printf '\nkvtier make bench — %s, commit %s\n' "$DATE" "$COMMIT"
 printf 'machine: %s CPUs, %s, Linux %s; load %s at start, %s at end\n' "$NPROC" "$CPU" "$KERNEL" "$LOAD" "$LOAD_END"
-printf 'median of %s trials per configuration, run interleaved (one process each); [min..max] over trials\n' "$TRIALS"
+printf 'median of %s trials per configuration (mmap: %s), run interleaved (one process each); [min..max] over trials\n' "$TRIALS" "$((TRIALS * MMAP_ROUNDS))"
 printf 'hook rows: CPU time of the whole process for the timed loop only, %s helper frames deep\n\n' "$DEPTH"
 printf '%-40s %13s %13s %13s %13s\n' 'CPU ns per alloc+free pair' native 'kvtier pass' 'kvtier traced' heaptrack
 printf '%-40s %13s %13s %13s %13s\n' 'cudaMalloc+cudaFree (stand-in driver)' "$(f0 "$cn_m")" "$(f0 "$cp_m")" "$(f0 "$ct_m")" -
@@ -329,6 +336,7 @@ cat >"$JSON.tmp" <<EOF
   "commit": "$COMMIT",
   "machine": { "nproc": $NPROC, "cpu": "$CPU", "kernel": "$KERNEL", "load_start": "$LOAD", "load_end": "$LOAD_END" },
   "trials": $TRIALS,
+  "mmap_trials": $((TRIALS * MMAP_ROUNDS)),
   "hooks": {
     "passthrough_added_ns": $(jn "$pa_m"),
     "passthrough_added_ns_spread": [$(jn "$pa_lo"), $(jn "$pa_hi")],

@@ -38,7 +38,7 @@ section=$(jq -r '
   def mpsp($a): if ($a | type) == "array" and $a[0] != null
                 then " [\($a[0] | mps)..\($a[1] | mps)]" else "" end;
   . as $b | .hooks as $h | .policy as $p | .trace as $t | .profiler as $f |
-  "Last `make bench`: \($b.date), commit \($b.commit), on \($b.machine.nproc) CPUs (\($b.machine.cpu)), Linux \($b.machine.kernel); load average \($b.machine.load_start) at start, \($b.machine.load_end) at end (a shared machine: spreads are wider than on a quiet one). Median of \($b.trials) interleaved trials, [min..max].\(
+  "Last `make bench`: \($b.date), commit \($b.commit), on \($b.machine.nproc) CPUs (\($b.machine.cpu)), Linux \($b.machine.kernel); load average \($b.machine.load_start) at start, \($b.machine.load_end) at end (a shared machine: spreads are wider than on a quiet one). Median of \($b.trials) interleaved trials (the `mmap` row: \($b.mmap_trials // $b.trials)), [min..max].\(
     if ($b.machine.load_start | split(" ")[0] | tonumber) > $b.machine.nproc
     then " The load was above the CPU count: the hook rows (tens to hundreds of ns on µs-long calls) are dominated by noise; rerun on a quiet machine before reading a target as missed." else "" end) The `cudaMalloc` rows run on the stand-in with `FAKECUDA_REUSE_MAPS=1` (a small allocation reuses the maps of one freed before, as a driver sub-allocates), so the native pair is \($h.cuda_pair_ns.native | n(0)) ns and the nanoseconds kvtier adds are not lost in the noise of four syscalls.",
   "",
