@@ -228,10 +228,12 @@ static void stats_add(uint64_t *c, int64_t d)
 	__atomic_fetch_add(c, (uint64_t)d, __ATOMIC_RELAXED);
 }
 
-/* A stripe's counter; its lock held (readers load it atomically). */
-static inline void stripe_add(uint64_t *c, int64_t d)
+/* A stripe's counter; its lock held (readers load it atomically). d is
+ * added modulo 2^64: a decrease is passed as 0 - x (sizes come from traces
+ * too, and a signed difference of two of them can overflow). */
+static inline void stripe_add(uint64_t *c, uint64_t d)
 {
-	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + (uint64_t)d, __ATOMIC_RELAXED);
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + d, __ATOMIC_RELAXED);
 }
 
 /* The node left the base table, and its stripe's counters count it out. */
@@ -269,7 +271,7 @@ int kvt_reg_insert(struct kvt_registry *r, const struct kvt_alloc *a)
 	__atomic_store_n(&r->base_tab[b], nd, __ATOMIC_RELAXED);
 	stripe_add(&s->nr_inserts, 1);
 	stripe_add(&s->nr_live, old ? 0 : 1);
-	stripe_add(&s->bytes_live, (int64_t)nd->a.size - (old ? (int64_t)old->a.size : 0));
+	stripe_add(&s->bytes_live, nd->a.size - (old ? old->a.size : 0));
 	pthread_mutex_unlock(&s->lock);
 
 	idx_link(r, nd);
@@ -290,8 +292,8 @@ int kvt_reg_remove(struct kvt_registry *r, uint64_t base, struct kvt_alloc *out)
 	struct node *nd = base_unlink(r, b, base);
 	if (nd) {
 		stripe_add(&s->nr_removes, 1);
-		stripe_add(&s->nr_live, -1);
-		stripe_add(&s->bytes_live, -(int64_t)nd->a.size);
+		stripe_add(&s->nr_live, 0 - (uint64_t)1);
+		stripe_add(&s->bytes_live, 0 - nd->a.size);
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (!nd)
