@@ -101,7 +101,7 @@ collect() {
 # The suites in FIRST start first, longest first (wall times on 2 cores,
 # session 20, plain / TSan: test_migrate 176 / 515 s, test_workloads 98 /
 # 427 s, test_tier_report 145 / 148 s, test_passthrough 48 / 158 s,
-# test_policy_workloads 53 / 180 s; the rest under 90 s under TSan), so
+# test_policy_workloads 53 / 180 s, 94 s with its 1 GiB device under TSan since session 22; the rest under 90 s under TSan), so
 # that no long suite starts last beside an idle slot. A suite in ALONE runs with no other beside it (it
 # lists or sweeps what every kvtier process leaves in /dev/shm). Of the
 # suites in HEAVY, which simulate a 2 GiB device in host memory, only one
