@@ -26,7 +26,9 @@
  *    chunk is one the candidate predicts from the ids live now. A candidate
  *    is accepted when it explains KVT_TABLE_MIN_HIT of at least
  *    KVT_TABLE_MIN_FAULTS faults and beats chance (its chunk coverage) by
- *    KVT_TABLE_MIN_Z standard deviations; it is dropped again when two
+ *    KVT_TABLE_MIN_Z standard deviations; of those, the one that explains
+ *    the largest share of the faults chance does not (kappa) is taken,
+ *    near ties to the stride richer in twos; it is dropped again when two
  *    windows in a row explain less than half (one slow epoch judges its
  *    faults against the ids of its last KVT_TABLE_LIVE_MS only, and can
  *    explain too few of them), and a re-learn prefers the stride dropped
