@@ -314,7 +314,7 @@ int kvt_heat_set_tier(uint64_t base, uint8_t tier)
 	return r;
 }
 
-static uint64_t nr_fault_ins, nr_refaults;
+static uint64_t nr_fault_ins, nr_refaults, nr_evicted_backs;
 static uint32_t refault_window;
 
 void kvt_heat_set_refault_window(uint32_t chunks)
@@ -326,6 +326,11 @@ void kvt_heat_set_refault_window(uint32_t chunks)
 uint64_t kvt_heat_fault_ins(void)
 {
 	return __atomic_load_n(&nr_fault_ins, __ATOMIC_RELAXED);
+}
+
+uint64_t kvt_heat_evicted_backs(void)
+{
+	return __atomic_load_n(&nr_evicted_backs, __ATOMIC_RELAXED);
 }
 
 uint64_t kvt_heat_refaults(void)
@@ -359,6 +364,8 @@ void kvt_heat_fault_in(uint64_t addr)
 	 * the device runs); before the first epoch, back within tau of wall
 	 * time; a chunk out for over 64 tau never (its 16-bit distance may have
 	 * wrapped) */
+	if (__atomic_load_n(&c->flags, __ATOMIC_RELAXED) & KVT_HEAT_F_EVICTED)
+		__atomic_fetch_add(&nr_evicted_backs, 1, __ATOMIC_RELAXED);
 	uint16_t dist = (uint16_t)(seq - last);
 	int quick = win ? was && now - was < 64u * t && dist >= win
 			: was && now - was < t;

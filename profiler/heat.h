@@ -109,6 +109,9 @@ void kvt_heat_prefetched_out(uint64_t addr, uint64_t bytes);
  * call, bit p for page p (cleared); 0 for a chunk outside the arena. */
 uint32_t kvt_heat_take_out(const struct kvt_heat_chunk *c);
 uint64_t kvt_heat_refaults(void);
+/* Fault-ins of chunks the driver had evicted (CUPTI's eviction records):
+ * HBM was full for the driver and it took a chunk still in use. */
+uint64_t kvt_heat_evicted_backs(void);
 /* Migrator: pin slot's range while it prefetches, if it is still the range
  * of generation gen (0), else -ENOENT (freed meanwhile). One pin at a time. */
 int kvt_heat_pin(int slot, uint32_t gen);

@@ -758,6 +758,7 @@ void kvt_migrator_trace_counters(void)
 	info_u64("migrate.epochs", CTR_LD(epochs));
 	info_u64("migrate.epoch_ns_total", CTR_LD(epoch_ns));
 	info_u64("migrate.epoch_ns_max", CTR_LD(epoch_ns_max));
+	info_u64("migrate.evicted_backs", kvt_heat_evicted_backs());
 	info_u64("migrate.epoch_ns_avg", CTR_LD(epochs) ? CTR_LD(epoch_ns) / CTR_LD(epochs) : 0);
 	snprintf(val, sizeof val, "%llu %llu", (unsigned long long)CTR_LD(nr_promoted),
 		 (unsigned long long)CTR_LD(bytes_promoted));

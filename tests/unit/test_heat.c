@@ -456,8 +456,10 @@ static void test_evicted_strikes(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_EQUAL(c->flags, 0);
+	uint64_t b0 = kvt_heat_evicted_backs();
 	kvt_heat_fault_in(A + C);                    /* first time in: no strike */
 	CU_ASSERT_EQUAL(c->flags & KVT_HEAT_F_REFAULTS, 0);
+	CU_ASSERT_EQUAL(kvt_heat_evicted_backs(), b0);   /* never evicted */
 	for (unsigned i = 1; i <= 4; i++) {
 		kvt_heat_evicted(A + C + 4096);
 		CU_ASSERT_EQUAL(c->tier, KVT_PLAN_TIER_FAR);
@@ -466,6 +468,7 @@ static void test_evicted_strikes(void)
 		CU_ASSERT_EQUAL(c->tier, KVT_PLAN_TIER_HBM);
 		CU_ASSERT_FALSE(c->flags & KVT_HEAT_F_EVICTED);
 		CU_ASSERT_EQUAL(c->flags & KVT_HEAT_F_REFAULTS, i < 3 ? i : 3);
+		CU_ASSERT_EQUAL(kvt_heat_evicted_backs(), b0 + i);   /* migrate.evicted_backs */
 	}
 	kvt_heat_evicted(A + C);
 	c->moved_ms = kvt_heat_now_ms() - 2000;      /* came in 2 tau ago */
@@ -477,6 +480,7 @@ static void test_evicted_strikes(void)
 	kvt_heat_fault_in(A + 2 * C);
 	CU_ASSERT_EQUAL(kvt_heat_refaults(), r0 + 1);
 	CU_ASSERT_EQUAL(d->flags, 0);
+	CU_ASSERT_EQUAL(kvt_heat_evicted_backs(), b0 + 5);   /* a demotion's come-back: not one */
 	kvt_heat_evicted(0x1000);                    /* not tracked: ignored */
 	CU_ASSERT_EQUAL(kvt_heat_untrack(A), 0);
 	/* a new range in the same arena slots starts with no flags */
