@@ -758,7 +758,6 @@ void kvt_migrator_trace_counters(void)
 	info_u64("migrate.epochs", CTR_LD(epochs));
 	info_u64("migrate.epoch_ns_total", CTR_LD(epoch_ns));
 	info_u64("migrate.epoch_ns_max", CTR_LD(epoch_ns_max));
-	info_u64("migrate.evicted_backs", kvt_heat_evicted_backs());
 	info_u64("migrate.epoch_ns_avg", CTR_LD(epochs) ? CTR_LD(epoch_ns) / CTR_LD(epochs) : 0);
 	snprintf(val, sizeof val, "%llu %llu", (unsigned long long)CTR_LD(nr_promoted),
 		 (unsigned long long)CTR_LD(bytes_promoted));
@@ -784,6 +783,7 @@ void kvt_migrator_trace_counters(void)
 	kvt_trace_info("migrate.devices", val);
 	kvt_admit_trace_counters();
 	info_u64("migrate.fault_ins", kvt_heat_fault_ins());
+	info_u64("migrate.evicted_backs", kvt_heat_evicted_backs());
 	info_u64("migrate.refaults", kvt_heat_refaults());
 	info_u64("migrate.far_faults", kvt_cupti_far_faults());
 	for (unsigned s = 0; s < KVT_SRC__COUNT; s++) {
