@@ -5,16 +5,16 @@
  * learner and the credit run in poll, on the migrator thread, over
  * scratch mapped once in start. */
 #include <errno.h>
-#include <math.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "evidence.h"
 #include "heat.h"
 #include "tables.h"
+#include "tables_choose.h"
 #include "../base/kvt.h"
 
-#define MAX_CAND       64
+#define MAX_CAND       KVT_TCAND_MAX
 #define CAND_PER_POLL  16
 #define MAX_BASES      64
 #define MAX_LIVE       (1u << 16)      /* live ids looked at per table and epoch */
@@ -27,14 +27,6 @@
 #define STAMP_OLD      4096            /* stamps older than this (16 s) are cleared: no wrap */
 #define CREDIT_W       2.0f            /* heat per epoch of a chunk in use (KVTIER_PROMOTE: 4) */
 #define RECHECK_FAULTS 64              /* a window of this many faults rechecks a layout */
-#define TIE_KAPPA      0.05            /* candidates within this of the best kappa tie */
-#define TIE_Z          0.02            /* of those, within 2 % of the best z tie */
-
-struct cand {
-	uint64_t s;
-	double n, k, e, v;              /* faults tested, explained, expected by chance, variance */
-	unsigned tried;                 /* epochs it was scored in (with power or not) */
-};
 
 struct tslot {
 	uint64_t dst;                   /* atomic: the table's device address, 0 = free */
@@ -57,7 +49,7 @@ struct tslot {
 	/* migrator only */
 	uint32_t seen_gen;
 	unsigned nc, turn;
-	struct cand c[MAX_CAND];
+	struct kvt_tcand c[MAX_CAND];
 	uint64_t stride;                /* accepted, 0 = none */
 	double wn, wk;                  /* the recheck window of the accepted stride */
 	unsigned against;               /* windows in a row that explained too few */
@@ -536,16 +528,6 @@ static int fault_index(const struct base *b, unsigned nb, uint64_t f, uint32_t *
 	return 0;
 }
 
-static void add_cand(struct tslot *t, uint64_t s)
-{
-	if (s < 256 || s > (64ull << 20) || (s & 15) || t->nc >= MAX_CAND)
-		return;
-	for (unsigned i = 0; i < t->nc; i++)
-		if (t->c[i].s == s)
-			return;
-	t->c[t->nc++] = (struct cand){ .s = s };
-}
-
 /* Candidates from the table's scalars, kept while they stay the same. */
 static void candidates(struct tslot *t)
 {
@@ -556,12 +538,7 @@ static void candidates(struct tslot *t)
 		if (x >= 2)
 			v[n++] = x;
 	}
-	for (unsigned el = 1; el <= 4; el *= 2)
-		for (unsigned i = 0; i < n; i++) {
-			add_cand(t, (uint64_t)v[i] * el);
-			for (unsigned j = i + 1; j < n; j++)
-				add_cand(t, (uint64_t)v[i] * v[j] * el);
-		}
+	kvt_tcand_from_scalars(t->c, &t->nc, MAX_CAND, v, n);
 }
 
 static void reset_learner(struct tslot *t)
@@ -638,15 +615,6 @@ static uint64_t universe(const struct base *b, unsigned nb)
 	return u;
 }
 
-/* The share of the faults chance does not explain that c explains:
- * (k - e) / (n - e), 1 for a layout that explains every fault, 0 for one
- * no better than its chunk coverage, whatever that coverage is. */
-static double kappa(const struct cand *c)
-{
-	double rest = c->n - c->e;
-	return rest > 1e-9 ? (c->k - c->e) / rest : 0;
-}
-
 /* Score up to CAND_PER_POLL candidates against this epoch's faults f[0..nf). */
 static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned nl,
 		  const uint64_t *f, unsigned nf)
@@ -659,98 +627,31 @@ static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned n
 	if (!nfi || !u || !t->nc)
 		return;
 	for (unsigned q = 0; q < CAND_PER_POLL && q < t->nc; q++) {
-		struct cand *c = &t->c[t->turn++ % t->nc];
+		struct kvt_tcand *c = &t->c[t->turn++ % t->nc];
 		unsigned nm = 0;
 		int full = predict(b, nb, nl, c->s, &nm);
-		double cov = (double)nm / (double)u;
 		unsigned hit = 0;
 		for (unsigned i = 0; i < nfi; i++)
 			hit += (bits[fidx[i] / 64] >> (fidx[i] % 64)) & 1;
 		clear_marks(nm);
-		c->tried++;
-		if (full || cov > 0.9)
-			continue;                  /* no power to tell it from chance */
-		c->n += nfi;
-		c->k += hit;
-		c->e += nfi * cov;
-		c->v += nfi * cov * (1 - cov);
+		kvt_tcand_score(c, nfi, hit, (double)nm / (double)u, full);
 	}
-	/* the best of all candidates, once each has been scored twice (near
-	 * strides explain many of the same faults: the first to pass the bar
-	 * is not necessarily the best); the stride dropped last is taken back
-	 * as soon as it qualifies */
-	struct cand *best = NULL;
-	double bz = 0;
-	int all_tried = 1, prev_ok = 0;
-	for (unsigned i = 0; i < t->nc; i++) {
-		const struct cand *c = &t->c[i];
-		all_tried &= c->tried >= 2;
-		if (t->prev && c->s == t->prev && c->n >= KVT_TABLE_MIN_FAULTS &&
-		    c->k >= KVT_TABLE_MIN_HIT * c->n &&
-		    (c->k - c->e) / sqrt(c->v > 1e-9 ? c->v : 1e-9) >= KVT_TABLE_MIN_Z)
-			prev_ok = 1;
-	}
-	if (!all_tried && !prev_ok)
+	double z = 0;
+	int bi = kvt_tcand_choose(t->c, t->nc, t->prev, &z);
+	if (bi < 0)
 		return;
-	struct cand *again = NULL;         /* the stride dropped last, if it qualifies */
-	double az = 0, zs[MAX_CAND], ks[MAX_CAND], bk = -1;
-	for (unsigned i = 0; i < t->nc; i++) {
-		struct cand *c = &t->c[i];
-		zs[i] = ks[i] = -1;
-		if (c->n < KVT_TABLE_MIN_FAULTS || c->k < KVT_TABLE_MIN_HIT * c->n)
-			continue;
-		zs[i] = (c->k - c->e) / sqrt(c->v > 1e-9 ? c->v : 1e-9);
-		ks[i] = kappa(c);
-		if (zs[i] >= KVT_TABLE_MIN_Z && ks[i] > bk)
-			bk = ks[i];
-		if (zs[i] >= KVT_TABLE_MIN_Z && t->prev && c->s == t->prev)
-			again = c, az = zs[i];
-	}
-	/* Of the candidates that beat chance, those that explain the most of
-	 * what chance does not (kappa, within TIE_KAPPA of the best); z alone
-	 * favours a narrow candidate (a stride of 4 096 that puts every live id
-	 * in a few chunks: 24 of 32 faults, z 11.9) over the layout (32 768:
-	 * 32 of 32, z 9.3, its wider coverage explaining more by chance), whose
-	 * kappa is 1.0 against 0.75. Among those, the narrowest (the best z:
-	 * 65 536 explains the same faults as 32 768 over twice the chunks).
-	 * Faults are seen by chunk, so near strides (32 832 = 513 x 64 beside
-	 * 32 768 = 16 x 2 048) can tie on both. Of those within TIE_Z of that
-	 * z, the one with more trailing zero bits is taken: a KV block's stride
-	 * is a product of a block size, heads, a head size and an element
-	 * size, rich in twos; a product with an odd scalar is not. Then the
-	 * larger z, then the order of the candidates. */
-	for (unsigned i = 0; i < t->nc && bk >= 0; i++)
-		if (zs[i] >= KVT_TABLE_MIN_Z && ks[i] >= bk - TIE_KAPPA && zs[i] > bz)
-			bz = zs[i];
-	for (unsigned i = 0; i < t->nc && bz > 0; i++) {
-		if (zs[i] < KVT_TABLE_MIN_Z || ks[i] < bk - TIE_KAPPA || zs[i] < bz * (1 - TIE_Z))
-			continue;
-		if (!best || __builtin_ctzll(t->c[i].s) > __builtin_ctzll(best->s) ||
-		    (__builtin_ctzll(t->c[i].s) == __builtin_ctzll(best->s) &&
-		     zs[i] > zs[best - t->c]))
-			best = &t->c[i];
-	}
-	if (best)
-		bz = zs[best - t->c];
-	if (again && again != best) {
-		kvt_debug("tables: stride %llu (z %.1f) scores above the one dropped before, "
-			  "%llu (z %.1f), which qualifies: taken again",
-			  (unsigned long long)best->s, bz, (unsigned long long)again->s, az);
-		best = again, bz = az;
-	}
-	if (best) {
-		if (t->prev && best->s == t->prev)
-			ADD(st.relearned, 1);
-		t->stride = best->s;
-		ST(t->stride_pub, best->s);
-		ST(t->trusted, 1);
-		t->wn = t->wk = 0;
-		ADD(st.accepted, 1);
-		ST(st.stride, best->s);
-		kvt_debug("tables: a layout accepted: stride %llu bytes (%.0f of %.0f faults "
-			  "explained, z %.1f, kappa %.2f)", (unsigned long long)best->s, best->k,
-			  best->n, bz, kappa(best));
-	}
+	const struct kvt_tcand *best = &t->c[bi];
+	if (t->prev && best->s == t->prev)
+		ADD(st.relearned, 1);
+	t->stride = best->s;
+	ST(t->stride_pub, best->s);
+	ST(t->trusted, 1);
+	t->wn = t->wk = 0;
+	ADD(st.accepted, 1);
+	ST(st.stride, best->s);
+	kvt_debug("tables: a layout accepted: stride %llu bytes (%.0f of %.0f faults explained, "
+		  "z %.1f, kappa %.2f)", (unsigned long long)best->s, best->k, best->n, z,
+		  kvt_tcand_kappa(best));
 }
 
 /* The accepted layout, its chunks marked in bits, against this epoch's

@@ -16,6 +16,7 @@
 #include "../profiler/evidence.h"
 #include "../profiler/heat.h"
 #include "../profiler/tables.h"
+#include "../profiler/tables_choose.h"
 
 #define KVT_SHIM_STUB_SUITE "the tables suite"
 #include "shim_stubs.h"
@@ -302,6 +303,59 @@ static void test_narrow_stride_loses(void)
 	CU_ASSERT_EQUAL(in.stride, S);
 }
 
+/* The chooser alone (tables_choose.c), on scores set by hand: each
+ * candidate scored in two epochs of 32 faults; chunk coverage cov and the
+ * faults it explained give n, k, e and z. */
+static struct kvt_tcand scored(uint64_t s, unsigned hit, double cov, unsigned epochs)
+{
+	struct kvt_tcand c = { .s = s };
+	for (unsigned e = 0; e < epochs; e++)
+		kvt_tcand_score(&c, 32, hit, cov, 0);
+	return c;
+}
+
+static void test_choose_rule(void)
+{
+	double z = 0;
+	/* narrow (24 of 32 at 5 %: z 25.7, kappa 0.74) against the layout
+	 * (32 of 32 at 25 %: z 13.9, kappa 1): the layout */
+	struct kvt_tcand c[4] = { scored(4096, 24, 0.05, 2), scored(32768, 32, 0.25, 2) };
+	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 2, 0, &z), 1);
+	CU_ASSERT(z > 13 && z < 15);
+	/* a kappa tie goes to the narrower one (32 of 32 at 12.5 %: z 21.2) */
+	c[2] = scored(32768 * 3, 32, 0.125, 2);
+	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 3, 0, &z), 2);
+	/* and a tie on z to the stride richer in twos, in any order */
+	c[3] = scored(65536, 32, 0.125, 2);
+	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, 0, &z), 3);
+	struct kvt_tcand r[2] = { c[3], c[2] };
+	CU_ASSERT_EQUAL(kvt_tcand_choose(r, 2, 0, &z), 0);
+	/* one candidate scored once: nothing yet, unless it is the stride
+	 * dropped before and qualifies, which is taken over a better one */
+	c[0] = scored(4096, 24, 0.05, 1);
+	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, 0, &z), -1);
+	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, 32768, &z), 1);
+	/* beating chance is not enough below KVT_TABLE_MIN_HIT, nor is
+	 * explaining every fault with no power (coverage over 90 %) */
+	struct kvt_tcand w[2] = { scored(4096, 20, 0.01, 2), scored(8192, 32, 0.95, 2) };
+	CU_ASSERT_EQUAL(w[1].n, 0);
+	CU_ASSERT_EQUAL(w[1].tried, 2);
+	CU_ASSERT_EQUAL(kvt_tcand_choose(w, 2, 0, &z), -1);
+	/* candidates from scalars: implausible and repeated strides left out */
+	struct kvt_tcand g[KVT_TCAND_MAX];
+	unsigned ng = 0;
+	uint32_t v[3] = { 16, 2048, 3 };
+	kvt_tcand_from_scalars(g, &ng, KVT_TCAND_MAX, v, 3);
+	int has = 0;
+	for (unsigned i = 0; i < ng; i++) {
+		CU_ASSERT(g[i].s >= 256 && g[i].s % 16 == 0);
+		has += g[i].s == 32768;
+		for (unsigned j = 0; j < i; j++)
+			CU_ASSERT(g[i].s != g[j].s);
+	}
+	CU_ASSERT_EQUAL(has, 1);
+}
+
 /* Copies that are not tables: from device memory, into tracked memory,
  * too large, not a multiple of 4 bytes; a table no launch pairs with a
  * base is never read. */
@@ -409,6 +463,7 @@ int main(void)
 		{ "near strides that tie: the one rich in twos", test_near_strides_tie },
 		{ "a re-learn prefers the stride dropped before", test_relearn_prefers_dropped_stride },
 		{ "a narrow stride with the higher z loses to the layout", test_narrow_stride_loses },
+		{ "the chooser's rule on scores set by hand", test_choose_rule },
 		{ "copies that are not tables are not read", test_not_tables },
 		{ "an unreadable host source: no crash", test_bad_source },
 		{ "rows past their length (stale ids) are not credited", test_stale_tails_trimmed },

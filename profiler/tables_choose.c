@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/* The block-table learner's statistics: candidate strides from a table's
+ * launch scalars, their scores against faults, and the choice of the one
+ * that explains them (contract in tables_choose.h; the rule is described
+ * in docs/profiler.md, "Block tables", step 3). */
+#include <math.h>
+
+#include "tables.h"
+#include "tables_choose.h"
+#include "../base/kvt.h"
+
+#define TIE_KAPPA 0.05                 /* candidates within this of the best kappa tie */
+#define TIE_Z     0.02                 /* of those, within 2 % of the best z tie */
+
+void kvt_tcand_add(struct kvt_tcand *c, unsigned *nc, unsigned max, uint64_t s)
+{
+	if (s < 256 || s > (64ull << 20) || (s & 15) || *nc >= max)
+		return;
+	for (unsigned i = 0; i < *nc; i++)
+		if (c[i].s == s)
+			return;
+	c[(*nc)++] = (struct kvt_tcand){ .s = s };
+}
+
+void kvt_tcand_from_scalars(struct kvt_tcand *c, unsigned *nc, unsigned max, const uint32_t *v,
+			    unsigned n)
+{
+	for (unsigned el = 1; el <= 4; el *= 2)
+		for (unsigned i = 0; i < n; i++) {
+			kvt_tcand_add(c, nc, max, (uint64_t)v[i] * el);
+			for (unsigned j = i + 1; j < n; j++)
+				kvt_tcand_add(c, nc, max, (uint64_t)v[i] * v[j] * el);
+		}
+}
+
+void kvt_tcand_score(struct kvt_tcand *c, unsigned nf, unsigned hit, double cov, int full)
+{
+	c->tried++;
+	if (full || cov > 0.9)
+		return;                        /* no power to tell it from chance */
+	c->n += nf;
+	c->k += hit;
+	c->e += nf * cov;
+	c->v += nf * cov * (1 - cov);
+}
+
+/* (k - e) / (n - e): 1 for a layout that explains every fault, 0 for one
+ * no better than its chunk coverage, whatever that coverage is. */
+double kvt_tcand_kappa(const struct kvt_tcand *c)
+{
+	double rest = c->n - c->e;
+	return rest > 1e-9 ? (c->k - c->e) / rest : 0;
+}
+
+/* z of a candidate with enough faults mostly explained; -1 otherwise. */
+static double z_of(const struct kvt_tcand *c)
+{
+	if (c->n < KVT_TABLE_MIN_FAULTS || c->k < KVT_TABLE_MIN_HIT * c->n)
+		return -1;
+	return (c->k - c->e) / sqrt(c->v > 1e-9 ? c->v : 1e-9);
+}
+
+/* Of the candidates that beat chance, those that explain the most of what
+ * chance does not (kappa, within TIE_KAPPA of the best); z alone favours a
+ * narrow candidate (a stride of 4 096 that puts every live id in a few
+ * chunks: 24 of 32 faults, z 11.9) over the layout (32 768: 32 of 32, z
+ * 9.3, its wider coverage explaining more by chance), whose kappa is 1.0
+ * against 0.75. Among those, the narrowest (the best z: 65 536 explains the
+ * same faults as 32 768 over twice the chunks). Faults are seen by chunk,
+ * so near strides (32 832 = 513 x 64 beside 32 768 = 16 x 2 048) can tie
+ * on both. Of those within TIE_Z of that z, the one with more trailing zero
+ * bits is taken: a KV block's stride is a product of a block size, heads, a
+ * head size and an element size, rich in twos; a product with an odd
+ * scalar is not. Then the larger z, then the order of the candidates. */
+static int best_of(const struct kvt_tcand *c, unsigned nc, const double *zs, const double *ks)
+{
+	double bk = -1, bz = 0;
+	int best = -1;
+	for (unsigned i = 0; i < nc; i++)
+		if (zs[i] >= KVT_TABLE_MIN_Z && ks[i] > bk)
+			bk = ks[i];
+	for (unsigned i = 0; i < nc && bk >= 0; i++)
+		if (zs[i] >= KVT_TABLE_MIN_Z && ks[i] >= bk - TIE_KAPPA && zs[i] > bz)
+			bz = zs[i];
+	for (unsigned i = 0; i < nc && bz > 0; i++) {
+		if (zs[i] < KVT_TABLE_MIN_Z || ks[i] < bk - TIE_KAPPA || zs[i] < bz * (1 - TIE_Z))
+			continue;
+		int ti = __builtin_ctzll(c[i].s), tb = best < 0 ? -1 : __builtin_ctzll(c[best].s);
+		if (best < 0 || ti > tb || (ti == tb && zs[i] > zs[best]))
+			best = (int)i;
+	}
+	return best;
+}
+
+/* The best of all candidates, once each has been scored twice (near
+ * strides explain many of the same faults: the first to pass the bar is
+ * not necessarily the best); the stride dropped last is taken back as soon
+ * as it qualifies. */
+int kvt_tcand_choose(const struct kvt_tcand *c, unsigned nc, uint64_t prev, double *z)
+{
+	double zs[KVT_TCAND_MAX], ks[KVT_TCAND_MAX];
+	if (nc > KVT_TCAND_MAX)
+		nc = KVT_TCAND_MAX;
+	int all_tried = 1, again = -1;
+	for (unsigned i = 0; i < nc; i++) {
+		all_tried &= c[i].tried >= 2;
+		zs[i] = z_of(&c[i]);
+		ks[i] = zs[i] >= 0 ? kvt_tcand_kappa(&c[i]) : -1;
+		if (prev && c[i].s == prev && zs[i] >= KVT_TABLE_MIN_Z)
+			again = (int)i;
+	}
+	if (!all_tried && again < 0)
+		return -1;
+	int best = best_of(c, nc, zs, ks);
+	if (again >= 0 && again != best) {
+		if (best >= 0)
+			kvt_debug("tables: stride %llu (z %.1f) scores above the one dropped "
+				  "before, %llu (z %.1f), which qualifies: taken again",
+				  (unsigned long long)c[best].s, zs[best],
+				  (unsigned long long)c[again].s, zs[again]);
+		best = again;
+	}
+	if (best >= 0)
+		*z = zs[best];
+	return best;
+}
