@@ -623,6 +623,7 @@ static void epoch_device(struct mdev *d, uint32_t now_ms)
 			      KVT_STEP_PAGES + (int64_t)part;
 		int64_t low = (int64_t)((budget >> KVT_CHUNK_SHIFT) * KVT_MIGRATE_LOW_BP / 10000);
 		kvt_step_set_room(low * KVT_STEP_PAGES - hbm);
+		kvt_step_set_cap((uint32_t)low);
 	}
 	/* this thread only: the next plan sees the result (none after a stop) */
 	if (done && !stopping()) {

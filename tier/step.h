@@ -64,6 +64,9 @@ void kvt_step_moved_whole(const struct kvt_heat_range *r, uint32_t idx, uint32_t
  * first by demoting victims (GPU faults brought chunks in past it), before
  * they promote anything. */
 void kvt_step_set_room(int64_t pages);
+/* Migration thread, with it: the chunks the budget holds for the steps (a
+ * step naming more than fit is not charged whole chunks, see step.c). */
+void kvt_step_set_cap(uint32_t chunks);
 /* Migration thread, before each epoch's plan: the pages steps hold in HBM
  * of chunks believed far, in the ranges steps own that were placed for
  * device dev. Settles them first: a
