@@ -419,6 +419,30 @@ uint32_t kvt_heat_take_out(const struct kvt_heat_chunk *c)
 	return __atomic_exchange_n(&outm[i], 0, __ATOMIC_RELAXED);
 }
 
+void kvt_heat_prefetched_in(uint64_t addr, uint64_t bytes)
+{
+	uint64_t end = addr + bytes;
+	if (!bytes || end < addr)
+		return;
+	while (addr < end) {
+		uint64_t chunk_end = (addr | (KVT_CHUNK_BYTES - 1)) + 1;
+		uint64_t e = end < chunk_end ? end : chunk_end;
+		struct kvt_heat_chunk *c = kvt_heat_chunk_at(addr);
+		if (c) {
+			int whole = !(addr & (KVT_CHUNK_BYTES - 1)) && e == chunk_end;
+			__atomic_fetch_or(&c->flags, KVT_HEAT_F_IN_SEEN |
+					  (whole ? KVT_HEAT_F_IN_WHOLE : 0), __ATOMIC_RELAXED);
+		}
+		addr = e;
+	}
+}
+
+uint8_t kvt_heat_take_in(struct kvt_heat_chunk *c)
+{
+	const uint8_t in = KVT_HEAT_F_IN_SEEN | KVT_HEAT_F_IN_WHOLE;
+	return __atomic_fetch_and(&c->flags, (uint8_t)~in, __ATOMIC_RELAXED) & in;
+}
+
 /* The slot the migrator is prefetching from (-1: none); set under wlock. */
 static int pinned = -1;
 

@@ -37,6 +37,11 @@ struct kvt_heat_chunk {
 #define KVT_HEAT_F_MAPPED 0x4
 /* The driver evicted it since it last came in (kvt_heat_evicted). */
 #define KVT_HEAT_F_EVICTED 0x8
+/* The driver moved pages of it into HBM for a prefetch (CUPTI's
+ * host-to-device records of cause PREFETCH), and those covered the whole
+ * chunk (kvt_heat_prefetched_in; taken by kvt_heat_take_in). */
+#define KVT_HEAT_F_IN_SEEN 0x10
+#define KVT_HEAT_F_IN_WHOLE 0x20
 
 /* ---- the math (pure) ---- */
 
@@ -108,6 +113,12 @@ void kvt_heat_prefetched_out(uint64_t addr, uint64_t bytes);
 /* The pages of chunk c noted by kvt_heat_prefetched_out since the last
  * call, bit p for page p (cleared); 0 for a chunk outside the arena. */
 uint32_t kvt_heat_take_out(const struct kvt_heat_chunk *c);
+/* The driver moved [addr, addr + bytes) into HBM for a prefetch: each
+ * tracked chunk it touches gets KVT_HEAT_F_IN_SEEN, and KVT_HEAT_F_IN_WHOLE
+ * when it covers the whole chunk. Atomics only (the CUPTI callback). */
+void kvt_heat_prefetched_in(uint64_t addr, uint64_t bytes);
+/* Chunk c's KVT_HEAT_F_IN_* flags, cleared. */
+uint8_t kvt_heat_take_in(struct kvt_heat_chunk *c);
 uint64_t kvt_heat_refaults(void);
 /* Fault-ins of chunks the driver had evicted (CUPTI's eviction records):
  * HBM was full for the driver and it took a chunk still in use. */

@@ -110,6 +110,8 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 		if (__atomic_load_n(&fault_ins, __ATOMIC_RELAXED) &&
 		    r->flags != CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH)
 			kvt_heat_fault_in(r->address);
+		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH)
+			kvt_heat_prefetched_in(r->address, r->value);   /* for the step */
 		break;
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
 		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION)

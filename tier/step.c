@@ -29,6 +29,7 @@ static uint32_t *part;                 /* per arena chunk believed far: its page
 static uint32_t *used;                 /* per arena chunk: pages named since the hand last passed */
 static uint32_t *trimmed;              /* per arena chunk: when a step trimmed it while recent (ms | 1), 0 */
 static uint32_t *kept;                 /* per arena chunk: the pages that trim left held */
+static uint32_t *asked;                /* per arena chunk: when a step prefetched pages of it apart (ms | 1), 0 */
 static uint32_t *scratch;              /* kvt_tables_step_each's (under busy) */
 static uint32_t cur_seq;               /* atomic: steps taken */
 static int busy;                       /* atomic: a step is under way */
@@ -101,9 +102,9 @@ void kvt_step_set_cap(uint32_t chunks)
 	__atomic_store_n(&cap_chunks, chunks, __ATOMIC_RELAXED);
 }
 
-#define ARENA_WORDS (5 * (size_t)KVT_HEAT_MAX_CHUNKS + KVT_TABLES_STEP_CHUNKS)
+#define ARENA_WORDS (6 * (size_t)KVT_HEAT_MAX_CHUNKS + KVT_TABLES_STEP_CHUNKS)
 
-/* named[], part[], used[], trimmed[], kept[] and the scratch, mapped once (zero-filled, reserved
+/* named[], part[], used[], trimmed[], kept[], asked[] and the scratch, mapped once (zero-filled, reserved
  * lazily); NULL when the map failed. */
 static uint32_t *names(void)
 {
@@ -119,7 +120,8 @@ static uint32_t *names(void)
 	used = p + 2 * (size_t)KVT_HEAT_MAX_CHUNKS;
 	trimmed = p + 3 * (size_t)KVT_HEAT_MAX_CHUNKS;
 	kept = p + 4 * (size_t)KVT_HEAT_MAX_CHUNKS;
-	scratch = p + 5 * (size_t)KVT_HEAT_MAX_CHUNKS;
+	asked = p + 5 * (size_t)KVT_HEAT_MAX_CHUNKS;
+	scratch = p + 6 * (size_t)KVT_HEAT_MAX_CHUNKS;
 	uint32_t *none = NULL;
 	if (!__atomic_compare_exchange_n(&named, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		kvt_sys_munmap(p, len);
@@ -138,33 +140,55 @@ static void fresh(int hs, const struct kvt_heat_range *r)
 		__atomic_store_n(&part[r->first + i], 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&used[r->first + i], 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&trimmed[r->first + i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&asked[r->first + i], 0, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&part_gen[hs], r->gen, __ATOMIC_RELAXED);
 }
 
-/* Recent chunk a (heat chunk c), trimmed by a step TRIM_WATCH_MS or more
- * ago, named again: did the driver's prefetch records (CUPTI, cause
- * PREFETCH) name pages of it the trim kept? A driver that keeps residency
- * per page moves only the pages asked for; one whose unit is 2 MiB moves
- * the kept pages too, and the next step's kernels fault them back. When
- * over a quarter of a window's trims show that, trimming recent chunks
- * stops for good (the unit is the driver's; it does not change). */
-static void watch(uint32_t a, const struct kvt_heat_chunk *c, uint32_t now_ms)
+/* One verdict on the driver's residency unit: whether it moved more than
+ * a step's page prefetch asked for. When over a quarter of a window's
+ * verdicts say so, the step stops working by page for good (coarse: the
+ * unit is the driver's; it does not change). */
+static void judge(int wide)
 {
-	uint32_t t = __atomic_load_n(&trimmed[a], __ATOMIC_RELAXED);
-	if (!t || now_ms - t < TRIM_WATCH_MS)
-		return;
-	__atomic_store_n(&trimmed[a], 0, __ATOMIC_RELAXED);
-	if (kvt_heat_take_out(c) & __atomic_load_n(&kept[a], __ATOMIC_RELAXED)) {
+	if (wide) {
 		ADD(trims_wide, 1);
-		__atomic_fetch_add(&win_wide, 1, __ATOMIC_RELAXED);
+		/* decided as soon as the window's count passes the quarter */
+		if (4 * __atomic_add_fetch(&win_wide, 1, __ATOMIC_RELAXED) > TRIM_WINDOW)
+			__atomic_store_n(&coarse, 1, __ATOMIC_RELAXED);   /* said at exit */
 	}
 	if (__atomic_add_fetch(&win_seen, 1, __ATOMIC_RELAXED) < TRIM_WINDOW)
 		return;
-	uint32_t wide = __atomic_exchange_n(&win_wide, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&win_wide, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&win_seen, 0, __ATOMIC_RELAXED);
-	if (4 * wide > TRIM_WINDOW)
-		__atomic_store_n(&coarse, 1, __ATOMIC_RELAXED);   /* said at exit (migrate.step_trim) */
+}
+
+/* Chunk a (heat chunk c), named again: the verdicts its earlier moves by
+ * page allow, TRIM_WATCH_MS or more after them (CUPTI's records are in
+ * by then: a flush an epoch). A recent chunk's trim: did the driver's
+ * device-to-host records of cause PREFETCH name pages the trim kept? A
+ * far chunk's pages prefetched apart: did the host-to-device records
+ * cover the whole chunk (no record: nothing moved, no verdict)? A driver
+ * that keeps residency per page moves only the pages asked for; one whose
+ * unit is 2 MiB moves the rest too, and the next kernels fault the kept
+ * pages back (a trim), or HBM fills faster than the pages charged (a
+ * prefetch in). */
+static void watch(uint32_t a, struct kvt_heat_chunk *c, uint32_t now_ms)
+{
+	uint32_t t = __atomic_load_n(&trimmed[a], __ATOMIC_RELAXED);
+	if (t && now_ms - t >= TRIM_WATCH_MS) {
+		__atomic_store_n(&trimmed[a], 0, __ATOMIC_RELAXED);
+		judge(!!(kvt_heat_take_out(c) & __atomic_load_n(&kept[a], __ATOMIC_RELAXED)));
+	}
+	t = __atomic_load_n(&asked[a], __ATOMIC_RELAXED);
+	if (t && now_ms - t >= TRIM_WATCH_MS) {
+		__atomic_store_n(&asked[a], 0, __ATOMIC_RELAXED);
+		uint8_t in = kvt_heat_take_in(c);
+		if (in & KVT_HEAT_F_IN_SEEN) {
+			ADD(asks_judged, 1);
+			judge(!!(in & KVT_HEAT_F_IN_WHOLE));
+		}
+	}
 }
 
 /* kvt_tables_step_each's callback: name the chunk for this step, and keep
@@ -190,7 +214,7 @@ static void note(void *arg, uint64_t chunk, int hs, uint32_t pages)
 		x->nr_named++;
 	}
 	__atomic_fetch_or(&used[a], pages, __ATOMIC_RELAXED);   /* under busy: the hand's too */
-	const struct kvt_heat_chunk *c = kvt_heat_chunks(&x->r) + i;
+	struct kvt_heat_chunk *c = kvt_heat_chunks(&x->r) + i;
 	watch(a, c, x->now_ms);
 	if (__atomic_load_n(&c->tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
 		return;
@@ -338,7 +362,13 @@ static unsigned cost(const struct far *f, const struct kvt_heat_range *r, int *w
 static int move_pages(const struct far *f, const struct kvt_heat_range *r, int promote,
 		      uint64_t s)
 {
-	uint32_t *held = &part[r->first + ((f->addr - r->base) >> KVT_CHUNK_SHIFT)];
+	uint64_t i = (f->addr - r->base) >> KVT_CHUNK_SHIFT;
+	uint32_t *held = &part[r->first + i];
+	if (promote && !__atomic_load_n(&coarse, __ATOMIC_RELAXED)) {
+		/* watched: what the driver reports moving in from now */
+		(void)kvt_heat_take_in(kvt_heat_chunks(r) + i);
+		__atomic_store_n(&asked[r->first + i], kvt_heat_now_ms() | 1, __ATOMIC_RELAXED);
+	}
 	for (uint32_t m = f->pages; m;) {
 		unsigned p0 = (unsigned)__builtin_ctz(m), p1 = p0;
 		while (p1 < PAGES && (m >> p1 & 1))
@@ -530,6 +560,7 @@ void kvt_step_info(struct kvt_step_info *out)
 	out->pages_out = __atomic_load_n(&st.pages_out, __ATOMIC_RELAXED);
 	out->trims = __atomic_load_n(&st.trims, __ATOMIC_RELAXED);
 	out->trims_wide = __atomic_load_n(&st.trims_wide, __ATOMIC_RELAXED);
+	out->asks_judged = __atomic_load_n(&st.asks_judged, __ATOMIC_RELAXED);
 	out->no_room = __atomic_load_n(&st.no_room, __ATOMIC_RELAXED);
 	out->over_cap = __atomic_load_n(&st.over_cap, __ATOMIC_RELAXED);
 	out->busy = __atomic_load_n(&st.busy, __ATOMIC_RELAXED);
@@ -541,14 +572,15 @@ void kvt_step_trace_counters(void)
 {
 	struct kvt_step_info i;
 	kvt_step_info(&i);
-	char val[512];                      /* 13 counters of up to 20 digits */
+	char val[512];                      /* 14 counters of up to 20 digits */
 	snprintf(val, sizeof val, "steps=%llu named=%llu promoted=%llu pages=%llu demoted=%llu "
-		 "pages_out=%llu trims=%llu trims_wide=%llu no_room=%llu over_cap=%llu busy=%llu "
+		 "pages_out=%llu trims=%llu trims_wide=%llu asks_judged=%llu no_room=%llu over_cap=%llu busy=%llu "
 		 "capturing=%llu failed=%llu",
 		 (unsigned long long)i.steps, (unsigned long long)i.named,
 		 (unsigned long long)i.promoted, (unsigned long long)i.pages,
 		 (unsigned long long)i.demoted, (unsigned long long)i.pages_out,
 		 (unsigned long long)i.trims, (unsigned long long)i.trims_wide,
+		 (unsigned long long)i.asks_judged,
 		 (unsigned long long)i.no_room,
 		 (unsigned long long)i.over_cap,
 		 (unsigned long long)i.busy, (unsigned long long)i.capturing,
@@ -556,8 +588,8 @@ void kvt_step_trace_counters(void)
 	kvt_trace_info("migrate.step", val);
 	kvt_trace_info("migrate.step_trim",
 		       __atomic_load_n(&coarse, __ATOMIC_RELAXED)
-		       ? "off: the driver's prefetches of a chunk's unnamed pages moved its named "
-			 "pages too (a 2 MiB residency unit)"
+		       ? "off: the driver's prefetches moved whole chunks for some of their pages "
+			 "(a 2 MiB residency unit): steps that fit move and charge whole chunks"
 		       : "on");
 }
 

@@ -84,7 +84,9 @@ struct kvt_step_info {
 	uint64_t demoted;        /* victims (chunks) prefetched to the far tier whole first */
 	uint64_t pages_out;      /* victims' pages no step named lately, prefetched out apart */
 	uint64_t trims;          /* victims a recent step named whose other pages left */
-	uint64_t trims_wide;     /* of them, ones whose kept pages the driver moved out too */
+	uint64_t trims_wide;     /* verdicts that the driver moved more than asked: trims whose
+				  * kept pages it moved out too, prefetches apart it moved in whole */
+	uint64_t asks_judged;    /* far chunks' pages prefetched apart, judged by the driver's records */
 	uint64_t no_room;        /* named far chunks left where they were: no room, no victim */
 	uint64_t over_cap;       /* named far chunks past KVT_STEP_MAX_MOVES */
 	uint64_t busy;           /* steps skipped: another thread's was under way */

@@ -169,6 +169,19 @@ static void test_prefetched_out(void)
 	kvt_heat_prefetched_out(A + 4 * M, 2 * M);                 /* a whole chunk */
 	CU_ASSERT_EQUAL(kvt_heat_take_out(c1 + 1), ~0u);
 	CU_ASSERT_EQUAL(kvt_heat_take_out(NULL), 0);
+	/* prefetched in: a record seen, and whether one covered a whole chunk;
+	 * a record across c0's end covers neither whole; the other flags stay */
+	const uint8_t SEEN = KVT_HEAT_F_IN_SEEN, WHOLE = KVT_HEAT_F_IN_WHOLE;
+	CU_ASSERT_EQUAL(kvt_heat_take_in(c0), 0);
+	__atomic_fetch_or(&c0->flags, KVT_HEAT_F_MAPPED, __ATOMIC_RELAXED);
+	kvt_heat_prefetched_in(A + 2 * M - 64 * K, 128 * K);
+	kvt_heat_prefetched_in(A + 4 * M, 2 * M);
+	kvt_heat_prefetched_in(0x1000, 2 * M);                     /* untracked: nothing */
+	CU_ASSERT_EQUAL(kvt_heat_take_in(c0), SEEN);
+	CU_ASSERT_EQUAL(kvt_heat_take_in(c0), 0);
+	CU_ASSERT_EQUAL(c0->flags, KVT_HEAT_F_MAPPED);
+	CU_ASSERT_EQUAL(kvt_heat_take_in(c1), SEEN);
+	CU_ASSERT_EQUAL(kvt_heat_take_in(c1 + 1), SEEN | WHOLE);
 	kvt_heat_reset();
 }
 
@@ -687,7 +700,7 @@ int main(void)
 		{ "ranges: track, find, evidence, untrack, reuse", test_ranges },
 		{ "the arena is huge-page aligned and advised", test_arena_huge_pages },
 		{ "the tables are bounded", test_table_bounded },
-		{ "prefetched out: the driver's records kept by page", test_prefetched_out },
+		{ "prefetched out and in: the driver's records kept by page", test_prefetched_out },
 		{ "collect: the migrator's working set", test_collect_working_set },
 		{ "launch sampling: no aliasing with periodic launches", test_launch_sampling_periodic },
 		{ "set_tier: a re-homed range is in HBM", test_set_tier },

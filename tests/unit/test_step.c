@@ -432,15 +432,16 @@ static void test_recent_trimmed(void)
 
 /* A driver whose residency unit is 2 MiB: each trim of c0 (back in HBM
  * whole, as the next kernels' faults bring it) is reported moved out
- * whole, its kept pages too. After a window of such trims, recent chunks
- * are no longer trimmed: c0 stays, the far blocks find no room. A window
+ * whole, its kept pages too. Once more than a quarter of a window of
+ * trims say so, recent chunks are no longer trimmed: c0 stays, the far
+ * blocks find no room. A window
  * of trims reported within the pages asked never turns it off, nor one
  * whose chunk the migrator moved whole meanwhile. */
 static void run_trims(int wide, int migrator_moved)
 {
 	unsigned c0 = first_chunk(), a = c0;
 	uint64_t base0 = KV + ((uint64_t)c0 << KVT_CHUNK_SHIFT);
-	for (unsigned k = 0; k < TRIM_WINDOW; k++) {
+	for (unsigned k = 0; k < TRIM_WINDOW && !coarse; k++) {
 		(void)c0_named_then_no_room(c0);
 		CU_ASSERT_FATAL(moved(c0, CU_MEM_LOCATION_TYPE_HOST) == ~want_pages(c0));
 		if (migrator_moved) {                /* the migrator moved c0 whole meanwhile */
@@ -489,14 +490,52 @@ static void test_trims_watched(void)
 	setup();
 	run_trims(1, 0);
 	kvt_step_info(&si);
-	CU_ASSERT_EQUAL(si.trims, TRIM_WINDOW);
-	CU_ASSERT_EQUAL(si.trims_wide, TRIM_WINDOW);
+	CU_ASSERT_EQUAL(si.trims, TRIM_WINDOW / 4 + 1);   /* decided once past the quarter */
+	CU_ASSERT_EQUAL(si.trims_wide, TRIM_WINDOW / 4 + 1);
 	CU_ASSERT_EQUAL(coarse, 1);
 	/* from now on a recent chunk keeps its pages */
 	unsigned c0 = first_chunk();
 	(void)c0_named_then_no_room(c0);
 	CU_ASSERT_EQUAL(nr_calls, 0);
 	CU_ASSERT_EQUAL(tier_of(c0), KVT_PLAN_TIER_HBM);
+}
+
+/* Pages of far chunks prefetched apart are watched too: named again
+ * TRIM_WATCH_MS later, the driver's host-to-device records of those
+ * prefetches give a verdict. A per-page driver's records (the pages
+ * asked) never turn whole-chunk mode on; a driver that reported every
+ * chunk moved whole does, once more than a quarter of a window (16) said
+ * so; a chunk with no record gets no verdict. */
+static void run_asks(int whole, int records)
+{
+	setup();
+	kvt_step_set_room(1000);
+	upload(ids, 40);
+	kvt_step_after_copy(STREAM);
+	unsigned want = nr_named();
+	CU_ASSERT_FATAL(want > 16 && nr_calls > 0);
+	for (unsigned i = 0; i < nr_calls && records; i++)
+		kvt_heat_prefetched_in(whole ? calls[i].addr & ~(uint64_t)(KVT_CHUNK_BYTES - 1)
+				       : calls[i].addr, whole ? KVT_CHUNK_BYTES : calls[i].bytes);
+	for (unsigned c = 0; c < NCHUNK; c++)
+		if (asked[c])
+			asked[c] = (kvt_heat_now_ms() - TRIM_WATCH_MS - 1) | 1;
+	upload(ids, 40);
+	kvt_step_after_copy(STREAM);
+	struct kvt_step_info si;
+	kvt_step_info(&si);
+	CU_ASSERT_EQUAL(si.asks_judged, records ? want : 0);
+	CU_ASSERT_EQUAL(si.trims_wide, records && whole ? want : 0);
+	CU_ASSERT_EQUAL(coarse, records && whole);
+	for (unsigned c = 0; c < NCHUNK; c++)
+		CU_ASSERT_EQUAL(asked[c], 0);
+}
+
+static void test_asks_watched(void)
+{
+	run_asks(0, 1);
+	run_asks(1, 1);
+	run_asks(1, 0);
 }
 
 /* A driver whose residency unit is 2 MiB (coarse, as the trim watch finds
@@ -618,6 +657,8 @@ int main(void)
 		  test_recent_trimmed },
 		{ "trims watched: a driver that moves 2 MiB for a page turns them off",
 		  test_trims_watched },
+		{ "prefetches apart watched: whole-chunk records turn whole chunks on",
+		  test_asks_watched },
 		{ "a driver that moves 2 MiB for a page: named chunks move and are charged whole",
 		  test_coarse_whole },
 		{ "a captured stream, the option off, a failed prefetch: nothing moves",
