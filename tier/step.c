@@ -341,6 +341,7 @@ static int move(const struct far *f, const struct kvt_heat_range *r, int promote
 	struct kvt_heat_chunk *c = kvt_heat_chunks(r) + i;
 	__atomic_store_n(&part[r->first + i], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&trimmed[r->first + i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&asked[r->first + i], 0, __ATOMIC_RELAXED);   /* its records: whole */
 	__atomic_store_n(&c->tier, promote ? KVT_PLAN_TIER_HBM : KVT_PLAN_TIER_FAR, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->moved_ms, kvt_heat_now_ms(), __ATOMIC_RELAXED);
 	return 0;
@@ -510,13 +511,17 @@ void kvt_step_after_copy(uint64_t stream)
 
 void kvt_step_moved_whole(const struct kvt_heat_range *r, uint32_t idx, uint32_t nr)
 {
-	/* trimmed is set before named is published (names()) */
-	if (!__atomic_load_n(&named, __ATOMIC_ACQUIRE) || !__atomic_load_n(&st.trims, __ATOMIC_RELAXED))
-		return;                            /* no trim was ever watched */
-	uint32_t *t = trimmed;
-	for (uint32_t i = 0; i < nr && idx + i < r->cap_chunks; i++)
-		if (__atomic_load_n(&t[r->first + idx + i], __ATOMIC_RELAXED))
-			__atomic_store_n(&t[r->first + idx + i], 0, __ATOMIC_RELAXED);
+	/* trimmed and asked are set before named is published (names()) */
+	if (!__atomic_load_n(&named, __ATOMIC_ACQUIRE) ||
+	    (!__atomic_load_n(&st.trims, __ATOMIC_RELAXED) && !__atomic_load_n(&st.pages, __ATOMIC_RELAXED)))
+		return;                            /* nothing was ever watched */
+	for (uint32_t i = 0; i < nr && idx + i < r->cap_chunks; i++) {
+		uint32_t a = r->first + idx + i;
+		if (__atomic_load_n(&trimmed[a], __ATOMIC_RELAXED))
+			__atomic_store_n(&trimmed[a], 0, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&asked[a], __ATOMIC_RELAXED))
+			__atomic_store_n(&asked[a], 0, __ATOMIC_RELAXED);
+	}
 }
 
 uint64_t kvt_step_partial_pages(int dev)

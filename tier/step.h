@@ -54,8 +54,8 @@ int kvt_step_owns(int slot);
 /* Whether the step prefetch is on (option and tables source). */
 int kvt_step_enabled(void);
 /* Migration thread: it moved chunks [idx, idx + nr) of range r whole. A
- * trim of them being watched is dropped (the driver's records of that
- * move name every page: no evidence of its unit). */
+ * trim or a page prefetch of them being watched is dropped (the driver's
+ * records of that move name every page: no evidence of its unit). */
 struct kvt_heat_range;
 void kvt_step_moved_whole(const struct kvt_heat_range *r, uint32_t idx, uint32_t nr);
 /* Migration thread, after each epoch: pages (KVT_STEP_PAGES a chunk) free

@@ -505,8 +505,9 @@ static void test_trims_watched(void)
  * prefetches give a verdict. A per-page driver's records (the pages
  * asked) never turn whole-chunk mode on; a driver that reported every
  * chunk moved whole does, once more than a quarter of a window (16) said
- * so; a chunk with no record gets no verdict. */
-static void run_asks(int whole, int records)
+ * so; a chunk with no record, or one the migrator moved whole since,
+ * gets no verdict. */
+static void run_asks(int whole, int records, int migrator_moved)
 {
 	setup();
 	kvt_step_set_room(1000);
@@ -520,6 +521,12 @@ static void run_asks(int whole, int records)
 	for (unsigned c = 0; c < NCHUNK; c++)
 		if (asked[c])
 			asked[c] = (kvt_heat_now_ms() - TRIM_WATCH_MS - 1) | 1;
+	if (migrator_moved) {                   /* whole, meanwhile: its records say nothing */
+		struct kvt_heat_range r;
+		CU_ASSERT_FATAL(kvt_heat_range_peek(kvt_heat_find(KV), &r) == 0);
+		kvt_step_moved_whole(&r, 0, (uint32_t)NCHUNK);
+		records = 0;
+	}
 	upload(ids, 40);
 	kvt_step_after_copy(STREAM);
 	struct kvt_step_info si;
@@ -533,9 +540,10 @@ static void run_asks(int whole, int records)
 
 static void test_asks_watched(void)
 {
-	run_asks(0, 1);
-	run_asks(1, 1);
-	run_asks(1, 0);
+	run_asks(0, 1, 0);
+	run_asks(1, 1, 0);
+	run_asks(1, 0, 0);
+	run_asks(1, 1, 1);
 }
 
 /* A driver whose residency unit is 2 MiB (coarse, as the trim watch finds
