@@ -392,7 +392,10 @@ void kvt_heat_evicted(uint64_t addr)
 
 _Static_assert(KVT_CHUNK_SHIFT - KVT_HEAT_PAGE_SHIFT == 5, "a chunk's pages fill a uint32_t");
 
-void kvt_heat_prefetched_out(uint64_t addr, uint64_t bytes)
+/* fn on each tracked chunk that [addr, addr + bytes) touches, with the
+ * part of the range inside it, [a, e). */
+static void each_chunk(uint64_t addr, uint64_t bytes,
+		       void (*fn)(struct kvt_heat_chunk *c, uint64_t a, uint64_t e))
 {
 	uint64_t end = addr + bytes;
 	if (!bytes || end < addr)
@@ -400,15 +403,27 @@ void kvt_heat_prefetched_out(uint64_t addr, uint64_t bytes)
 	while (addr < end) {
 		uint64_t chunk_end = (addr | (KVT_CHUNK_BYTES - 1)) + 1;
 		uint64_t e = end < chunk_end ? end : chunk_end;
-		int64_t i = arena_index(kvt_heat_chunk_at(addr));
-		if (i >= 0) {
-			unsigned p0 = (unsigned)((addr & (KVT_CHUNK_BYTES - 1)) >> KVT_HEAT_PAGE_SHIFT);
-			unsigned p1 = (unsigned)(((e - 1) & (KVT_CHUNK_BYTES - 1)) >> KVT_HEAT_PAGE_SHIFT);
-			uint32_t m = (p1 >= 31 ? ~0u : (2u << p1) - 1) & ~((1u << p0) - 1);
-			__atomic_fetch_or(&outm[i], m, __ATOMIC_RELAXED);
-		}
+		struct kvt_heat_chunk *c = kvt_heat_chunk_at(addr);
+		if (c)
+			fn(c, addr, e);
 		addr = e;
 	}
+}
+
+static void note_out(struct kvt_heat_chunk *c, uint64_t a, uint64_t e)
+{
+	int64_t i = arena_index(c);
+	if (i < 0)
+		return;
+	unsigned p0 = (unsigned)((a & (KVT_CHUNK_BYTES - 1)) >> KVT_HEAT_PAGE_SHIFT);
+	unsigned p1 = (unsigned)(((e - 1) & (KVT_CHUNK_BYTES - 1)) >> KVT_HEAT_PAGE_SHIFT);
+	uint32_t m = (p1 >= 31 ? ~0u : (2u << p1) - 1) & ~((1u << p0) - 1);
+	__atomic_fetch_or(&outm[i], m, __ATOMIC_RELAXED);
+}
+
+void kvt_heat_prefetched_out(uint64_t addr, uint64_t bytes)
+{
+	each_chunk(addr, bytes, note_out);
 }
 
 uint32_t kvt_heat_take_out(const struct kvt_heat_chunk *c)
@@ -419,22 +434,16 @@ uint32_t kvt_heat_take_out(const struct kvt_heat_chunk *c)
 	return __atomic_exchange_n(&outm[i], 0, __ATOMIC_RELAXED);
 }
 
+static void note_in(struct kvt_heat_chunk *c, uint64_t a, uint64_t e)
+{
+	int whole = !(a & (KVT_CHUNK_BYTES - 1)) && !(e & (KVT_CHUNK_BYTES - 1));
+	__atomic_fetch_or(&c->flags, KVT_HEAT_F_IN_SEEN | (whole ? KVT_HEAT_F_IN_WHOLE : 0),
+			  __ATOMIC_RELAXED);
+}
+
 void kvt_heat_prefetched_in(uint64_t addr, uint64_t bytes)
 {
-	uint64_t end = addr + bytes;
-	if (!bytes || end < addr)
-		return;
-	while (addr < end) {
-		uint64_t chunk_end = (addr | (KVT_CHUNK_BYTES - 1)) + 1;
-		uint64_t e = end < chunk_end ? end : chunk_end;
-		struct kvt_heat_chunk *c = kvt_heat_chunk_at(addr);
-		if (c) {
-			int whole = !(addr & (KVT_CHUNK_BYTES - 1)) && e == chunk_end;
-			__atomic_fetch_or(&c->flags, KVT_HEAT_F_IN_SEEN |
-					  (whole ? KVT_HEAT_F_IN_WHOLE : 0), __ATOMIC_RELAXED);
-		}
-		addr = e;
-	}
+	each_chunk(addr, bytes, note_in);
 }
 
 uint8_t kvt_heat_take_in(struct kvt_heat_chunk *c)
