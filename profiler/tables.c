@@ -69,7 +69,7 @@ static uint64_t faults[FAULT_RING], fault_at;  /* atomic */
 static uint64_t covered[KVT_HEAT_MAX_RANGES / 64];  /* atomic */
 static struct {
 	uint64_t copies_read, pairs, accepted, dropped, credited, stride, trimmed;
-	uint64_t windows_against, relearned;
+	uint64_t windows_against, relearned, shared;
 } st;                                          /* atomic */
 
 /* scratch (migrator thread) */
@@ -615,6 +615,30 @@ static uint64_t universe(const struct base *b, unsigned nb)
 	return u;
 }
 
+/* The strides of the other tables with an accepted layout on one of the
+ * bases b[0..nb) into out (at most KVT_TABLE_SLOTS); how many. A KV pool
+ * has one block stride whichever table indexes it (serve-like's prefill
+ * and decode tables; a scheduler's table beside an attention kernel's). */
+static unsigned sibling_strides(const struct tslot *t, const struct base *b, unsigned nb,
+				uint64_t *out)
+{
+	struct base o[MAX_BASES];
+	unsigned n = 0;
+	uint32_t now = now_tick();
+	for (int i = 0; i < KVT_TABLE_SLOTS; i++) {
+		const struct tslot *u = &slots[i];
+		if (u == t || !u->stride)
+			continue;
+		unsigned no = bases_of(i, LD(u->gen), now, o), shares = 0;
+		for (unsigned j = 0; j < no && !shares; j++)
+			for (unsigned k = 0; k < nb && !shares; k++)
+				shares = o[j].p == b[k].p;
+		if (shares)
+			out[n++] = u->stride;
+	}
+	return n;
+}
+
 /* Score up to CAND_PER_POLL candidates against this epoch's faults f[0..nf). */
 static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned nl,
 		  const uint64_t *f, unsigned nf)
@@ -637,11 +661,20 @@ static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned n
 		kvt_tcand_score(c, nfi, hit, (double)nm / (double)u, full);
 	}
 	double z = 0;
-	int bi = kvt_tcand_choose(t->c, t->nc, t->prev, &z);
+	uint64_t prefer[KVT_TABLE_SLOTS + 1];
+	unsigned ns = sibling_strides(t, b, nb, prefer), np = ns;
+	if (t->prev)
+		prefer[np++] = t->prev;
+	int bi = kvt_tcand_choose(t->c, t->nc, prefer, np, &z);
 	if (bi < 0)
 		return;
 	const struct kvt_tcand *best = &t->c[bi];
-	if (t->prev && best->s == t->prev)
+	int sib = 0;
+	for (unsigned p = 0; p < ns; p++)
+		sib |= best->s == prefer[p];
+	if (sib)
+		ADD(st.shared, 1);
+	else if (t->prev && best->s == t->prev)
 		ADD(st.relearned, 1);
 	t->stride = best->s;
 	ST(t->stride_pub, best->s);
@@ -893,6 +926,7 @@ void kvt_tables_info(struct kvt_tables_info *out)
 	out->trimmed = LD(st.trimmed);
 	out->windows_against = LD(st.windows_against);
 	out->relearned = LD(st.relearned);
+	out->shared = LD(st.shared);
 }
 
 void kvt_tables_reset(void)

@@ -102,6 +102,8 @@ struct kvt_tables_info {
 	uint64_t trimmed;         /* copies stamped row by row, to each row's length */
 	uint64_t windows_against; /* recheck windows that explained less than half */
 	uint64_t relearned;       /* re-learns that took the stride dropped before */
+	uint64_t shared;          /* layouts that took the stride another table on the same
+				   * bases uses */
 };
 void kvt_tables_info(struct kvt_tables_info *out);
 /* Forget everything (fork child, tests). */

@@ -94,28 +94,34 @@ static int best_of(const struct kvt_tcand *c, unsigned nc, const double *zs, con
 
 /* The best of all candidates, once each has been scored twice (near
  * strides explain many of the same faults: the first to pass the bar is
- * not necessarily the best); the stride dropped last is taken back as soon
- * as it qualifies. */
-int kvt_tcand_choose(const struct kvt_tcand *c, unsigned nc, uint64_t prev, double *z)
+ * not necessarily the best); a preferred stride (one another table uses on
+ * the same bases, the one dropped last) is taken as soon as it qualifies. */
+int kvt_tcand_choose(const struct kvt_tcand *c, unsigned nc, const uint64_t *prefer, unsigned np,
+		     double *z)
 {
 	double zs[KVT_TCAND_MAX], ks[KVT_TCAND_MAX];
 	if (nc > KVT_TCAND_MAX)
 		nc = KVT_TCAND_MAX;
 	int all_tried = 1, again = -1;
+	unsigned rank = np;                        /* of the preferred one found */
 	for (unsigned i = 0; i < nc; i++) {
 		all_tried &= c[i].tried >= 2;
 		zs[i] = z_of(&c[i]);
 		ks[i] = zs[i] >= 0 ? kvt_tcand_kappa(&c[i]) : -1;
-		if (prev && c[i].s == prev && zs[i] >= KVT_TABLE_MIN_Z)
-			again = (int)i;
+		for (unsigned p = 0; p < rank && zs[i] >= KVT_TABLE_MIN_Z; p++)
+			if (prefer[p] && c[i].s == prefer[p]) {
+				again = (int)i;
+				rank = p;
+			}
 	}
 	if (!all_tried && again < 0)
 		return -1;
 	int best = best_of(c, nc, zs, ks);
 	if (again >= 0 && again != best) {
 		if (best >= 0)
-			kvt_debug("tables: stride %llu (z %.1f) scores above the one dropped "
-				  "before, %llu (z %.1f), which qualifies: taken again",
+			kvt_debug("tables: stride %llu (z %.1f) scores above %llu (z %.1f), known "
+				  "from before or from another table on the same bases, which "
+				  "qualifies: that one is taken",
 				  (unsigned long long)c[best].s, zs[best],
 				  (unsigned long long)c[again].s, zs[again]);
 		best = again;

@@ -34,8 +34,12 @@ void kvt_tcand_score(struct kvt_tcand *c, unsigned nf, unsigned hit, double cov,
 double kvt_tcand_kappa(const struct kvt_tcand *c);
 
 /* The candidate to accept from c[0..nc), or -1 (none qualifies, or not
- * every candidate has been scored twice and prev, the stride dropped last,
- * does not qualify); *z is its z score. */
-int kvt_tcand_choose(const struct kvt_tcand *c, unsigned nc, uint64_t prev, double *z);
+ * every candidate has been scored twice and no preferred stride
+ * qualifies); *z is its z score. prefer[0..np) are strides known from
+ * elsewhere, in order (the ones other tables use on the same bases, the one
+ * this table dropped last): the first of them that qualifies is taken,
+ * even over a better score. */
+int kvt_tcand_choose(const struct kvt_tcand *c, unsigned nc, const uint64_t *prefer, unsigned np,
+		     double *z);
 
 #endif

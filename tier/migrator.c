@@ -800,12 +800,14 @@ void kvt_migrator_trace_counters(void)
 	struct kvt_tables_info ti;
 	kvt_tables_info(&ti);
 	snprintf(val, sizeof val, "copies_read=%llu pairs=%llu accepted=%llu dropped=%llu "
-		 "stride=%llu credited=%llu trimmed=%llu windows_against=%llu relearned=%llu",
+		 "stride=%llu credited=%llu trimmed=%llu windows_against=%llu relearned=%llu "
+		 "shared=%llu",
 		 (unsigned long long)ti.copies_read,
 		 (unsigned long long)ti.pairs, (unsigned long long)ti.accepted,
 		 (unsigned long long)ti.dropped, (unsigned long long)ti.stride,
 		 (unsigned long long)ti.credited, (unsigned long long)ti.trimmed,
-		 (unsigned long long)ti.windows_against, (unsigned long long)ti.relearned);
+		 (unsigned long long)ti.windows_against, (unsigned long long)ti.relearned,
+		 (unsigned long long)ti.shared);
 	kvt_trace_info("prof.tables", val);
 	kvt_step_trace_counters();
 }

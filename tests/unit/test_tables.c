@@ -29,7 +29,10 @@
 #define S       32768ull               /* bytes per block: 16 tokens x 2048 */
 #define FUNC    0xabc0ull
 
+#define TABLE2  (DEV_LO + 0x100000)     /* a second table (a prefill one beside decode's) */
+
 static int32_t host_table[512];        /* the pinned staging buffer */
+static uint64_t table_at = TABLE;      /* where step_with uploads */
 
 static int on_device(uint64_t a)
 {
@@ -45,6 +48,7 @@ static void setup(void)
 	kvt_prof_sources_enable(1u << KVT_SRC_LAUNCH | 1u << KVT_SRC_TABLES);
 	kvt_tables_reset();
 	CU_ASSERT_EQUAL_FATAL(kvt_src_tables.start(), 0);
+	table_at = TABLE;
 }
 
 /* One step: the table holds ids[0..n), padded with the stale value; the
@@ -55,8 +59,8 @@ static void step_with(const uint32_t *ids, unsigned n, unsigned nd, int near)
 {
 	for (unsigned i = 0; i < 512; i++)
 		host_table[i] = i < n ? (int32_t)ids[i] : (int32_t)ids[0];
-	kvt_prof_on_copy(TABLE, (uint64_t)(uintptr_t)host_table, sizeof host_table);
-	uint64_t val[3] = { KV, KV + NB * S, TABLE };
+	kvt_prof_on_copy(table_at, (uint64_t)(uintptr_t)host_table, sizeof host_table);
+	uint64_t val[3] = { KV, KV + NB * S, table_at };
 	int slot[3] = { kvt_heat_find(KV), kvt_heat_find(KV + NB * S), -1 };
 	uint64_t scal[5] = { 4ull << 32 | nd, 6ull << 32 | 16, 7ull << 32 | 2048,
 			     3ull << 32 | 513, 5ull << 32 | 64 };
@@ -272,6 +276,35 @@ static void test_relearn_prefers_dropped_stride(void)
 	CU_ASSERT_EQUAL(in.relearned, 1);
 }
 
+/* Two tables index one pool (serve-like uploads its prefill and decode
+ * tables apart). The first learned 32 768 from faults at its ids' rows;
+ * the second names the same sparse ids and its faults come at 32 832,
+ * which fresh it takes (below). With the first's stride on the same bases
+ * qualifying (6 of 7 faults explained), the second takes 32 768: a pool
+ * has one block stride (session 26: serve-like's prefill table took 65 536
+ * beside the decode table's 32 768, and the step moved the wrong chunks
+ * until both layouts were dropped). */
+static void test_second_table_takes_sibling_stride(void)
+{
+	uint32_t sp[40];
+	unsigned ns = sparse_ids(sp);
+	struct kvt_tables_info in;
+	setup();
+	table_at = TABLE2;
+	CU_ASSERT_EQUAL(learn_near(sp, ns, NEAR, 3), NEAR);  /* alone: the near stride */
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.shared, 0);
+
+	setup();
+	CU_ASSERT_EQUAL_FATAL(learn_near(sp, ns, S, 3), S);
+	table_at = TABLE2;
+	CU_ASSERT_EQUAL(learn_near(sp, ns, NEAR, 20), S);
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.accepted, 2);
+	CU_ASSERT_EQUAL(in.shared, 1);
+	CU_ASSERT_EQUAL(in.dropped, 0);
+}
+
 /* zipf-decode's first window (2026-12-04): the live ids are a shared
  * prefix in the first chunk and a few others further on, and most faults
  * are on the prefix's rows. A stride of 4 096 puts every live id in chunk
@@ -320,27 +353,34 @@ static void test_choose_rule(void)
 	/* narrow (24 of 32 at 5 %: z 25.7, kappa 0.74) against the layout
 	 * (32 of 32 at 25 %: z 13.9, kappa 1): the layout */
 	struct kvt_tcand c[4] = { scored(4096, 24, 0.05, 2), scored(32768, 32, 0.25, 2) };
-	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 2, 0, &z), 1);
+	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 2, NULL, 0, &z), 1);
 	CU_ASSERT(z > 13 && z < 15);
 	/* a kappa tie goes to the narrower one (32 of 32 at 12.5 %: z 21.2) */
 	c[2] = scored(32768 * 3, 32, 0.125, 2);
-	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 3, 0, &z), 2);
+	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 3, NULL, 0, &z), 2);
 	/* and a tie on z to the stride richer in twos, in any order */
 	c[3] = scored(65536, 32, 0.125, 2);
-	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, 0, &z), 3);
+	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, NULL, 0, &z), 3);
 	struct kvt_tcand r[2] = { c[3], c[2] };
-	CU_ASSERT_EQUAL(kvt_tcand_choose(r, 2, 0, &z), 0);
+	CU_ASSERT_EQUAL(kvt_tcand_choose(r, 2, NULL, 0, &z), 0);
 	/* one candidate scored once: nothing yet, unless it is the stride
 	 * dropped before and qualifies, which is taken over a better one */
 	c[0] = scored(4096, 24, 0.05, 1);
-	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, 0, &z), -1);
-	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, 32768, &z), 1);
+	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, NULL, 0, &z), -1);
+	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, (uint64_t[]){ 32768 }, 1, &z), 1);
+	/* of several preferred strides the first that qualifies, in their
+	 * order; one that does not qualify (4 096: scored once, 24 of 32 but
+	 * tried too little is fine, below the hit bar is not) is passed over */
+	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, (uint64_t[]){ 65536, 32768 }, 2, &z), 3);
+	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, (uint64_t[]){ 1 << 20, 32768 * 3 }, 2, &z), 2);
+	struct kvt_tcand lo[2] = { scored(4096, 16, 0.05, 2), scored(32768, 32, 0.25, 2) };
+	CU_ASSERT_EQUAL(kvt_tcand_choose(lo, 2, (uint64_t[]){ 4096 }, 1, &z), 1);
 	/* beating chance is not enough below KVT_TABLE_MIN_HIT, nor is
 	 * explaining every fault with no power (coverage over 90 %) */
 	struct kvt_tcand w[2] = { scored(4096, 20, 0.01, 2), scored(8192, 32, 0.95, 2) };
 	CU_ASSERT_EQUAL(w[1].n, 0);
 	CU_ASSERT_EQUAL(w[1].tried, 2);
-	CU_ASSERT_EQUAL(kvt_tcand_choose(w, 2, 0, &z), -1);
+	CU_ASSERT_EQUAL(kvt_tcand_choose(w, 2, NULL, 0, &z), -1);
 	/* candidates from scalars: implausible and repeated strides left out */
 	struct kvt_tcand g[KVT_TCAND_MAX];
 	unsigned ng = 0;
@@ -463,6 +503,7 @@ int main(void)
 		{ "near strides that tie: the one rich in twos", test_near_strides_tie },
 		{ "a re-learn prefers the stride dropped before", test_relearn_prefers_dropped_stride },
 		{ "a narrow stride with the higher z loses to the layout", test_narrow_stride_loses },
+		{ "a second table on the same pool takes its stride", test_second_table_takes_sibling_stride },
 		{ "the chooser's rule on scores set by hand", test_choose_rule },
 		{ "copies that are not tables are not read", test_not_tables },
 		{ "an unreadable host source: no crash", test_bad_source },
