@@ -27,6 +27,8 @@
 #define STAMP_OLD      4096            /* stamps older than this (16 s) are cleared: no wrap */
 #define CREDIT_W       2.0f            /* heat per epoch of a chunk in use (KVTIER_PROMOTE: 4) */
 #define RECHECK_FAULTS 64              /* a window of this many faults rechecks a layout */
+#define LENS_AFTER     1               /* a step copies the table, then its lengths */
+#define LENS_BEFORE    2               /* the lengths, then the table */
 
 struct tslot {
 	uint64_t dst;                   /* atomic: the table's device address, 0 = free */
@@ -46,6 +48,9 @@ struct tslot {
 	uint32_t untrimmed;             /* atomic: trusted, and no lengths table beside it */
 	uint32_t step_tgen, step_lgen;  /* atomic: the copies (its own, its lengths') last
 					 * handed to a step (kvt_tables_step_take) */
+	uint64_t copied_at;             /* atomic: copy_clock at its last copy read */
+	uint32_t lens_last;             /* atomic: of a trimmed table, which of the pair a step
+					 * copies last: LENS_AFTER, LENS_BEFORE, 0 = not seen yet */
 	/* migrator only */
 	uint32_t seen_gen;
 	unsigned nc, turn;
@@ -65,6 +70,7 @@ static struct tslot slots[KVT_TABLE_SLOTS];
 static struct pair pairs[KVT_TABLE_ASSOC];
 static uint64_t key_lo = UINT64_MAX, key_hi;   /* atomic: bounds of the slots' keys */
 static uint32_t tick = 1;                      /* atomic: epochs polled */
+static uint64_t copy_clock;                    /* atomic: table copies read */
 static uint64_t faults[FAULT_RING], fault_at;  /* atomic */
 static uint64_t covered[KVT_HEAT_MAX_RANGES / 64];  /* atomic */
 static struct {
@@ -130,6 +136,8 @@ static int take(struct tslot *t, uint64_t old, uint64_t dst)
 	ST(t->trusted, 0);
 	ST(t->stride_pub, 0);
 	ST(t->untrimmed, 0);
+	ST(t->copied_at, 0);
+	ST(t->lens_last, 0);
 	for (unsigned k = 0; k < KVT_TABLE_SCALARS; k++)
 		ST(t->scal[k], 0);
 	ADD(t->gen, 1);
@@ -235,7 +243,13 @@ static int stamp_by_trim(struct tslot *t, uint16_t *s, const int32_t *raw, uint3
 /* Slot i was just copied: every trusted table whose step is now complete
  * (its own copy and its lengths' both newer than the ones last handed to
  * a step) is handed to this thread's next kvt_tables_step_take. A table
- * without a lengths table is complete at its own copy. */
+ * without a lengths table is complete at its own copy; one with, at the
+ * copy of whichever of the two its steps copy last, once a launch has
+ * shown which (kvt_tables_on_launch). Newer alone is not enough: a step
+ * handed at the table's copy with the lengths of the step before stays in
+ * that phase, each table trimmed by the last step's lengths (serve-like's
+ * prefill rows: their new blocks past the old length never named, and
+ * faulted in; session 26). */
 static void step_ready(int i)
 {
 	for (int T = 0; T < KVT_TABLE_SLOTS; T++) {
@@ -248,6 +262,9 @@ static void step_ready(int i)
 			continue;
 		if (L < 0 && !LD(t->untrimmed))
 			continue;                  /* its lengths are not known yet */
+		uint32_t order = L >= 0 ? LD(t->lens_last) : 0;
+		if ((order == LENS_AFTER && i != L) || (order == LENS_BEFORE && i != T))
+			continue;                  /* its step's other copy is still to come */
 		uint32_t tg = LD(t->raw_gen), lg = L >= 0 ? LD(slots[L].raw_gen) : 0;
 		uint32_t was = LD(t->step_tgen);
 		if (tg == was || (L >= 0 && lg == LD(t->step_lgen)))
@@ -288,6 +305,7 @@ static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
 		return;                            /* unreadable: nothing learned */
 	ST(t->raw_bytes, (uint32_t)got);
 	ADD(t->raw_gen, 1);
+	ST(t->copied_at, __atomic_add_fetch(&copy_clock, 1, __ATOMIC_ACQ_REL));
 	ADD(st.copies_read, 1);
 	/* trimmed by the lengths last copied (the step's own may come after;
 	 * the launch stamps again with those) */
@@ -411,6 +429,16 @@ static void stamp_trimmed(int T, const int *tab, unsigned nt, const uint64_t *sc
 		ADD(st.trimmed, 1);
 }
 
+/* A launch that uses table t and its lengths L: which of the two this
+ * step copied last (each copy's read is stamped by copy_clock). */
+static void note_order(struct tslot *t, const struct tslot *L)
+{
+	uint64_t ta = LD(t->copied_at), la = LD(L->copied_at);
+	uint32_t order = la > ta ? LENS_AFTER : LENS_BEFORE;
+	if (ta && la && LD(t->lens_last) != order)
+		ST(t->lens_last, order);
+}
+
 void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, unsigned nr,
 			  const uint64_t *scal, unsigned nscal)
 {
@@ -436,8 +464,11 @@ void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, u
 			continue;
 		if (nt > 1)
 			stamp_trimmed(tab[j], tab, nt, scal, nscal);
-		if (!LD(t->trim) && !LD(t->untrimmed))
+		uint64_t trim = LD(t->trim);
+		if (!trim && !LD(t->untrimmed))
 			ST(t->untrimmed, 1);       /* stepped whole, at its own copy */
+		if (trim)
+			note_order(t, &slots[(trim & 0xff) - 1]);
 	}
 }
 
@@ -549,6 +580,7 @@ static void reset_learner(struct tslot *t)
 	ST(t->untrimmed, 0);
 	ST(t->trusted, 0);
 	ST(t->trim, 0);                    /* a wrong trim would hide live ids: found again */
+	ST(t->lens_last, 0);
 	t->wn = t->wk = 0;
 	t->against = 0;
 }

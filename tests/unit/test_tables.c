@@ -474,6 +474,82 @@ static void test_stale_tails_trimmed(void)
 	CU_ASSERT(heat_at(KV + hot[0] * S) > heat_at(KV + 3500 * S));
 }
 
+/* The chunks (K and V) a handed step names: test_pages_named's callback. */
+static void count_chunk(void *arg, uint64_t chunk, int hs, uint32_t pages)
+{
+	(void)chunk, (void)hs, (void)pages;
+	++*(unsigned *)arg;
+}
+
+/* A trusted table with its lengths is handed to a step with the lengths
+ * of its own step, whichever of the two the application copies last
+ * (serve-like copies the table first; handed at the table's copy, every
+ * step was trimmed by the step before's lengths, and a prefill's new
+ * blocks past its old length were never named: session 26). Each step
+ * here: rows of 10 hot ids, lengths alternating 150 tokens (10 blocks)
+ * and 16 (2 blocks: the row's first id, and the next one, kept for the
+ * step's new token). */
+static unsigned handed_step(int lens_first, unsigned nd, int32_t len, uint32_t *at_first,
+			    uint32_t *at_second)
+{
+	static uint32_t pm[KVT_TABLES_STEP_CHUNKS];
+	for (unsigned k = 0; k < 512; k++) {
+		unsigned r = k / 128, c = k % 128;
+		host_table[k] = c < 10 ? (int32_t)(r * 1024 + c * 64) : (int32_t)(3000 + (k % 1000));
+	}
+	for (unsigned r = 0; r < 4; r++)
+		host_lens[r] = len;
+	uint64_t first = lens_first ? LENS : TABLE, second = lens_first ? TABLE : LENS;
+	void *fsrc = lens_first ? (void *)host_lens : (void *)host_table;
+	void *ssrc = lens_first ? (void *)host_table : (void *)host_lens;
+	size_t fsz = lens_first ? sizeof host_lens : sizeof host_table;
+	size_t ssz = lens_first ? sizeof host_table : sizeof host_lens;
+	kvt_prof_on_copy(first, (uint64_t)(uintptr_t)fsrc, fsz);
+	*at_first = kvt_tables_step_take();
+	kvt_prof_on_copy(second, (uint64_t)(uintptr_t)ssrc, ssz);
+	*at_second = kvt_tables_step_take();
+	unsigned named = 0;
+	int T = -1;
+	for (int b = 0; b < 32; b++)
+		if ((*at_first | *at_second) >> b & 1)
+			T = b;
+	if (T >= 0)
+		kvt_tables_step_each(T, count_chunk, &named, pm);
+	uint64_t val[4] = { KV, KV + NB * S, TABLE, LENS };
+	int slot[4] = { kvt_heat_find(KV), kvt_heat_find(KV + NB * S), -1, -1 };
+	uint64_t scal[4] = { 4ull << 32 | nd, 5ull << 32 | 128, 6ull << 32 | 16, 7ull << 32 | 2048 };
+	kvt_tables_on_launch(FUNC, val, slot, 4, scal, 4);
+	return named;
+}
+
+static void test_step_gets_its_own_lengths(void)
+{
+	for (int lens_first = 0; lens_first < 2; lens_first++) {
+		setup();
+		make_hot();
+		for (unsigned e = 0; e < 6; e++) {
+			step_rows(3 + e);
+			faults_on(hot, 40, 1);
+			kvt_src_tables.poll();
+		}
+		struct kvt_tables_info in;
+		kvt_tables_info(&in);
+		CU_ASSERT_EQUAL_FATAL(in.accepted, 1);
+		uint32_t a, b;
+		handed_step(lens_first, 20, 150, &a, &b);       /* the order is seen */
+		for (unsigned k = 0; k < 4; k++) {
+			int32_t len = k % 2 ? 16 : 150;
+			unsigned named = handed_step(lens_first, 21 + k, len, &a, &b);
+			/* handed once, at the step's second copy */
+			CU_ASSERT_EQUAL(a, 0);
+			CU_ASSERT_NOT_EQUAL(b, 0);
+			/* ids 64 blocks apart, a chunk each, K and V: 10 live
+			 * blocks a row at 150 tokens, 2 at 16 */
+			CU_ASSERT_EQUAL(named, 2 * 4 * (len == 150 ? 10 : 2));
+		}
+	}
+}
+
 /* A bad host source: the read fails, nothing is stamped, no crash. */
 static void test_bad_source(void)
 {
@@ -508,6 +584,7 @@ int main(void)
 		{ "copies that are not tables are not read", test_not_tables },
 		{ "an unreadable host source: no crash", test_bad_source },
 		{ "rows past their length (stale ids) are not credited", test_stale_tails_trimmed },
+		{ "a step gets its own step's lengths, in either copy order", test_step_gets_its_own_lengths },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
