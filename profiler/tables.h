@@ -33,7 +33,9 @@
  *    faults against the ids of its last KVT_TABLE_LIVE_MS only, and can
  *    explain too few of them), and a re-learn prefers the stride dropped
  *    when it qualifies again (a near stride that explains most of the same
- *    chunks can score as well, and names the wrong pages).
+ *    chunks can score as well, and names the wrong pages); before that, a
+ *    table takes the stride another table with an accepted layout uses on
+ *    one of its bases, when it qualifies (one pool, one block stride).
  *  - credit: each epoch, every chunk an accepted layout predicts from the
  *    live ids is credited once; the launch scan's round-robin spread over
  *    such a range stops (kvt_tables_covers), since it would heat cold
@@ -70,7 +72,9 @@ int kvt_tables_covers(int slot);
 /* The step (tier/step.c), from the copy hook right after kvt_prof_on_copy:
  * the trusted tables this thread's copies have just completed (a bit per
  * table slot: its own copy and its lengths' both newer than the ones last
- * handed out; each copy pair is handed to one thread once), cleared. */
+ * handed out, at the copy of whichever of the two the application's steps
+ * copy last, as launches showed; each copy pair is handed to one thread
+ * once), cleared. */
 uint32_t kvt_tables_step_take(void);
 /* fn(arg, chunk, hs, pages) for each 2 MiB chunk (its address, its heat
  * range slot, and which of its 32 pages of 64 KiB the named blocks cover,
