@@ -121,20 +121,20 @@ test-loaded: all
 asan:
 	$(MAKE) BUILD=$(BUILD)/asan SAN=address,undefined OPT=-O1 test
 
-# The README's first command: kvtier's main job on its built-in default, a
-# vLLM-like KV workload at KV = 2x the simulated device, under `kvtier run`.
-# The device is paced to real time (FAKECUDA_PACE: decode steps of ~20 ms, as
-# on a server) for 100 warm-up + 50 timed steps, as `make bench` runs the
-# kvtier rows: the migration thread works in real-time epochs, and an
-# unpaced run ends in two of them, before it has promoted anything (~4 s).
+# The README's first command: kvtier's main job on its built-in default. The
+# serving workload (multi-turn sessions, a prefix cache) on the SIMULATED
+# GPU, at make bench-serve's scale: the server with the KV pool that fits,
+# the same with its own KV offload to a host pool, and the server asking for
+# a 4x pool under `kvtier run` with shipped defaults (the device paced to
+# real time, as the migration thread works in real-time epochs); one table
+# of throughput, TTFT and prefix hits, then the HTML report of kvtier's run.
 demo:
 	@.ci/install-deps
 	@$(MAKE) --no-print-directory all >/dev/null
-	@rm -f $(BUILD)/demo.*.trace*
-	LD_LIBRARY_PATH=$(BUILD)/fakecuda FAKECUDA_PACE=10 $(KVTIER) run --trace $(BUILD)/demo.%p.trace -- \
-		$(BUILD)/workloads/vllm-like --mode native --kv-over-hbm 2 --warmup 100 --steps 50
-	@$(KVTIER) report --format html -o $(BUILD)/demo.html $(BUILD)/demo.*.trace
-	@echo "HTML report: $(BUILD)/demo.html"
+	@BUILD=$(BUILD) BENCH_SERVE_OUT=$(BUILD)/demo BENCH_SERVE_RATIOS=4 \
+		BENCH_SERVE_ALTS="native offload kvtier" tests/bench/bench_serve.sh
+	@$(KVTIER) report --format html -o $(BUILD)/demo.html $(BUILD)/demo/4-kvtier.*.trace
+	@echo "HTML report of kvtier's run: $(BUILD)/demo.html"
 
 tsan:
 	$(MAKE) BUILD=$(BUILD)/tsan SAN=thread OPT=-O1 test

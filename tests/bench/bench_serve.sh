@@ -18,6 +18,8 @@
 #   BENCH_SERVE_ARGS      extra serve-like flags (e.g. "--seed 7 --requests 200")
 #   BENCH_SERVE_JOBS (2)  runs in parallel (figures are virtual-clock, except
 #                        the paced kvtier rows', which depend a little on load)
+#   BENCH_SERVE_OUT ($BUILD/bench-serve)  where the runs go; the JSON is
+#                        that path + .json (make demo: $BUILD/demo)
 # Targets: at 4x kvtier >= 1.2x native throughput and <= 0.75x native TTFT
 # p50; at every N kvtier >= 0.95x offload throughput and TTFT p50 <= 1.05x
 # offload's; at no N below native's throughput.
@@ -29,8 +31,8 @@ PACE=${BENCH_SERVE_PACE:-2}
 TMO=${BENCH_SERVE_TIMEOUT:-300}
 JOBS=${BENCH_SERVE_JOBS:-2}
 ARGS=${BENCH_SERVE_ARGS:-}
-OUT=$BUILD/bench-serve
-JSON=$BUILD/bench-serve.json
+OUT=${BENCH_SERVE_OUT:-$BUILD/bench-serve}
+JSON=$OUT.json
 export FAKECUDA_RECLAIM=0
 # managed residency per 64 KiB page, as a real driver keeps it inside a
 # 2 MiB VA block (faults and eviction still 2 MiB; docs/simulated-device.md)
