@@ -369,8 +369,8 @@ static void test_choose_rule(void)
 	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, NULL, 0, &z), -1);
 	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, (uint64_t[]){ 32768 }, 1, &z), 1);
 	/* of several preferred strides the first that qualifies, in their
-	 * order; one that does not qualify (4 096: scored once, 24 of 32 but
-	 * tried too little is fine, below the hit bar is not) is passed over */
+	 * order; one that does not qualify (below: 4 096 explains 16 of 32,
+	 * under the hit bar) is passed over */
 	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, (uint64_t[]){ 65536, 32768 }, 2, &z), 3);
 	CU_ASSERT_EQUAL(kvt_tcand_choose(c, 4, (uint64_t[]){ 1 << 20, 32768 * 3 }, 2, &z), 2);
 	struct kvt_tcand lo[2] = { scored(4096, 16, 0.05, 2), scored(32768, 32, 0.25, 2) };
@@ -474,7 +474,7 @@ static void test_stale_tails_trimmed(void)
 	CU_ASSERT(heat_at(KV + hot[0] * S) > heat_at(KV + 3500 * S));
 }
 
-/* The chunks (K and V) a handed step names: test_pages_named's callback. */
+/* kvt_tables_step_each's callback for handed_step: counts the chunks named. */
 static void count_chunk(void *arg, uint64_t chunk, int hs, uint32_t pages)
 {
 	(void)chunk, (void)hs, (void)pages;
@@ -499,14 +499,14 @@ static unsigned handed_step(int lens_first, unsigned nd, int32_t len, uint32_t *
 	}
 	for (unsigned r = 0; r < 4; r++)
 		host_lens[r] = len;
-	uint64_t first = lens_first ? LENS : TABLE, second = lens_first ? TABLE : LENS;
-	void *fsrc = lens_first ? (void *)host_lens : (void *)host_table;
-	void *ssrc = lens_first ? (void *)host_table : (void *)host_lens;
-	size_t fsz = lens_first ? sizeof host_lens : sizeof host_table;
-	size_t ssz = lens_first ? sizeof host_table : sizeof host_lens;
-	kvt_prof_on_copy(first, (uint64_t)(uintptr_t)fsrc, fsz);
+	const struct { uint64_t dst; const void *src; size_t n; } cp[2] = {
+		{ TABLE, host_table, sizeof host_table }, { LENS, host_lens, sizeof host_lens },
+	};
+	kvt_prof_on_copy(cp[lens_first].dst, (uint64_t)(uintptr_t)cp[lens_first].src,
+			 cp[lens_first].n);
 	*at_first = kvt_tables_step_take();
-	kvt_prof_on_copy(second, (uint64_t)(uintptr_t)ssrc, ssz);
+	kvt_prof_on_copy(cp[!lens_first].dst, (uint64_t)(uintptr_t)cp[!lens_first].src,
+			 cp[!lens_first].n);
 	*at_second = kvt_tables_step_take();
 	unsigned named = 0;
 	int T = -1;
