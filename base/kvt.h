@@ -64,6 +64,16 @@ void *kvt_real_dlsym(void *handle, const char *name);
  * the rest 0/count/pointer or -errno (the contract atop platform.c). */
 void *kvt_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int kvt_sys_munmap(void *addr, size_t len);
+/* The address hint for one of kvtier's own long-lived maps (tables, rings,
+ * registries; never the program's memory): a place in an area of kvtier's
+ * own, KVT_OWN_GAP below the library, away from where the kernel puts the
+ * program's next maps. NULL (no hint) once the area's KVT_OWN_SPAN is used
+ * up or where the address space is too small. Only a hint: pass it to
+ * kvt_sys_mmap without MAP_FIXED, and the kernel falls back to its usual
+ * place where the area is taken. */
+#define KVT_OWN_GAP  (64ull << 30)
+#define KVT_OWN_SPAN (16ull << 30)
+void *kvt_own_hint(size_t len);
 /* Writes all of buf, retrying EINTR and short writes. Bytes or -errno. */
 ssize_t kvt_sys_write_all(int fd, const void *buf, size_t len);
 pid_t kvt_gettid(void);

@@ -258,12 +258,12 @@ int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth)
 		return -ENAMETOOLONG;
 	if (buffer_bytes < 4096)
 		buffer_bytes = 4096;
-	void *buf = kvt_sys_mmap(NULL, buffer_bytes, PROT_READ | PROT_WRITE,
+	void *buf = kvt_sys_mmap(kvt_own_hint(buffer_bytes), buffer_bytes, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED)
 		return -ENOMEM;
 	if (stack_depth > 0 && !stack_keys) {
-		stack_keys = kvt_sys_mmap(NULL, STACK_SLOTS * 12ull, PROT_READ | PROT_WRITE,
+		stack_keys = kvt_sys_mmap(kvt_own_hint(STACK_SLOTS * 12ull), STACK_SLOTS * 12ull, PROT_READ | PROT_WRITE,
 					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (stack_keys == MAP_FAILED) {
 			stack_keys = NULL;

@@ -186,7 +186,7 @@ void kvt_migrator_start(const struct kvt_tier_host *h)
 		kvt_warn("cannot map the chunk heat table; no migration");
 		return;
 	}
-	void *t = kvt_sys_mmap(NULL, (size_t)KVT_HEAT_MAX_CHUNKS * sizeof *m.table,
+	void *t = kvt_sys_mmap(kvt_own_hint((size_t)KVT_HEAT_MAX_CHUNKS * sizeof *m.table), (size_t)KVT_HEAT_MAX_CHUNKS * sizeof *m.table,
 			       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (t == MAP_FAILED) {
 		kvt_warn("cannot map the planner's table; no migration");
@@ -435,7 +435,7 @@ static struct mdev *dev_slot(CUdevice dev)
 			      MAX_DEVICES, MAX_DEVICES, (int)dev);
 		return NULL;
 	}
-	void *pl = kvt_sys_mmap(NULL, sizeof(struct kvt_planner), PROT_READ | PROT_WRITE,
+	void *pl = kvt_sys_mmap(kvt_own_hint(sizeof(struct kvt_planner)), sizeof(struct kvt_planner), PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (pl == MAP_FAILED) {
 		kvt_warn_once("cannot map a planner for device %d; its ranges stay where placed",

@@ -112,7 +112,7 @@ static uint32_t *names(void)
 	if (n)
 		return n;
 	size_t len = ARENA_WORDS * sizeof *n;
-	uint32_t *p = kvt_sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
+	uint32_t *p = kvt_sys_mmap(kvt_own_hint(len), len, PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
