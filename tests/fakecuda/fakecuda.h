@@ -90,7 +90,7 @@ CUfunction fakecuda_touch_kernel(void);
  * bandwidth like any read. */
 CUfunction fakecuda_paged_kernel(void);
 
-/* Where the 2 MiB block holding ptr is now: CU_MEM_LOCATION_TYPE_DEVICE
+/* Where the residency unit (FAKECUDA_UM_PAGE) holding ptr is now: CU_MEM_LOCATION_TYPE_DEVICE
  * (id = device) or CU_MEM_LOCATION_TYPE_HOST_NUMA (id = node).  0 or CUresult. */
 int fakecuda_block_location(const void *ptr, CUmemLocationType *type, int *id);
 

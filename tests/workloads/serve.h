@@ -159,6 +159,10 @@ struct sv {
 	uint32_t fit_blocks, running_blocks_max;
 	uint64_t steps_over_fit, steps_over_fit15;
 	uint64_t bytes_tables, bytes_offload_out, bytes_offload_in, prefill_flops;
+	/* blocks taken for new KV, and the bytes of their rows that sat off
+	 * the device when taken (a managed pool only): old contents a tier
+	 * below the server moves in only for the kernel to overwrite them */
+	uint64_t fresh_blocks, fresh_far_bytes;
 	uint64_t checked, bad;
 	int done;
 	bool corrupted;

@@ -395,6 +395,8 @@ static void sv_report(struct sv *v)
 	       b->bytes_htod - a->bytes_htod, b->bytes_dtoh - a->bytes_dtoh,
 	       b->bytes_remote - a->bytes_remote, v->bytes_offload_out, v->bytes_offload_in,
 	       v->bytes_tables, link, b->faults - a->faults, b->evictions - a->evictions);
+	printf("fresh_blocks=%" PRIu64 "\nfresh_far_bytes=%" PRIu64 "\n", v->fresh_blocks,
+	       v->fresh_far_bytes);
 	printf("tables=device\nverified=%" PRIu64 "\ncorrupt=%" PRIu64 "\nresult=%s\n", v->checked,
 	       v->bad, v->bad ? "corrupt" : "ok");
 	printf("serve: alt=%s pool_over_hbm=%.0f output_tokens_per_s=%.1f requests_per_s=%.2f "

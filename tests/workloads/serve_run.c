@@ -122,6 +122,14 @@ static uint32_t sv_take_gpu(struct sv *v)
 	uint32_t id = sv_pool_take(&v->gpu, &old);
 	if (id == SV_NONE)
 		wl_die("block pool exhausted (admission should have waited)");
+	v->fresh_blocks++;
+	for (int r = 0; r < 2 * v->o.layers; r++) {
+		CUmemLocationType type = CU_MEM_LOCATION_TYPE_INVALID;
+		int dev = 0;
+		if (!v->block_location(sv_at(v, v->pool, v->nr_blocks, id, r), &type, &dev) &&
+		    type != CU_MEM_LOCATION_TYPE_DEVICE && type != CU_MEM_LOCATION_TYPE_INVALID)
+			v->fresh_far_bytes += v->block_region;
+	}
 	if (v->o.alt != SV_OFFLOAD || !old.keyed || !v->nr_host ||
 	    sv_pool_find(&v->hostp, old.key) != SV_NONE)
 		return id;
