@@ -74,6 +74,9 @@ int kvt_sys_munmap(void *addr, size_t len);
 #define KVT_OWN_GAP  (64ull << 30)
 #define KVT_OWN_SPAN (16ull << 30)
 void *kvt_own_hint(size_t len);
+/* One of kvtier's own private anonymous read-write maps (extra flags such
+ * as MAP_NORESERVE) at kvt_own_hint(len): pointer or MAP_FAILED. */
+void *kvt_sys_map_own(size_t len, int flags);
 /* Writes all of buf, retrying EINTR and short writes. Bytes or -errno. */
 ssize_t kvt_sys_write_all(int fd, const void *buf, size_t len);
 pid_t kvt_gettid(void);

@@ -112,6 +112,12 @@ void *kvt_own_hint(size_t len)
 	return (void *)hint;
 }
 
+void *kvt_sys_map_own(size_t len, int flags)
+{
+	return kvt_sys_mmap(kvt_own_hint(len), len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+}
+
 KVT_NO_SANITIZE int kvt_sys_munmap(void *addr, size_t len)
 {
 	return syscall(SYS_munmap, addr, len) ? -errno : 0;

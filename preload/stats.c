@@ -290,8 +290,8 @@ static int create_segment(void)
 	int r = kvt_sys_fchmod(fd, 0600);
 	if (!r)
 		r = kvt_sys_ftruncate(fd, SEG_BYTES);
-	void *p = r ? MAP_FAILED : kvt_sys_mmap(kvt_own_hint(SEG_BYTES), SEG_BYTES, PROT_READ | PROT_WRITE,
-					       MAP_SHARED, fd, 0);
+	void *p = r ? MAP_FAILED : kvt_sys_mmap(kvt_own_hint(SEG_BYTES), SEG_BYTES,
+					       PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	kvt_sys_close(fd);
 	if (p == MAP_FAILED) {
 		kvt_warn("stats: cannot size or map %s (%s); no live counters",

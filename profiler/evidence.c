@@ -410,8 +410,7 @@ void kvt_prof_graph_publish(const struct kvt_graph_ev *g)
 		return;
 	struct graph_slot *t = __atomic_load_n(&graphs, __ATOMIC_ACQUIRE);
 	if (!t) {
-		void *p = kvt_sys_mmap(kvt_own_hint(GRAPH_SLOTS * sizeof *t), GRAPH_SLOTS * sizeof *t, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		void *p = kvt_sys_map_own(GRAPH_SLOTS * sizeof *t, MAP_NORESERVE);
 		if (p == MAP_FAILED)
 			return;
 		struct graph_slot *none = NULL;

@@ -156,8 +156,7 @@ int kvt_heat_init(uint32_t tau_ms)
 		size_t bytes = (size_t)KVT_HEAT_MAX_CHUNKS * sizeof *arena;
 		size_t len = bytes + 2 * BM_WORDS * sizeof(uint64_t) +
 			     (size_t)KVT_HEAT_MAX_CHUNKS * sizeof(uint32_t);
-		void *p = kvt_sys_mmap(kvt_own_hint(len + KVT_HEAT_ARENA_ALIGN), len + KVT_HEAT_ARENA_ALIGN, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		void *p = kvt_sys_map_own(len + KVT_HEAT_ARENA_ALIGN, MAP_NORESERVE);
 		if (p != MAP_FAILED) {
 			/* The working set is scattered over 16 MiB: with 4 KiB
 			 * pages nearly every collect read and touch is a TLB

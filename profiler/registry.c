@@ -94,8 +94,7 @@ static inline uint64_t idx_key(uint64_t addr, unsigned level)
 
 static void *map_zeroed(size_t bytes)
 {
-	void *p = kvt_sys_mmap(kvt_own_hint(bytes), bytes, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p = kvt_sys_map_own(bytes, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 

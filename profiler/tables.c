@@ -172,8 +172,7 @@ static void *lazy_map(void **where, size_t len)
 	void *s = __atomic_load_n(where, __ATOMIC_ACQUIRE);
 	if (s)
 		return s;
-	void *p = kvt_sys_mmap(kvt_own_hint(len), len, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *p = kvt_sys_map_own(len, MAP_NORESERVE);
 	if (p == MAP_FAILED)
 		return NULL;
 	void *none = NULL;
@@ -493,8 +492,7 @@ static int tables_start(void)
 {
 	size_t len = KVT_HEAT_MAX_CHUNKS / 8 + (size_t)(MAX_MARKS + MAX_LIVE) * 4 +
 		     (size_t)MAX_MARKS * 8;
-	void *p = kvt_sys_mmap(kvt_own_hint(len), len, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *p = kvt_sys_map_own(len, MAP_NORESERVE);
 	if (p == MAP_FAILED) {
 		kvt_prof_set_state(KVT_SRC_TABLES, "off: no memory for its scratch");
 		return -ENOMEM;

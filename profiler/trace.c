@@ -258,13 +258,11 @@ int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth)
 		return -ENAMETOOLONG;
 	if (buffer_bytes < 4096)
 		buffer_bytes = 4096;
-	void *buf = kvt_sys_mmap(kvt_own_hint(buffer_bytes), buffer_bytes, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *buf = kvt_sys_map_own(buffer_bytes, 0);
 	if (buf == MAP_FAILED)
 		return -ENOMEM;
 	if (stack_depth > 0 && !stack_keys) {
-		stack_keys = kvt_sys_mmap(kvt_own_hint(STACK_SLOTS * 12ull), STACK_SLOTS * 12ull, PROT_READ | PROT_WRITE,
-					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		stack_keys = kvt_sys_map_own(STACK_SLOTS * 12ull, 0);
 		if (stack_keys == MAP_FAILED) {
 			stack_keys = NULL;
 			stack_depth = 0;

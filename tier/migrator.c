@@ -186,8 +186,7 @@ void kvt_migrator_start(const struct kvt_tier_host *h)
 		kvt_warn("cannot map the chunk heat table; no migration");
 		return;
 	}
-	void *t = kvt_sys_mmap(kvt_own_hint((size_t)KVT_HEAT_MAX_CHUNKS * sizeof *m.table), (size_t)KVT_HEAT_MAX_CHUNKS * sizeof *m.table,
-			       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *t = kvt_sys_map_own((size_t)KVT_HEAT_MAX_CHUNKS * sizeof *m.table, MAP_NORESERVE);
 	if (t == MAP_FAILED) {
 		kvt_warn("cannot map the planner's table; no migration");
 		return;
@@ -435,8 +434,7 @@ static struct mdev *dev_slot(CUdevice dev)
 			      MAX_DEVICES, MAX_DEVICES, (int)dev);
 		return NULL;
 	}
-	void *pl = kvt_sys_mmap(kvt_own_hint(sizeof(struct kvt_planner)), sizeof(struct kvt_planner), PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *pl = kvt_sys_map_own(sizeof(struct kvt_planner), MAP_NORESERVE);
 	if (pl == MAP_FAILED) {
 		kvt_warn_once("cannot map a planner for device %d; its ranges stay where placed",
 			      (int)dev);

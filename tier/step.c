@@ -112,8 +112,7 @@ static uint32_t *names(void)
 	if (n)
 		return n;
 	size_t len = ARENA_WORDS * sizeof *n;
-	uint32_t *p = kvt_sys_mmap(kvt_own_hint(len), len, PROT_READ | PROT_WRITE,
-				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	uint32_t *p = kvt_sys_map_own(len, MAP_NORESERVE);
 	if (p == MAP_FAILED)
 		return NULL;
 	part = p + KVT_HEAT_MAX_CHUNKS;
