@@ -37,6 +37,7 @@ static struct { void *addr; size_t len; } maps[MAX_MAPS];
 
 void *kvt_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int kvt_sys_munmap(void *addr, size_t len);
+void *kvt_sys_map_own(size_t len, int flags);
 
 void *kvt_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
@@ -59,6 +60,14 @@ int kvt_sys_munmap(void *addr, size_t len)
 		if (maps[i].addr == addr)
 			maps[i].addr = NULL;
 	return munmap(addr, len) ? -errno : 0;
+}
+
+/* base/platform.c hints kvtier's own maps far from the program's; here
+ * the kernel's placement is as good, and the map is tracked like any other */
+void *kvt_sys_map_own(size_t len, int flags)
+{
+	return kvt_sys_mmap(NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
 }
 
 static void unmap_left(void)
