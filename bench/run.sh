@@ -289,7 +289,8 @@ sim_list() {
 	  def alt: if .alternative == "kvtier-static" then "static"
 	           elif .alternative == "kvtier-remote" then "remote" else .alternative end;
 	  def ratio($a; $b): if ($a != null and $b != null and $b > 0) then ($a / $b * 1000 | round / 1000) else null end;
-	  [ .[] | select(.tokens_per_s != null) ]
+	  . as $all
+	  | [ .[] | select(.tokens_per_s != null) ]
 	  | group_by([.name, .kv_over_hbm])
 	  | map({ name: .[0].name, kv_over_hbm: .[0].kv_over_hbm, simulated: true,
 	          tables: (map(select(.tables != null) | .tables) | first // "host"),
@@ -304,7 +305,10 @@ sim_list() {
 	              kvtier_vs_static: ratio(.tokens_per_s.kvtier; .tokens_per_s.static),
 	              kvtier_remote_vs_oracle: ratio(.tokens_per_s.remote; .tokens_per_s.oracle),
 	              kvtier_remote_vs_uvm: ratio(.tokens_per_s.remote; .tokens_per_s.uvm),
-	              kvtier_remote_vs_static: ratio(.tokens_per_s.remote; .tokens_per_s.static) })' "$SIM_JSON"
+	              kvtier_remote_vs_static: ratio(.tokens_per_s.remote; .tokens_per_s.static),
+	              oracle_vs_static: ratio(.tokens_per_s.oracle; .tokens_per_s.static) })
+	  | map(. as $r | . + { targets: ([ $all[] | select(.alternative == "kvtier-ratios" and
+	              .name == $r.name and .kv_over_hbm == $r.kv_over_hbm) | .targets ] | first) })' "$SIM_JSON"
 }
 SIM='[]'
 if [ "$SIM_STATE" = ok ]; then

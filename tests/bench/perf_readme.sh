@@ -34,6 +34,14 @@ section=$(jq -r '
   # a verdict whose [min..max] is wider than the margin it is judged on
   def noisy($s; $w): if ($s == null or $s[0] == null or $s[1] == null) then ""
     elif ($s[1] - $s[0]) > $w then "; spread wider than the target: not conclusive" else "" end;
+  # a bench-sim row: the verdict on the targets of issue 23 (bench_sim.sh)
+  def simtargets: . as $r | if .targets == null then "" elif .targets == "met" then "met" else
+    "**missed**: " + ([ .targets | ltrimstr("MISSED:") | splits(" +") | select(. != "") |
+      if . == "oracle<0.90" then "÷ oracle < 0.90" elif . == "uvm<1.0" then "÷ UVM < 1.0"
+      elif . == "uvm<3" then "÷ UVM < 3" elif . == "below-static" then "below static"
+      elif . == "static<1.5" then "÷ static < 1.5" +
+        (if $r.oracle_vs_static == null then "" else " (the oracle: \($r.oracle_vs_static | n(2)))" end)
+      else . end ] | join(", ")) end;
   def mps: if . == null then "-" else (. / 1e6 * 10 | round / 10 | tostring) + " M/s" end;
   def mpsp($a): if ($a | type) == "array" and $a[0] != null
                 then " [\($a[0] | mps)..\($a[1] | mps)]" else "" end;
@@ -59,12 +67,12 @@ section=$(jq -r '
   "| metadata per 2 MiB chunk | \($f.bytes_per_chunk | n(1)) B | ≤ 32 B | \($f.bytes_per_chunk | met(. <= 32)) |",
   "",
   if ($b.sim | length) == 0 then "Simulated tiering: not in this run (\($b.sim_state))." else
-  ( "Simulated tiering (SIMULATED GPU: the fakecuda cost model calibrated to an H200 (a fault that migrates 2 MiB: 628 µs), not hardware; tokens/s of simulated time, the same number of timed decode steps for every alternative). Block tables: \([$b.sim[] | .tables] | unique | join(", ")); with `device`, kvtier sees what a real server gives it: each kernel is handed the K/V bases and a device pointer to the table, host code cannot read device memory, and the evidence is allocation-level launches, copies, CUPTI fault records and the block tables read from the pinned host buffers they are uploaded from (the `tables` source):",
+  ( "Simulated tiering (SIMULATED GPU: the fakecuda cost model calibrated to an H200 (a fault that migrates 2 MiB: 628 µs), not hardware; tokens/s of simulated time, the same number of timed decode steps for every alternative). Block tables: \([$b.sim[] | .tables] | unique | join(", ")); with `device`, kvtier sees what a real server gives it: each kernel is handed the K/V bases and a device pointer to the table, host code cannot read device memory, and the evidence is allocation-level launches, copies, CUPTI fault records and the block tables read from the pinned host buffers they are uploaded from (the `tables` source). Targets of the kvtier column: zipf-decode ≥ 0.90 of the oracle and ≥ 1.0× UVM; the three server workloads ≥ 3× UVM and ≥ 1.5× static placement; no row below static. One run per row: the paced kvtier rows move by up to ±15 % between runs. Where a row misses, why, measured: [docs/performance.md](docs/performance.md), \"Device-resident block tables and H200 costs\" and the sections after it:",
     "",
-    "| workload | KV ÷ HBM | native | blanket managed | UVM | static | kvtier | kvtier, `KVTIER_ADMIT=remote` | oracle | kvtier ÷ oracle / UVM / blanket / static | remote ÷ oracle / UVM / static |",
-    "|---|---|---|---|---|---|---|---|---|---|---|",
+    "| workload | KV ÷ HBM | native | blanket managed | UVM | static | kvtier | kvtier, `KVTIER_ADMIT=remote` | oracle | kvtier ÷ oracle / UVM / blanket / static | remote ÷ oracle / UVM / static | targets (kvtier) |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ( $b.sim[] | . as $r | .tokens_per_s as $s |
-      "| \(.name) | \(.kv_over_hbm)× | \($s.native | n(0)) | \($s.blanket | n(0)) | \($s.uvm | n(0)) | \($s.static | n(0)) | \($s.kvtier | n(0)) | \($s.remote | n(0)) | \($s.oracle | n(0)) | \([$r.kvtier_vs_oracle, $r.kvtier_vs_uvm, $r.kvtier_vs_blanket, $r.kvtier_vs_static] | map(n(2)) | join(" / ")) | \([$r.kvtier_remote_vs_oracle, $r.kvtier_remote_vs_uvm, $r.kvtier_remote_vs_static] | map(n(2)) | join(" / ")) |" ),
+      "| \(.name) | \(.kv_over_hbm)× | \($s.native | n(0)) | \($s.blanket | n(0)) | \($s.uvm | n(0)) | \($s.static | n(0)) | \($s.kvtier | n(0)) | \($s.remote | n(0)) | \($s.oracle | n(0)) | \([$r.kvtier_vs_oracle, $r.kvtier_vs_uvm, $r.kvtier_vs_blanket, $r.kvtier_vs_static] | map(n(2)) | join(" / ")) | \([$r.kvtier_remote_vs_oracle, $r.kvtier_remote_vs_uvm, $r.kvtier_remote_vs_static] | map(n(2)) | join(" / ")) | \($r | simtargets) |" ),
     "",
     ( [ $b.sim[] | select(.warmup.kvtier != null) | "\(.name) \(.warmup.kvtier)+\(.steps // "?")" ] | unique as $w |
       if ($w | length) > 0 then
