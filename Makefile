@@ -146,4 +146,6 @@ ubsan:
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+# and the test programs' own (a suite that includes a .c file, as test_step
+# includes tier/step.c, is rebuilt when that file changes)
+-include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)
