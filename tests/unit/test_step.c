@@ -673,6 +673,40 @@ static void test_coarse_beliefs(void)
 	CU_ASSERT_EQUAL(nr_calls, 0);
 }
 
+/* On a driver that moves 2 MiB (whole chunks), the victim is the chunk
+ * whose last naming is oldest of the next VICTIM_PICK the hand finds, not
+ * the first: HBM holds chunks 100..109, none named since the hand last
+ * passed; 103 was named longest ago of 100..107 and 109 longest ago of
+ * all. A table naming two far chunks makes room for both: 103 leaves
+ * first, then 109 (of 108, 109 and, the hand come round, 100..102 and
+ * 104..106). */
+static void test_victim_oldest(void)
+{
+	setup();
+	coarse = 1;
+	cur_seq = 1000;
+	for (unsigned c = 100; c < 110; c++) {
+		set_tier(c, KVT_PLAN_TIER_HBM);
+		named[c] = 900 + 5 * (c - 100);
+	}
+	named[103] = 800;
+	named[109] = 700;
+	kvt_step_set_room(0);
+	uint32_t one[1] = { 1280 };                 /* chunk 20 (K) and 84 (V) */
+	upload(one, 1);
+	kvt_step_after_copy(STREAM);
+	unsigned out[4], nout = 0;
+	for (unsigned i = 0; i < nr_calls; i++)
+		if (calls[i].type == CU_MEM_LOCATION_TYPE_HOST && nout < 4)
+			out[nout++] = (unsigned)((calls[i].addr - KV) >> KVT_CHUNK_SHIFT);
+	CU_ASSERT_EQUAL_FATAL(nout, 2);
+	CU_ASSERT_EQUAL(out[0], 103);
+	CU_ASSERT_EQUAL(out[1], 109);
+	for (unsigned c = 100; c < 110; c++)
+		CU_ASSERT_EQUAL(tier_of(c), c == 103 || c == 109 ? KVT_PLAN_TIER_FAR : KVT_PLAN_TIER_HBM);
+	CU_ASSERT(tier_of(20) == KVT_PLAN_TIER_HBM && tier_of(84) == KVT_PLAN_TIER_HBM);
+}
+
 static void test_capturing_option_failure(void)
 {
 	setup();
@@ -723,6 +757,8 @@ int main(void)
 		  test_coarse_whole },
 		{ "the driver found to move 2 MiB for a page: pages held apart are forgotten",
 		  test_coarse_beliefs },
+		{ "whole chunks: of the hand's next few, the one named longest ago leaves",
+		  test_victim_oldest },
 		{ "a captured stream, the option off, a failed prefetch: nothing moves",
 		  test_capturing_option_failure },
 		CU_TEST_INFO_NULL,
