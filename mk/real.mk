@@ -29,3 +29,16 @@ $(BUILD)/tests/unit/test_real: $(REAL_BINS)
 
 .PHONY: real
 real: $(REAL_BINS) $(BUILD)/tests/unit/test_real
+
+# llama.cpp from its npm package (issue 47): tests/real/test_llamacpp_npm.c,
+# a suite of make test (tests/run_tests.sh runs every $(BUILD)/tests/unit/test_*)
+# that runs tests/real/llamacpp_check.sh; make test-llamacpp-npm runs it alone.
+LLAMACPP_NPM_SUITE := $(BUILD)/tests/unit/test_llamacpp_npm
+EXTRA_BINS += $(LLAMACPP_NPM_SUITE)
+$(LLAMACPP_NPM_SUITE): tests/real/test_llamacpp_npm.c tests/unit/kvt_test.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -lcunit
+
+.PHONY: test-llamacpp-npm
+test-llamacpp-npm: $(LIBKVTIER) $(KVTIER) $(LLAMACPP_NPM_SUITE)
+	@BUILD=$(BUILD) SAN=$(SAN) SUITES=test_llamacpp_npm tests/run_tests.sh
