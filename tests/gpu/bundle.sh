@@ -56,17 +56,6 @@ for b in $bins; do
 	[ -e "$b" ] || { echo "gpu-bundle: $b missing" >&2; exit 1; }
 done
 LD_LIBRARY_PATH=$CUDA_HOME/lib64 deps $bins | sort -u | while read -r n p; do place "$n" "$p"; done
-# llama.cpp, when `make gpu-llamacpp` built it into $GPU_BUILD/llamacpp (its own
-# libraries stay there): what its tools need, except cuBLAS (hundreds of MiB:
-# run.sh finds the machine's libcublas.so.13 or skips the llama.cpp steps)
-LL=$GPU_BUILD/llamacpp
-if [ -x "$LL/llama-cli" ]; then
-	LD_LIBRARY_PATH=$LL:$CUDA_HOME/lib64 deps "$LL/llama-cli" "$LL/llama-batched-bench" "$LL"/lib*.so* |
-		grep -Ev '^(libcublas|libcublasLt|libllama|libggml)' | sort -u | while read -r n p; do place "$n" "$p"; done
-	echo "gpu-bundle: llama.cpp from $LL: $(cat "$LL/VERSION" 2>/dev/null)"
-else
-	echo "gpu-bundle: no llama.cpp tools in $LL (make gpu-llamacpp LLAMACPP_SRC=...): run.sh will skip its llama.cpp steps"
-fi
 # dlopened at run time, never linked: kvtier's CUPTI evidence source and the
 # CXL topology reader (preload/topo_cxl.c; absent: kvtier falls back)
 [ -e "$CUDA_HOME/lib64/libcupti.so.13" ] && place libcupti.so.13 "$CUDA_HOME/lib64/libcupti.so.13"

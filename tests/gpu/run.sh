@@ -1,26 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The real-GPU check (issues 10, 25). Runs on a GPU machine from the bundle
-# that `make gpu-bundle` built (build/gpu; nothing is compiled or installed
-# here), the most informative steps first:
+# The real-GPU check (issues 10, 25, 47). Runs on a GPU machine from the
+# bundle that `make gpu-bundle` built (build/gpu; nothing is compiled or
+# installed here), the most informative steps first. Its third-party server
+# is PyTorch (preinstalled there); llama.cpp runs from its npm package in
+# make test instead (tests/real/llamacpp_check.sh, CPU build: the CUDA one
+# does not fit the bundle).
 #   0. free device memory first; no run asks for more than half of it; then
 #      calibration: the costs the simulated device models, measured here
 #   1. tests/gpu/torch_check.py (skips itself without torch)
-#   2. llama.cpp, unmodified (built by `make gpu-llamacpp` into
-#      build/gpu/llamacpp; tests/gpu/llamacpp.sh names the commit): a tiny
-#      random-weights model at KV = 4x the budget, natively, with -nkvo (KV in
-#      host memory) and under kvtier with a site rule for its KV buffer:
-#      prompt and generation tokens/s, greedy token ids (kvtier's must be
-#      native's). Skipped with one line without build/gpu/llamacpp or without
-#      the machine's libcublas.so.13 (LLAMACPP_CUBLAS_DIR). Prepared, not yet
-#      run on a GPU (docs/performance.md, "Real GPU").
-#   3. zipf-decode (issue 6's oracle target) at KV = 2x the budget: native,
+#   2. zipf-decode (issue 6's oracle target) at KV = 2x the budget: native,
 #      kvtier (remote admission) and kvtier with KVTIER_ADMIT=auto, and their
 #      ratios to native.
-#   4. the probe: cudaMalloc'd buffers native, blanket managed, and under
+#   3. the probe: cudaMalloc'd buffers native, blanket managed, and under
 #      kvtier with a small KVTIER_HBM_BUDGET and KV 4x that budget: placement
 #      (cuMemRangeGetAttribute HOST_NUMA, numa_maps), GPU touch rate
-#   5. the workloads (linked to the real libcudart.so.13; on a real GPU their
+#   4. the workloads (linked to the real libcudart.so.13; on a real GPU their
 #      decode runs a PTX kernel over the K/V rows, tests/workloads/wl_real.c)
 #      at the same KV size: native (it fits on the card), blanket managed,
 #      kvtier static (KVTIER_MIGRATE=0) and kvtier with the small budget:
@@ -209,74 +204,7 @@ else
 	rows+=("$(printf '%-26s %-8s %s' torch skipped "no $PY")")
 fi
 
-# ---- 2: llama.cpp, unmodified (issue 25; tests/gpu/llamacpp.sh build) --------------
-# The tiny random-weights model (tests/gpu/make_gguf.py) at a context whose KV
-# is 4x the budget (fits natively; at most a quarter of the free memory):
-# native (KV in HBM), -nkvo (llama.cpp's own answer: KV in host memory,
-# attention on the CPU) and under kvtier with a site rule for the KV buffer
-# (llama_kv_cache_init's cudaMalloc), the budget and the shipped defaults.
-# Each: prompt and generation tokens/s and the greedy output's token ids;
-# kvtier's must be native's. cuBLAS (too big to carry) comes from the machine.
-LL=$B/llamacpp
-LLAMA_S=${GPU_LLAMA_S:-60}
-LLAMA_RULE="device,site~*llama_kv_cache* => managed:cxl; * => native"
-llama_skip() { for v in native nkvo kvtier; do rows+=("$(printf '%-26s %-8s %s' "llama.cpp-$v" skipped "$1")"); done; }
-cublas_dir() {   # where this machine has libcublas.so.13 ("" = on the loader's path)
-	ldconfig -p 2>/dev/null | grep -q '^[[:space:]]*libcublas\.so\.13 ' && { echo; return 0; }
-	local d f
-	for d in ${LLAMACPP_CUBLAS_DIR:-} /usr/local/cuda/lib64 /usr/local/cuda-13*/lib64 \
-		$("${PYTHON:-python3}" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
-		f=$(find "$d" -maxdepth 4 -name 'libcublas.so.13' 2>/dev/null | head -1)
-		[ -n "$f" ] && { dirname "$f"; return 0; }
-	done
-	return 1
-}
-llama_tokens() { grep -a '^eval: ' "$LOG/$1.err" 2>/dev/null | tail -n +2 | sed 's/.*:\([0-9][0-9]*\) \]$/\1/' | tr '\n' ' ' | sed 's/ $//'; }
-llama_tps() {    # llama_tps STEP prompt|eval: llama-cli's own tokens/s
-	grep -a "llama_perf_context_print: *$2 eval time" "$LOG/$1.err" 2>/dev/null |
-		sed -n 's/.*, *\([0-9.]*\) tokens per second.*/\1/p' | head -1
-}
-llama_row() {    # llama_row: tokens/s, KV, the output, and against native
-	local t same=-; t=$(llama_tokens "$LAST")
-	echo "$t" >"$LOG/$LAST.tokens"
-	[ "$LAST" != llama.cpp-native ] && [ -n "$LL_NATIVE_TOKENS" ] &&
-		{ [ "$t" = "$LL_NATIVE_TOKENS" ] && same=yes || same=NO; }
-	if [ "$LAST" = llama.cpp-kvtier ] && [ "$same" = NO ]; then STATUS="FAIL(tokens)"; failed=1; fi
-	[ -n "$t" ] || { STATUS="FAIL(no tokens)"; failed=1; }
-	rows+=("$(printf '%-26s %-8s prompt %s tok/s, gen %s tok/s, KV %s MiB (-c %s -np %s); same as native: %s; tokens %s' \
-		"$LAST" "$STATUS" "$(llama_tps "$LAST" prompt)" "$(llama_tps "$LAST" "")" $((LL_KV >> 20)) "$LL_CTX" "$LL_NP" \
-		"$same" "$(echo "$t" | cut -c1-60)")")
-	return 0
-}
-if [ ! -x "$LL/llama-cli" ] || [ ! -e "$LL/tiny.gguf" ] || ! grep -q '^kv_bytes_per_token=[1-9]' "$LL/model.txt" 2>/dev/null; then
-	llama_skip "no llama.cpp in the bundle ($LL: make gpu-llamacpp before make gpu-bundle)"
-elif ! LL_CUBLAS=$(cublas_dir); then
-	llama_skip "no libcublas.so.13 on this machine (set LLAMACPP_CUBLAS_DIR)"
-else
-	LL_KVB=$(sed -n 's/^kv_bytes_per_token=//p' "$LL/model.txt")
-	LL_NP=4
-	LL_CTX=$(( KV / LL_KVB / 256 * 256 ))          # KV = 4x the budget, like the workloads'
-	LL_KV=$(( LL_CTX * LL_KVB ))
-	[ "$LL_KV" -le $((HALF / 2)) ] || { echo "tests/gpu/run.sh: sizing error: llama.cpp KV $LL_KV > a quarter of free" >&2; exit 1; }
-	LL_PATH=$LL:$B/lib/cuda:$KVT_LIBS${LL_CUBLAS:+:$LL_CUBLAS}${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}
-	read -r -a LL_ARGS <<<"-m $LL/tiny.gguf -c $LL_CTX -np $LL_NP -ngl 99 -f $LL/prompt.txt $(cat "$LL/gen_flags.txt")"
-	LL_NATIVE_TOKENS=
-	STEP_S=$LLAMA_S step llama.cpp-native "0" -- env LD_LIBRARY_PATH="$LL_PATH" "$LL/llama-cli" "${LL_ARGS[@]}" &&
-		{ llama_row; LL_NATIVE_TOKENS=$(cat "$LOG/llama.cpp-native.tokens"); }
-	STEP_S=$LLAMA_S step llama.cpp-nkvo "0" -- env LD_LIBRARY_PATH="$LL_PATH" "$LL/llama-cli" "${LL_ARGS[@]}" -nkvo &&
-		llama_row
-	STEP_S=$LLAMA_S step llama.cpp-kvtier "0" -- env LD_LIBRARY_PATH="$LL_PATH" KVTIER_POLICY="$LLAMA_RULE" \
-		KVTIER_HBM_BUDGET="$BUDGET" "$KVTIER" run --trace "$LOG/llama.cpp-kvtier.%p.trace" -- \
-		"$LL/llama-cli" "${LL_ARGS[@]}" && llama_row
-	pl=$(sed -n 's/^ *kvtier placed: *//p' "$LOG/llama.cpp-kvtier.err" 2>/dev/null | head -1)
-	rows+=("$(printf '%-26s %-8s %s' "  placed" - "${pl:-no placement summary}")")
-	rows+=("$(printf '%-26s %-8s %s' "  kvtier trace events" - "$(trace_counts llama.cpp-kvtier)")")
-	rows+=("$(printf '%-26s %-8s %s' "  migrations" - "$(admit_info llama.cpp-kvtier)")")
-	cu=$(grep -ih cupti "$LOG/llama.cpp-kvtier.err" 2>/dev/null | head -1 | cut -c1-160)
-	rows+=("$(printf '%-26s %-8s %s' "  cupti" - "${cu:-no cupti line in llama.cpp-kvtier.err}")")
-fi
-
-# ---- 3: zipf-decode --------------------------------------------------------------------
+# ---- 2: zipf-decode --------------------------------------------------------------------
 # zipf-decode, the workload of issue 6's oracle target: vllm-like with a
 # Zipf-skewed decode whose hot set fits the budget and moves (bench-sim's
 # zipf-decode flags and window) at KV = 2x the budget. Native keeps all of it
@@ -301,7 +229,7 @@ rows+=("$(printf '%-26s %-8s %s' "  zipf-decode ÷ native" - "$(awk -v n="$(tps 
 	-v r="$(tps zipf-decode-kvtier)" -v a="$(tps zipf-decode-kvtier-auto)" 'function q(x) {
 	return (n > 0 && x != "") ? sprintf("%.3f", x / n) : "-" }
 	BEGIN { printf "kvtier %s, auto %s (target: kvtier >= 0.9 of the oracle; native >= the oracle)", q(r), q(a) }')")")
-# ---- 4: the probe, side by side ----------------------------------------------
+# ---- 3: the probe, side by side ----------------------------------------------
 step probe-native "0" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 native && probe_row
 step probe-blanket "0" -- env KVTIER_POLICY="$BLANKET_POLICY" KVTIER_MIGRATE=0 \
 	"$KVTIER" run --trace "$LOG/probe-blanket.%p.trace" -- "$PROBE" place "$BUF" "$NR_BUFS" 3 any && probe_row
@@ -313,7 +241,7 @@ rows+=("$(printf '%-26s %-8s %s' "  kvtier trace events" - "$(trace_counts probe
 grep -il 'cupti' "$LOG"/probe-kvtier.err >/dev/null 2>&1 &&
 	rows+=("$(printf '%-26s %-8s %s' "  cupti" - "$(grep -i cupti "$LOG/probe-kvtier.err" | head -1)")")
 
-# ---- 5: the workloads at the same KV size, side by side ------------------------------
+# ---- 4: the workloads at the same KV size, side by side ------------------------------
 for wl in vllm-like sglang-like llamacpp-like; do
 	# shellcheck disable=SC2086
 	step "$wl-native" "0" -- "$B/workloads/$wl" --kv-bytes "$KV" $WL_ARGS && wl_row
