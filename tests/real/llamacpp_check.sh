@@ -10,8 +10,8 @@
 # as the KV cache; and every such map under kvtier is where kvtier's trace says
 # (a map it bound names the far node in numa_maps, one it did not see keeps
 # the default policy). Prints where the KV landed either way.
-# Exit 0 pass, 1 fail, 77 skip (one line: no node/npm, or the registry is
-# unreachable and the packages are not installed).
+# Exit 0 pass, 1 fail, 77 skip (one line: no node 20+ and npm, or the
+# registry is unreachable and the packages are not installed).
 set -uo pipefail
 build=${1:?usage: llamacpp_check.sh BUILD OUTDIR}
 out=${2:?usage: llamacpp_check.sh BUILD OUTDIR}
@@ -24,6 +24,8 @@ skip() { echo "SKIP: llamacpp-npm: $*"; exit 77; }
 fail() { echo "FAIL: llamacpp-npm: $*"; exit 1; }
 
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || skip "node and npm are not installed"
+major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
+[ "${major:-0}" -ge 20 ] || skip "node $(node --version 2>/dev/null) is older than node-llama-cpp's 20"
 mkdir -p "$out" || fail "cannot create $out"
 
 # ---- the packages ------------------------------------------------------------
