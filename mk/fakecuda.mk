@@ -34,7 +34,7 @@ $(FC_LIBCUPTI): $(FC_CUPTI_OBJS)
 # The suites dlopen the driver like libcudart does, so they link no kvtier code.
 FC_SUITES := $(BUILD)/tests/unit/test_fakecuda $(BUILD)/tests/unit/test_fakecuda_env \
 	     $(BUILD)/tests/unit/test_fakecuda_devices $(BUILD)/tests/unit/test_fakecuda_graphs \
-	     $(BUILD)/tests/unit/test_fakecuda_hidden
+	     $(BUILD)/tests/unit/test_fakecuda_hidden $(BUILD)/tests/unit/test_fakecuda_vtime
 $(FC_SUITES): $(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/kvt_test.h tests/unit/fakecuda_drv.h \
 		tests/fakecuda/fakecuda.h $(FC_LIBCUDA) $(FC_LIBCUPTI)
 	@mkdir -p $(dir $@)

@@ -156,4 +156,39 @@ CUfunction fakecuda_compute_kernel(void);
 int fakecuda_peek(const void *ptr, void *out, size_t len);
 int fakecuda_poke(void *ptr, const void *in, size_t len);
 
+/* Virtual time (FAKECUDA_VTIME=1; fc_vt.c, docs/simulated-device.md
+ * "Virtual time"): streams are queues on engines that overlap, and the
+ * threads that join run one at a time, the one furthest behind in virtual
+ * time first, so a run gives the same figures every time.
+ *   fakecuda_vclock_join   the calling (workload) thread joins; it gives
+ *                          its turn away at synchronisations and at
+ *                          fakecuda_vclock_host. 0, or -1: virtual time off
+ *   fakecuda_vclock_leave  it leaves (before blocking outside the simulation)
+ *   fakecuda_vclock_now    ns: the latest virtual time any thread reached
+ *   fakecuda_vclock_host   the calling thread spends ns of host time (its
+ *                          scheduler's work, or idling until a request)
+ *   fakecuda_vclock_charge a library's CPU time in the calling thread,
+ *                          scaled by FAKECUDA_CHARGE_SCALE
+ *   fakecuda_vclock_wait   a helper thread waits until deadline_ns or a
+ *                          wake on key: 0 woken, 1 deadline, -1 not
+ *                          simulated (wait in real time)
+ *   fakecuda_vclock_wake   wakes the waiters on key at the caller's time
+ * kvtier finds these in the loaded driver (a real libcuda has none) and
+ * then runs its clock and timed waits on them (base/platform.c). */
+int fakecuda_vclock_active(void);     /* 1: the scheduler runs */
+int fakecuda_vclock_join(void);
+void fakecuda_vclock_leave(void);
+uint64_t fakecuda_vclock_now(void);
+void fakecuda_vclock_host(uint64_t ns);
+void fakecuda_vclock_charge(uint64_t ns);
+int fakecuda_vclock_wait(const void *key, uint64_t deadline_ns);
+/* A simulated thread about to start a helper reserves the helper's place
+ * at its own virtual time; the helper adopts it first thing (or the
+ * starter cancels it if the thread could not be made). NULL: nothing to
+ * adopt (virtual time off, or the starter is not simulated). */
+void *fakecuda_vclock_spawn(void);
+void fakecuda_vclock_adopt(void *place);
+void fakecuda_vclock_cancel(void *place);
+void fakecuda_vclock_wake(const void *key);
+
 #endif

@@ -36,7 +36,7 @@ static void fc_cost_hbm(uint64_t bytes)
 static void fc_cost_remote(uint64_t bytes)
 {
 	fc_stats.c.bytes_remote += bytes;
-	fc_clock_bytes(bytes, fc_knobs.link_gbps);
+	fc_link_transfer(true, bytes);
 }
 
 /* A GPU fault on a host-resident block maps the host copy instead of
@@ -95,6 +95,7 @@ static char *fc_managed_piece(struct fc_block *b, uintptr_t addr, size_t len,
 		fc_block_to_dev(b, f->dev, FC_CAUSE_FAULT, b->dup && !write);
 	}
 	if (b->loc == FC_LOC_DEV) {
+		fc_stall_until(b->ready_ps);   /* still on its way in: wait for it */
 		fc_block_touch(b);
 		fc_cost_hbm(len);
 		return fc_block_store(b) + off;
@@ -195,7 +196,10 @@ FC_EXPORT int fakecuda_access(const void *ptr, size_t len, int write)
 {
 	fc_config_init();
 	fc_lock();
+	struct fc_op op;               /* synchronous: on the legacy stream, waited for */
+	fc_op_begin(&op, NULL, fc_current_dev(), FC_ENG_SM);
 	CUresult r = fc_gpu_access((uintptr_t)ptr, len, write, fc_current_dev());
+	fc_host_wait_until(fc_op_end(&op));
 	fc_unlock();
 	return r;
 }
@@ -344,7 +348,10 @@ static CUresult fc_launch(CUfunction f, const struct fc_dims *d, CUstream s, voi
 	fc_lock();
 	struct fc_graph *g = fc_stream_capture(s);
 	if (!g) {
+		struct fc_op op;
+		fc_op_begin(&op, s, dev, FC_ENG_SM);
 		r = fc_kernel_run(f, &a, dev);
+		fc_op_end(&op);
 	} else {
 		r = fc_graph_add_kernel(g, f, d, &a, dev);
 		if (r != CUDA_SUCCESS)

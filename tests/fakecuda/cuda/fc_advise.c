@@ -307,10 +307,14 @@ static CUresult fc_prefetch(CUdeviceptr ptr, size_t count, CUmemLocation l,
 		return r;
 	fc_lock();
 	struct fc_span_blocks sb;
+	struct fc_op op;               /* on a copy engine, in the stream's order */
+	fc_op_begin(&op, s, fc_stream_dev(s),
+		    l.type == CU_MEM_LOCATION_TYPE_DEVICE ? FC_ENG_H2D : FC_ENG_D2H);
 	r = fc_blocks(ptr, count, &sb);
 	for (size_t i = 0; r == CUDA_SUCCESS && i < sb.nr; i++)
 		if (fc_prefetch_block(&sb.first[i], l))
 			fc_stats.c.prefetch_blocks++;
+	fc_op_end(&op);
 	fc_unlock();
 	return r;
 }

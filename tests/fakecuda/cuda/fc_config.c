@@ -35,8 +35,17 @@ void fc_spend_cpu(uint64_t ns)
 
 static void fc_pace_anchor(void);
 
-void fc_lock(void)   { pthread_mutex_lock(&fc_mutex); }
-void fc_unlock(void) { pthread_mutex_unlock(&fc_mutex); }
+void fc_lock(void)
+{
+	pthread_mutex_lock(&fc_mutex);
+	fc_vt_lock_enter();
+}
+
+void fc_unlock(void)
+{
+	fc_vt_lock_leave();
+	pthread_mutex_unlock(&fc_mutex);
+}
 
 /* ---- parsing ---- */
 
@@ -262,6 +271,12 @@ static void fc_config_once(void)
 	fc_knobs.coherent = fc_env_bool("FAKECUDA_COHERENT", false);
 	fc_knobs.reuse_maps = fc_env_bool("FAKECUDA_REUSE_MAPS", false);
 	fc_knobs.evict_lru = fc_env_evict_lru("FAKECUDA_EVICT");
+	fc_knobs.vtime = fc_env_bool("FAKECUDA_VTIME", false);
+	fc_knobs.charge_scale = fc_env_double("FAKECUDA_CHARGE_SCALE", 1);
+	if (fc_knobs.charge_scale < 0) {
+		fc_warn("FAKECUDA_CHARGE_SCALE", getenv("FAKECUDA_CHARGE_SCALE"), "1");
+		fc_knobs.charge_scale = 1;
+	}
 	fc_knobs.nr_devices = fc_env_devices("FAKECUDA_DEVICES");
 	fc_pace_anchor();
 	fc_knobs.fault_batch_blocks =
@@ -412,8 +427,10 @@ FC_EXPORT void fakecuda_reset_counters(void)
 	uint64_t resident = fc_stats.c.managed_resident_bytes;
 	memset(&fc_stats.c, 0, sizeof fc_stats.c);
 	memset(fc_stats.dev, 0, sizeof fc_stats.dev);
-	fc_stats.clock_ps = 0;
-	memset(fc_rates, 0, sizeof fc_rates);
+	if (!fc_knobs.vtime) {      /* in virtual time clocks never go back */
+		fc_stats.clock_ps = 0;
+		memset(fc_rates, 0, sizeof fc_rates);
+	}
 	fc_pace_anchor();
 	fc_stats.c.managed_resident_bytes = resident;
 	fc_stats.c.device_capacity_bytes = fc_knobs.device_bytes;

@@ -102,6 +102,45 @@ CUresult fc_memset_run(uintptr_t dst, unsigned value, size_t n, unsigned elem, i
 	return r;
 }
 
+/* The engine a copy runs on: a copy engine where one side is host memory
+ * and the other the device's, the SMs otherwise. Lock held. */
+enum fc_eng fc_copy_engine(uintptr_t dst, uintptr_t src)
+{
+	const struct fc_alloc *d = fc_reg_find(dst), *s = fc_reg_find(src);
+	bool dev_d = d && (fc_is_device(d) || d->kind == FC_KIND_MANAGED);
+	bool dev_s = s && (fc_is_device(s) || s->kind == FC_KIND_MANAGED);
+	if (dev_d && !dev_s)
+		return FC_ENG_H2D;
+	if (dev_s && !dev_d)
+		return FC_ENG_D2H;
+	return FC_ENG_SM;
+}
+
+/* A synchronous copy: on the legacy stream, and the caller waits for it. */
+static CUresult fc_copy_sync(uintptr_t dst, uintptr_t src, size_t n)
+{
+	int dev = fc_current_dev();
+	fc_lock();
+	struct fc_op op;
+	fc_op_begin(&op, NULL, dev, fc_copy_engine(dst, src));
+	CUresult r = fc_copy_run(dst, src, n, dev);
+	fc_host_wait_until(fc_op_end(&op));
+	fc_unlock();
+	return r;
+}
+
+static CUresult fc_memset_sync(uintptr_t dst, unsigned value, size_t n, unsigned elem)
+{
+	int dev = fc_current_dev();
+	fc_lock();
+	struct fc_op op;
+	fc_op_begin(&op, NULL, dev, FC_ENG_SM);
+	CUresult r = fc_memset_run(dst, value, n, elem, dev);
+	fc_host_wait_until(fc_op_end(&op));
+	fc_unlock();
+	return r;
+}
+
 static CUresult fc_stream_ok(CUstream s)
 {
 	return fc_valid_stream(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
@@ -126,9 +165,12 @@ static CUresult fc_copy_on(CUstream s, uintptr_t dst, uintptr_t src, size_t n)
 	int dev = fc_stream_dev(s);
 	fc_lock();
 	struct fc_graph *g = fc_stream_capture(s);
-	if (!g)
+	if (!g) {
+		struct fc_op op;
+		fc_op_begin(&op, s, dev, fc_copy_engine(dst, src));
 		r = fc_copy_run(dst, src, n, dev);
-	else if (!fc_copy_args_ok(dst, src, n))
+		fc_op_end(&op);
+	} else if (!fc_copy_args_ok(dst, src, n))
 		r = CUDA_ERROR_INVALID_VALUE;
 	else
 		r = fc_recorded(s, fc_graph_add_copy(g, dst, src, n, dev));
@@ -145,9 +187,12 @@ static CUresult fc_memset_on(CUstream s, uintptr_t dst, unsigned value, size_t n
 	int dev = fc_stream_dev(s);
 	fc_lock();
 	struct fc_graph *g = fc_stream_capture(s);
-	if (!g)
+	if (!g) {
+		struct fc_op op;
+		fc_op_begin(&op, s, dev, FC_ENG_SM);
 		r = fc_memset_run(dst, value, n, elem, dev);
-	else if (dst % elem)
+		fc_op_end(&op);
+	} else if (dst % elem)
 		r = CUDA_ERROR_INVALID_VALUE;
 	else
 		r = fc_recorded(s, fc_graph_add_memset(g, dst, value, n, elem, dev));
@@ -161,8 +206,7 @@ static CUresult fc_memset_on(CUstream s, uintptr_t dst, unsigned value, size_t n
 	CUresult CUDAAPI name(dtype dst, stype src, size_t n)                \
 	{                                                                    \
 		FC_GUARD(#name, FC_CTX);                                     \
-		return fc_copy_run((uintptr_t)dst, (uintptr_t)src, n,        \
-				   fc_current_dev());                        \
+		return fc_copy_sync((uintptr_t)dst, (uintptr_t)src, n);      \
 	}
 #define FC_COPY_ASYNC(name, dtype, stype)                                    \
 	CUresult CUDAAPI name(dtype dst, stype src, size_t n, CUstream s)    \
@@ -192,7 +236,7 @@ FC_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr)
 	CUresult CUDAAPI name(CUdeviceptr dst, vtype v, size_t n)            \
 	{                                                                    \
 		FC_GUARD(#name, FC_CTX);                                     \
-		return fc_memset_run(dst, v, n, elem, fc_current_dev());     \
+		return fc_memset_sync(dst, v, n, elem);                      \
 	}
 #define FC_SET_ASYNC(name, vtype, elem)                                      \
 	CUresult CUDAAPI name(CUdeviceptr dst, vtype v, size_t n, CUstream s) \

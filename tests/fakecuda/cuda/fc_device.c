@@ -329,10 +329,17 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice *dev)
 	return CUDA_SUCCESS;
 }
 
-/* Every operation completes at submission (see docs), so this only checks. */
+/* Serial device: every operation completed at submission, so this only
+ * checks. FAKECUDA_VTIME: the caller waits for all of its ordinal's work. */
 CUresult CUDAAPI cuCtxSynchronize(void)
 {
 	FC_GUARD("cuCtxSynchronize", FC_CTX);
+	if (fc_vt_on()) {
+		fc_lock();
+		fc_host_wait_until(fc_dev_idle_ps(fc_current_dev()));
+		fc_unlock();
+		fc_vt_sync_point();
+	}
 	fc_pace_wait();
 	return CUDA_SUCCESS;
 }

@@ -413,7 +413,7 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
 
 /* ---- launch ---- */
 
-static CUresult fc_node_run(const struct fc_node *n)
+static CUresult fc_node_body(const struct fc_node *n)
 {
 	switch (n->type) {
 	case CU_GRAPH_NODE_TYPE_KERNEL:
@@ -425,6 +425,19 @@ static CUresult fc_node_run(const struct fc_node *n)
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
+}
+
+/* FAKECUDA_VTIME: each node is an operation on the launch stream, on the
+ * engine the same launch, copy or memset would use. Lock held. */
+static CUresult fc_node_run(const struct fc_node *n, CUstream s)
+{
+	struct fc_op op;
+	enum fc_eng e = n->type == CU_GRAPH_NODE_TYPE_MEMCPY
+		      ? fc_copy_engine(n->cp.dst, n->cp.src) : FC_ENG_SM;
+	fc_op_begin(&op, s, n->dev, e);
+	CUresult r = fc_node_body(n);
+	fc_op_end(&op);
+	return r;
 }
 
 /* Runs the nodes in capture order at submission, each on the ordinal it
@@ -446,7 +459,7 @@ static CUresult fc_graph_launch(CUgraphExec hExec, CUstream s)
 		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	else
 		for (size_t i = 0; r == CUDA_SUCCESS && i < e->nr; i++)
-			r = fc_node_run(&e->nodes[i]);
+			r = fc_node_run(&e->nodes[i], s);
 	fc_unlock();
 	return r;
 }

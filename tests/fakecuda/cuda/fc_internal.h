@@ -63,6 +63,8 @@ struct fc_knobs {
 	bool coherent;               /* FAKECUDA_COHERENT: host code sees device memory */
 	uint64_t um_page;            /* FAKECUDA_UM_PAGE: managed residency unit (0: 2 MiB) */
 	bool reuse_maps;             /* FAKECUDA_REUSE_MAPS: small device maps kept for reuse */
+	bool vtime;                  /* FAKECUDA_VTIME: engines, streams, scheduler (fc_vt.c) */
+	double charge_scale;         /* FAKECUDA_CHARGE_SCALE: fakecuda_vclock_charge x this */
 };
 extern struct fc_knobs fc_knobs;
 void fc_config_init(void);                 /* idempotent, thread-safe */
@@ -107,6 +109,33 @@ uint64_t fc_now_ns(void);
 /* FAKECUDA_PACE: called at synchronisation points WITHOUT the lock; sleeps
  * until the real clock has caught up with pace x the virtual one. */
 void fc_pace_wait(void);
+
+/* ---- virtual time (fc_vt.c; FAKECUDA_VTIME=1, otherwise no-ops) ----
+ * An operation runs on one engine of its ordinal, in its stream's order:
+ * fc_op_begin moves the cursor (fc_stats.clock_ps) to when it can start,
+ * the operation's cost model advances it, fc_op_end records its end on the
+ * stream and the engine and puts the cursor back to the caller's time.
+ * Lock held for all of these. */
+enum fc_eng { FC_ENG_NONE = -1, FC_ENG_SM = 0, FC_ENG_H2D, FC_ENG_D2H, FC_ENG_N };
+struct fc_op { bool on; int dev; enum fc_eng eng; CUstream s; uint64_t host_ps; };
+bool fc_vt_on(void);
+void fc_op_begin(struct fc_op *op, CUstream s, int dev, enum fc_eng e);
+uint64_t fc_op_end(struct fc_op *op);           /* the operation's end (ps) */
+void fc_host_wait_until(uint64_t ps);           /* the caller waits for ps */
+void fc_stall_until(uint64_t ps);               /* the operation waits for ps */
+void fc_link_transfer(bool htod, uint64_t bytes);   /* link time, shared with a copy engine */
+uint64_t fc_dev_idle_ps(int dev);               /* when all of dev's work ends */
+uint64_t fc_vt_stall_ns(void);
+void fc_vt_lock_enter(void);                    /* fc_lock/fc_unlock, outermost */
+void fc_vt_lock_leave(void);
+/* A workload thread's synchronisation point: its turn may pass. Call
+ * without the lock. */
+void fc_vt_sync_point(void);
+/* The end time of stream s's work (its own, or ordinal dev's legacy
+ * stream's for NULL, legacy and per-thread), fc_stream.c. */
+uint64_t *fc_stream_end(CUstream s, int dev);
+bool fc_stream_is_legacy(CUstream s);
+bool fc_stream_is_blocking(CUstream s);
 
 /* ---- allocation registry (fc_registry.c) ---- */
 enum fc_kind {
@@ -173,6 +202,7 @@ struct fc_block {
 	int8_t last_pf_type;
 	int32_t pref_id, last_pf_id;
 	int32_t host_node;       /* node the host copy is bound to, -1: none */
+	uint64_t ready_ps;       /* FAKECUDA_VTIME: when its last move in ends */
 	struct fc_block *prev, *next;   /* eviction order of device-resident blocks */
 };
 struct fc_mrange {
@@ -229,6 +259,8 @@ CUresult fc_paged_run(const struct fc_kargs *a, int dev);
 /* The prefill (compute) kernel's body (fc_compute.c); takes the lock. */
 CUresult fc_compute_run(const struct fc_kargs *a, int dev);
 CUresult fc_copy_run(uintptr_t dst, uintptr_t src, size_t n, int dev);
+/* The engine a copy between dst and src runs on (FAKECUDA_VTIME). */
+enum fc_eng fc_copy_engine(uintptr_t dst, uintptr_t src);
 CUresult fc_memset_run(uintptr_t dst, unsigned value, size_t n, unsigned elem, int dev);
 
 /* ---- stream capture and graphs (fc_graph.c, fc_stream.c) ---- */

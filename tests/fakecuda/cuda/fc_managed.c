@@ -213,7 +213,7 @@ static uint32_t fc_cupti_cause(enum fc_cause c)
 static void fc_account_move(struct fc_block *b, bool htod, enum fc_cause cause)
 {
 	uint64_t t0 = fc_now_ns();
-	fc_clock_bytes(FC_UMP, fc_knobs.link_gbps);
+	fc_link_transfer(htod, FC_UMP);
 	if (htod)
 		fc_stats.c.bytes_htod += FC_UMP;
 	else
@@ -267,6 +267,7 @@ CUresult fc_block_to_dev(struct fc_block *b, int dev, enum fc_cause cause, bool 
 	}
 	b->dev = (uint8_t)dev;
 	fc_account_move(b, true, cause);
+	b->ready_ps = fc_stats.clock_ps;   /* in place once its transfer ends */
 	b->loc = FC_LOC_DEV;
 	b->dup = keep_host;
 	b->dev_mapped = 0;

@@ -21,6 +21,7 @@ struct fc_stream {
 	CUstreamCaptureStatus capture;
 	int dev;              /* ordinal of the context current at creation */
 	struct fc_graph *graph;   /* being captured into, while capture != NONE */
+	uint64_t end_ps;      /* FAKECUDA_VTIME: when its last operation ends */
 };
 
 struct fc_event {
@@ -28,6 +29,7 @@ struct fc_event {
 	unsigned flags;
 	bool recorded;
 	uint64_t t_ns;
+	uint64_t t_ps;        /* FAKECUDA_VTIME: when the work before it ends */
 };
 
 bool fc_valid_stream(CUstream s)
@@ -53,6 +55,30 @@ int fc_stream_dev(CUstream s)
 
 /* ---- streams ---- */
 
+/* FAKECUDA_VTIME: the legacy (NULL) stream of each ordinal; the
+ * per-thread default stream is modelled as the legacy one. */
+static uint64_t fc_legacy_stream_end[FC_MAX_DEVICES];
+
+bool fc_stream_is_legacy(CUstream s)
+{
+	struct fc_stream *st = fc_real_stream(s);
+	return !st || st->magic != FC_STREAM_MAGIC;
+}
+
+bool fc_stream_is_blocking(CUstream s)
+{
+	struct fc_stream *st = fc_real_stream(s);
+	return !st || st->magic != FC_STREAM_MAGIC || !(st->flags & CU_STREAM_NON_BLOCKING);
+}
+
+uint64_t *fc_stream_end(CUstream s, int dev)
+{
+	struct fc_stream *st = fc_real_stream(s);
+	if (st && st->magic == FC_STREAM_MAGIC)
+		return &st->end_ps;
+	return &fc_legacy_stream_end[dev >= 0 && dev < FC_MAX_DEVICES ? dev : 0];
+}
+
 static CUresult fc_stream_new(CUstream *ph, unsigned int flags, int priority)
 {
 	if (!ph || flags > CU_STREAM_NON_BLOCKING)
@@ -65,7 +91,7 @@ static CUresult fc_stream_new(CUstream *ph, unsigned int flags, int priority)
 	if (priority < -5)
 		priority = -5;
 	*s = (struct fc_stream){ FC_STREAM_MAGIC, flags, priority,
-				 CU_STREAM_CAPTURE_STATUS_NONE, fc_current_dev(), NULL };
+				 CU_STREAM_CAPTURE_STATUS_NONE, fc_current_dev(), NULL, 0 };
 	*ph = (CUstream)s;
 	return CUDA_SUCCESS;
 }
@@ -114,11 +140,24 @@ static CUresult fc_stream_sync(const char *name, CUstream h)
 	return fc_valid_stream(h) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* The caller waits for the stream's work to end (virtual time), then
+ * gives its turn away; paced, for the real clock too. */
 static CUresult fc_stream_wait(const char *name, CUstream h)
 {
 	CUresult r = fc_stream_sync(name, h);
-	if (r == CUDA_SUCCESS)
-		fc_pace_wait();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (fc_vt_on()) {
+		fc_lock();
+		int dev = fc_stream_dev(h);
+		uint64_t end = *fc_stream_end(h, dev);
+		if (fc_stream_is_legacy(h))   /* the legacy stream waits for the blocking ones */
+			end = fc_dev_idle_ps(dev) > end ? fc_dev_idle_ps(dev) : end;
+		fc_host_wait_until(end);
+		fc_unlock();
+		fc_vt_sync_point();
+	}
+	fc_pace_wait();
 	return r;
 }
 
@@ -132,14 +171,27 @@ CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream h)
 	return fc_stream_wait("cuStreamSynchronize_ptsz", h);
 }
 
+/* NOT_READY while the stream's work ends after the caller's time. */
+static CUresult fc_stream_query(const char *name, CUstream h)
+{
+	CUresult r = fc_stream_sync(name, h);
+	if (r != CUDA_SUCCESS || !fc_vt_on())
+		return r;
+	fc_lock();
+	if (*fc_stream_end(h, fc_stream_dev(h)) > fc_stats.clock_ps)
+		r = CUDA_ERROR_NOT_READY;
+	fc_unlock();
+	return r;
+}
+
 CUresult CUDAAPI cuStreamQuery(CUstream h)
 {
-	return fc_stream_sync("cuStreamQuery", h);
+	return fc_stream_query("cuStreamQuery", h);
 }
 
 CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h)
 {
-	return fc_stream_sync("cuStreamQuery_ptsz", h);
+	return fc_stream_query("cuStreamQuery_ptsz", h);
 }
 
 /* ---- capture ----
@@ -282,7 +334,7 @@ CUresult CUDAAPI cuEventCreate(CUevent *ph, unsigned int flags)
 	struct fc_event *ev = calloc(1, sizeof *ev);
 	if (!ev)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*ev = (struct fc_event){ FC_EVENT_MAGIC, flags, false, 0 };
+	*ev = (struct fc_event){ FC_EVENT_MAGIC, flags, false, 0, 0 };
 	*ph = (CUevent)ev;
 	return CUDA_SUCCESS;
 }
@@ -305,7 +357,13 @@ static CUresult fc_event_record(const char *name, CUevent e, CUstream h)
 	if (!ev || !fc_valid_stream(h))
 		return CUDA_ERROR_INVALID_HANDLE;
 	fc_lock();
-	ev->t_ns = fc_now_ns();
+	ev->t_ps = fc_stats.clock_ps;
+	if (fc_vt_on()) {   /* it completes when the stream's work before it does */
+		uint64_t end = *fc_stream_end(h, fc_stream_dev(h));
+		if (end > ev->t_ps)
+			ev->t_ps = end;
+	}
+	ev->t_ns = ev->t_ps / 1000;
 	ev->recorded = true;
 	fc_unlock();
 	return CUDA_SUCCESS;
@@ -324,8 +382,16 @@ CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream h)
 CUresult CUDAAPI cuEventSynchronize(CUevent e)
 {
 	FC_GUARD("cuEventSynchronize", 0);
-	if (!fc_event(e))
+	struct fc_event *ev = fc_event(e);
+	if (!ev)
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (fc_vt_on()) {
+		fc_lock();
+		if (ev->recorded)
+			fc_host_wait_until(ev->t_ps);
+		fc_unlock();
+		fc_vt_sync_point();
+	}
 	fc_pace_wait();
 	return CUDA_SUCCESS;
 }
@@ -333,7 +399,17 @@ CUresult CUDAAPI cuEventSynchronize(CUevent e)
 CUresult CUDAAPI cuEventQuery(CUevent e)
 {
 	FC_GUARD("cuEventQuery", 0);
-	return fc_event(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	struct fc_event *ev = fc_event(e);
+	if (!ev)
+		return CUDA_ERROR_INVALID_HANDLE;
+	CUresult r = CUDA_SUCCESS;
+	if (fc_vt_on()) {
+		fc_lock();
+		if (ev->recorded && ev->t_ps > fc_stats.clock_ps)
+			r = CUDA_ERROR_NOT_READY;
+		fc_unlock();
+	}
+	return r;
 }
 
 static CUresult fc_elapsed(float *ms, CUevent start, CUevent end)
@@ -364,8 +440,17 @@ CUresult CUDAAPI cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
 static CUresult fc_wait_event(const char *name, CUstream h, CUevent e)
 {
 	FC_GUARD(name, FC_CTX);
-	return fc_event(e) && fc_valid_stream(h) ? CUDA_SUCCESS
-						  : CUDA_ERROR_INVALID_HANDLE;
+	struct fc_event *ev = fc_event(e);
+	if (!ev || !fc_valid_stream(h))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (fc_vt_on() && ev->recorded) {   /* the stream's later work starts after it */
+		fc_lock();
+		uint64_t *end = fc_stream_end(h, fc_stream_dev(h));
+		if (ev->t_ps > *end)
+			*end = ev->t_ps;
+		fc_unlock();
+	}
+	return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuStreamWaitEvent(CUstream h, CUevent e, unsigned int flags)
