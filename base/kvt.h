@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -81,7 +82,45 @@ void *kvt_sys_map_own(size_t len, int flags);
 ssize_t kvt_sys_write_all(int fd, const void *buf, size_t len);
 pid_t kvt_gettid(void);
 void kvt_platform_after_fork(void);
-uint64_t kvt_now_ns(void);          /* CLOCK_MONOTONIC */
+/* CLOCK_MONOTONIC, or the virtual clock a simulated driver handed over */
+uint64_t kvt_now_ns(void);
+/* A simulator's virtual clock (fakecuda's fakecuda_vclock_*: a real libcuda
+ * has none). Once set, kvt_now_ns, kvt_coarse_ns and kvt_cond_wait_until
+ * run on it, and kvtier charges its own CPU work to it (kvt_clock_charge)
+ * so that work is never free in simulated time. Set once; later calls and
+ * incomplete tables are ignored. */
+struct kvt_vclock {
+	uint64_t (*now)(void);                         /* ns */
+	int (*wait)(const void *key, uint64_t deadline_ns);   /* 0 woken, 1 timed out, -1 not simulated */
+	void (*wake)(const void *key);
+	void (*charge)(uint64_t ns);
+	void (*leave)(void);
+	void *(*spawn)(void);
+	void (*adopt)(void *place);
+	void (*cancel)(void *place);
+};
+void kvt_clock_set_virtual(const struct kvt_vclock *vc);
+int kvt_clock_virtual(void);
+/* ns of kvtier's own CPU work in this thread (a documented bound, so a
+ * simulated run is reproducible); nothing on a real clock. */
+void kvt_clock_charge(uint64_t ns);
+/* This thread is about to block outside the simulation (joining a
+ * simulated thread): it leaves it. Nothing on a real clock. */
+void kvt_clock_leave(void);
+/* Before starting a thread that will wait on the clock: its place in the
+ * simulation, at this thread's time (NULL on a real clock); the new thread
+ * adopts it first thing, or the starter cancels it if the thread could
+ * not be made. A simulated run then does not depend on when the host
+ * starts the thread. */
+void *kvt_clock_spawn(void);
+void kvt_clock_adopt(void *place);
+void kvt_clock_cancel(void *place);
+/* pthread_cond_timedwait until kvt_now_ns() reaches deadline_ns (cv made
+ * with CLOCK_MONOTONIC), mu held on entry and return; in virtual time the
+ * wait is the simulator's. 0 (woken, maybe spuriously) or ETIMEDOUT. */
+int kvt_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns);
+/* pthread_cond_signal(cv), and the simulator's waiters on cv. */
+void kvt_cond_wake(pthread_cond_t *cv);
 /* CLOCK_MONOTONIC_COARSE: the same clock a tick behind (1-4 ms), a few ns
  * cheaper a call than kvt_now_ns's ~20 ns; for "is it time yet" checks on
  * the hooks' path, never for a timestamp */

@@ -156,15 +156,103 @@ void kvt_platform_after_fork(void)
 	cached_tid = 0;
 }
 
-uint64_t kvt_now_ns(void)
+/* ---- the clock: CLOCK_MONOTONIC, or a simulator's virtual clock ----
+ * A driver that simulates a GPU in virtual time hands kvtier its clock
+ * (kvt_clock_set_virtual; a real libcuda never does). From then on every
+ * time kvtier reads and every timed wait it makes are in virtual time,
+ * continuous with the real clock it read before (an offset). */
+static struct kvt_vclock vclock;
+static int64_t vclock_off;
+static int vclock_on;
+
+static uint64_t mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+void kvt_clock_set_virtual(const struct kvt_vclock *vc)
+{
+	if (__atomic_load_n(&vclock_on, __ATOMIC_ACQUIRE) || !vc || !vc->now || !vc->wait ||
+	    !vc->wake || !vc->charge || !vc->leave || !vc->spawn || !vc->adopt || !vc->cancel)
+		return;
+	vclock = *vc;
+	vclock_off = (int64_t)mono_ns() - (int64_t)vc->now();
+	__atomic_store_n(&vclock_on, 1, __ATOMIC_RELEASE);
+}
+
+int kvt_clock_virtual(void)
+{
+	return __atomic_load_n(&vclock_on, __ATOMIC_ACQUIRE);
+}
+
+uint64_t kvt_now_ns(void)
+{
+	if (__atomic_load_n(&vclock_on, __ATOMIC_ACQUIRE))
+		return (uint64_t)((int64_t)vclock.now() + vclock_off);
+	return mono_ns();
+}
+
+void kvt_clock_charge(uint64_t ns)
+{
+	if (__atomic_load_n(&vclock_on, __ATOMIC_ACQUIRE))
+		vclock.charge(ns);
+}
+
+void kvt_clock_leave(void)
+{
+	if (__atomic_load_n(&vclock_on, __ATOMIC_ACQUIRE))
+		vclock.leave();
+}
+
+void *kvt_clock_spawn(void)
+{
+	return __atomic_load_n(&vclock_on, __ATOMIC_ACQUIRE) ? vclock.spawn() : NULL;
+}
+
+void kvt_clock_adopt(void *place)
+{
+	if (place && __atomic_load_n(&vclock_on, __ATOMIC_ACQUIRE))
+		vclock.adopt(place);
+}
+
+void kvt_clock_cancel(void *place)
+{
+	if (place && __atomic_load_n(&vclock_on, __ATOMIC_ACQUIRE))
+		vclock.cancel(place);
+}
+
+int kvt_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns)
+{
+	uint64_t real = deadline_ns;
+	if (__atomic_load_n(&vclock_on, __ATOMIC_ACQUIRE)) {
+		int64_t v = (int64_t)deadline_ns - vclock_off;
+		pthread_mutex_unlock(mu);
+		int r = vclock.wait(cv, v > 0 ? (uint64_t)v : 0);
+		pthread_mutex_lock(mu);
+		if (r >= 0)
+			return r ? ETIMEDOUT : 0;
+		/* not simulated now (nothing else moves the clock): the same
+		 * length of real time */
+		uint64_t now = kvt_now_ns();
+		real = mono_ns() + (deadline_ns > now ? deadline_ns - now : 0);
+	}
+	struct timespec ts = { (time_t)(real / 1000000000u), (long)(real % 1000000000u) };
+	return pthread_cond_timedwait(cv, mu, &ts) == ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+void kvt_cond_wake(pthread_cond_t *cv)
+{
+	pthread_cond_signal(cv);
+	if (__atomic_load_n(&vclock_on, __ATOMIC_ACQUIRE))
+		vclock.wake(cv);
+}
+
 uint64_t kvt_coarse_ns(void)
 {
+	if (__atomic_load_n(&vclock_on, __ATOMIC_ACQUIRE))
+		return kvt_now_ns();
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;

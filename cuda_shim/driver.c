@@ -50,6 +50,27 @@ static void *entry(gpa_fn gpa, const char *name, int version)
 	return fn;
 }
 
+/* A simulated driver's virtual clock (fakecuda, FAKECUDA_VTIME=1; a real
+ * libcuda exports none of these): kvtier's clock and timed waits move to
+ * it, so a simulated run gives the same figures every time. */
+static void use_virtual_clock(void)
+{
+	int (*active)(void) = (int (*)(void))kvt_drv_extra("fakecuda_vclock_active");
+	if (!active || !active())
+		return;
+	struct kvt_vclock vc = {
+		.now = (uint64_t (*)(void))kvt_drv_extra("fakecuda_vclock_now"),
+		.wait = (int (*)(const void *, uint64_t))kvt_drv_extra("fakecuda_vclock_wait"),
+		.wake = (void (*)(const void *))kvt_drv_extra("fakecuda_vclock_wake"),
+		.charge = (void (*)(uint64_t))kvt_drv_extra("fakecuda_vclock_charge"),
+		.leave = (void (*)(void))kvt_drv_extra("fakecuda_vclock_leave"),
+		.spawn = (void *(*)(void))kvt_drv_extra("fakecuda_vclock_spawn"),
+		.adopt = (void (*)(void *))kvt_drv_extra("fakecuda_vclock_adopt"),
+		.cancel = (void (*)(void *))kvt_drv_extra("fakecuda_vclock_cancel"),
+	};
+	kvt_clock_set_virtual(&vc);
+}
+
 static void resolve(void)
 {
 	gpa_fn gpa = (gpa_fn)kvt_drv_real(KVT_H_cuGetProcAddress_v2);
@@ -77,6 +98,8 @@ static void resolve(void)
 	drv.kernel_node_params = entry(gpa, "cuGraphKernelNodeGetParams", 12000);
 	drv.param_info = entry(gpa, "cuFuncGetParamInfo", 12040);
 	drv.ok = drv.alloc_managed && drv.mem_free && drv.advise;
+	if (drv.ok)
+		use_virtual_clock();
 }
 
 int kvt_cuda_ready(void)

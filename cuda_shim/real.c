@@ -59,6 +59,16 @@ static int is_ours(const void *p)
 	return kvt_self_contains(p);
 }
 
+void *kvt_drv_extra(const char *name)
+{
+	void *p = NULL, *h = driver_handle();
+	if (h) {
+		p = kvt_real_dlsym(h, name);
+		kvt_dl_close(h);
+	}
+	return p && !is_ours(p) ? p : NULL;
+}
+
 void *kvt_drv_resolve(unsigned idx)
 {
 	void *p = NULL;

@@ -99,6 +99,9 @@ extern void *kvt_drv_slot[KVT_H__COUNT];
 extern void *kvt_rt_slot[KVT_R__COUNT];
 
 void *kvt_drv_resolve(unsigned idx);     /* slow path: driver handle, then RTLD_NEXT */
+/* A symbol of the loaded driver that is not one of its CUDA entry points
+ * (a simulator's extras), NULL where it has none. */
+void *kvt_drv_extra(const char *name);
 void *kvt_rt_resolve(unsigned idx);      /* slow path: RTLD_NEXT */
 
 static inline void *kvt_drv_real(unsigned idx)

@@ -26,3 +26,6 @@ $(BUILD)/tests/unit/test_serve: $(SV_BIN) $(FAKECUDA_LIBS)
 .PHONY: bench-serve
 bench-serve: $(SV_BIN) $(FAKECUDA_LIBS) $(LIBKVTIER) $(KVTIER)
 	BUILD=$(BUILD) tests/bench/bench_serve.sh
+
+# kvtier under serve-like and vllm-like in virtual time (FAKECUDA_VTIME=1)
+$(BUILD)/tests/unit/test_vtime_kvtier: $(SV_BIN) $(BUILD)/workloads/vllm-like $(FAKECUDA_LIBS) $(LIBKVTIER)

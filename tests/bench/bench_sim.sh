@@ -17,12 +17,15 @@
 #        warm-up steps + timed decode steps, the SAME for every alternative of
 #        a workload, so all of them decode the same requests of the same
 #        (deterministic) schedule.  make bench-sim-full doubles both.
+#   BENCH_SIM_MODE (vtime)  vtime: every run on the device in virtual time
+#        (FAKECUDA_VTIME=1: copy engines overlap compute, kvtier's migrator
+#        steps on the device's clock, address layout fixed with setarch -R):
+#        the same figures every run, whatever the load; paced: the
+#        robustness check, the serial device with kvtier's migrator in real
+#        time beside it (BENCH_SIM_PACE), figures that move with the load
 #   BENCH_SIM_PACE ("vllm-like=10 sglang-like=10 llamacpp-like=10 zipf-decode=30")
-#        FAKECUDA_PACE of the kvtier and kvtier-remote rows: the migrator works in real time, so
-#        the simulated device must not run faster than its virtual clock; at
-#        these paces a decode step takes ~5-30 ms of real time, about what a
-#        real server's does.  The other rows have no real-time part and run
-#        unpaced (their figures do not depend on it).
+#        paced mode: FAKECUDA_PACE of the kvtier and kvtier-remote rows (a
+#        decode step then takes ~5-30 ms of real time, as a server's does)
 #   BENCH_SIM_JOBS  (2)  unpaced runs in parallel (their figures do not depend
 #                        on it: the fakecuda clock is virtual)
 #   BENCH_SIM_PACED_JOBS (4)  paced kvtier runs in parallel, beside those
@@ -46,6 +49,14 @@ PACES=${BENCH_SIM_PACE:-"vllm-like=10 sglang-like=10 llamacpp-like=10 zipf-decod
 SCALE=1
 [ "${BENCH_SIM_FULL:-0}" = 1 ] && SCALE=2
 JOBS=${BENCH_SIM_JOBS:-2}
+MODE=${BENCH_SIM_MODE:-vtime}
+case $MODE in
+vtime) export FAKECUDA_VTIME=1; unset FAKECUDA_PACE
+       NORAND="setarch $(uname -m) -R"
+       $NORAND true 2>/dev/null || { echo "bench-sim: setarch -R is needed (util-linux)" >&2; exit 2; } ;;
+paced) unset FAKECUDA_VTIME; NORAND="" ;;
+*) echo "bench-sim: BENCH_SIM_MODE=$MODE: vtime or paced" >&2; exit 2 ;;
+esac
 PACED_JOBS=${BENCH_SIM_PACED_JOBS:-4}
 export FAKECUDA_RECLAIM=0
 TABLES=${BENCH_SIM_TABLES:-device}
@@ -129,15 +140,16 @@ jobs_list() {
 # One run; its wall and CPU seconds (user+sys of the workload, from `times`)
 # go to $base.wall and $base.cpu: where bench-sim's minute goes.
 run_one() {
-	local wl=$1 x=$2 mode=$3 base="$OUT/$1-$2-$3" t0 cmd
-	cmd="$(wl_cmd "$wl") --quiet --kv-over-hbm $x --steps $(steps "$wl") --warmup $(warmup "$wl") $EXTRA"
+	local wl=$1 x=$2 mode=$3 base="$OUT/$1-$2-$3" t0 cmd pc=""
+	[ "$MODE" = paced ] && pc="FAKECUDA_PACE=$(pace "$wl")"
+	cmd="$NORAND $(wl_cmd "$wl") --quiet --kv-over-hbm $x --steps $(steps "$wl") --warmup $(warmup "$wl") $EXTRA"
 	t0=$(date +%s.%N)
 	case $mode in
 	kvtier)
-		env LD_PRELOAD="$LIBKVTIER" FAKECUDA_PACE="$(pace "$wl")" $cmd --mode native \
+		env LD_PRELOAD="$LIBKVTIER" $pc $cmd --mode native \
 			>"$base.out" 2>"$base.err" ;;
 	kvtier-remote)
-		env LD_PRELOAD="$LIBKVTIER" FAKECUDA_PACE="$(pace "$wl")" KVTIER_ADMIT=remote \
+		env LD_PRELOAD="$LIBKVTIER" $pc KVTIER_ADMIT=remote \
 			$cmd --mode native >"$base.out" 2>"$base.err" ;;
 	kvtier-static)
 		env LD_PRELOAD="$LIBKVTIER" KVTIER_MIGRATE=0 $cmd --mode native >"$base.out" 2>"$base.err" ;;
@@ -155,7 +167,7 @@ run_one() {
 		printf "%.1f\n", s }' >"$base.cpu.tmp" && mv "$base.cpu.tmp" "$base.cpu"
 }
 export -f run_one
-export OUT BUILD EXTRA WINDOWS PACES SCALE LIBKVTIER BLANKET_POLICY
+export OUT BUILD EXTRA WINDOWS PACES SCALE LIBKVTIER BLANKET_POLICY MODE NORAND
 
 # the paced kvtier runs mostly sleep: their own pool, beside the others
 paced_list() {
@@ -165,10 +177,14 @@ paced_list() {
 		for wl in $WORKLOADS; do echo "$wl $x kvtier"; echo "$wl $x kvtier-remote"; done
 	done
 }
-paced_list | xargs -P "$PACED_JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"' &
-paced_pid=$!
-jobs_list | xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"'
-wait $paced_pid
+if [ "$MODE" = paced ]; then
+	paced_list | xargs -P "$PACED_JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"' &
+	paced_pid=$!
+	jobs_list | xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"'
+	wait $paced_pid
+else                      # nothing sleeps in virtual time: one pool
+	{ paced_list; jobs_list; } | xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"'
+fi
 wall_all=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 
 val() {  # val FILE KEY
@@ -180,8 +196,12 @@ printf '\nkvtier bench-sim — SIMULATED GPU (fakecuda cost model; not a measure
 printf 'device %s MiB simulated; every alternative of a workload decodes the same window: warm-up + timed steps %s\n' \
 	"$(( $(val "$OUT/vllm-like-1-native.out" device_bytes 2>/dev/null || echo 0) >> 20 ))" \
 	"$(for wl in $WORKLOADS; do printf '%s %s+%s' "$wl" "$(warmup "$wl")" "$(steps "$wl")"; [ "$wl" = zipf-decode ] || printf ', '; done)"
-printf '(kvtier: default KVTIER_* settings, device paced at FAKECUDA_PACE %s; blanket: managed:hbm for all device allocations, no migrator)\n\n' \
-	"$(for wl in $WORKLOADS; do printf '%s %s' "$wl" "$(pace "$wl")"; [ "$wl" = zipf-decode ] || printf ', '; done)"
+if [ "$MODE" = vtime ]; then
+	printf '(device in virtual time, FAKECUDA_VTIME=1: reproducible; kvtier: default KVTIER_* settings; blanket: managed:hbm for all device allocations, no migrator)\n\n'
+else
+	printf '(ROBUSTNESS CHECK: serial device, kvtier paced at FAKECUDA_PACE %s; kvtier: default KVTIER_* settings; blanket: managed:hbm for all device allocations, no migrator)\n\n' \
+		"$(for wl in $WORKLOADS; do printf '%s %s' "$wl" "$(pace "$wl")"; [ "$wl" = zipf-decode ] || printf ', '; done)"
+fi
 printf '%-14s %6s %-13s %14s %10s %10s %10s %8s %s\n' workload kv/hbm mode \
 	'sim tokens/s' 'HtoD MiB' 'DtoH MiB' 'remote MiB' faults note
 echo "[" >"$JSON.tmp"
@@ -212,10 +232,10 @@ for wl in $WORKLOADS; do
 			[ $first = 1 ] || echo "," >>"$JSON.tmp"
 			first=0
 			pc=null
-			case $mode in kvtier|kvtier-remote) pc=$(pace "$wl") ;; esac
-			printf '  {"name": "%s", "kv_over_hbm": %s, "alternative": "%s", "tokens_per_s": %s, "bytes_htod": %s, "bytes_dtoh": %s, "bytes_remote": %s, "faults": %s, "steps": %s, "warmup": %s, "pace": %s, "tables": "%s", "simulated": true}' \
+			[ "$MODE" = paced ] && case $mode in kvtier|kvtier-remote) pc=$(pace "$wl") ;; esac
+			printf '  {"name": "%s", "kv_over_hbm": %s, "alternative": "%s", "tokens_per_s": %s, "bytes_htod": %s, "bytes_dtoh": %s, "bytes_remote": %s, "faults": %s, "steps": %s, "warmup": %s, "pace": %s, "tables": "%s", "mode": "%s", "simulated": true}' \
 				"$wl" "$x" "$mode" "$tps" "$h" "$d" "$r" "$fl" "$(steps "$wl")" "$(warmup "$wl")" "$pc" \
-				"$(val "$f" tables)" >>"$JSON.tmp"
+				"$(val "$f" tables)" "$MODE" >>"$JSON.tmp"
 		done
 	done
 done

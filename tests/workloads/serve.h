@@ -146,6 +146,9 @@ struct sv {
 	double idle_s;
 	uint64_t v0_ns;
 	double pace;
+	/* FAKECUDA_VTIME: the host thread is in the simulation; idle time is
+	 * spent on its virtual clock (fakecuda_vclock_host) */
+	void (*vhost)(uint64_t ns);
 	/* block tables: pinned staging, device copies */
 	unsigned stride;
 	int32_t *stage;

@@ -186,6 +186,10 @@ static int sv_init_cuda(struct sv *v)
 		sv_sym(drv, "fakecuda_block_location");
 	CUfunction (*paged)(void) = (CUfunction (*)(void))sv_sym(drv, "fakecuda_paged_kernel");
 	CUfunction (*comp)(void) = (CUfunction (*)(void))sv_sym(drv, "fakecuda_compute_kernel");
+	int (*vjoin)(void) = (int (*)(void))sv_sym(drv, "fakecuda_vclock_join");
+	void (*vhost)(uint64_t) = (void (*)(uint64_t))sv_sym(drv, "fakecuda_vclock_host");
+	if (vjoin && vhost && vjoin() == 0)
+		v->vhost = vhost;
 	if (drv)
 		dlclose(drv);
 	if (!v->get_counters || !v->peek || !v->poke || !v->block_location || !paged || !comp) {

@@ -32,6 +32,10 @@ static void sv_idle_until(struct sv *v, double t)
 	double gap = t - sv_now_s(v);
 	if (gap <= 0)
 		return;
+	if (v->vhost) {                 /* virtual time: the host thread idles on its clock */
+		v->vhost((uint64_t)ceil(gap * 1e9) + 1);   /* past t, never short of it */
+		return;
+	}
 	v->idle_s += gap;
 	if (v->pace > 0) {              /* the migrator lives in real time */
 		double real = gap * v->pace;

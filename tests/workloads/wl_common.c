@@ -477,6 +477,10 @@ static void wl_find_fake(struct wl *w)
 	w->fake.paged_kernel = (CUfunction (*)(void))wl_fake_sym(drv, "fakecuda_paged_kernel");
 	w->fake.block_location = (int (*)(const void *, CUmemLocationType *, int *))
 		wl_fake_sym(drv, "fakecuda_block_location");
+	/* FAKECUDA_VTIME: this (the host) thread joins the simulation */
+	int (*vjoin)(void) = (int (*)(void))wl_fake_sym(drv, "fakecuda_vclock_join");
+	if (vjoin)
+		vjoin();
 	if (drv)
 		dlclose(drv);
 }

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/* CUnit suite: kvtier on the SIMULATED device in virtual time
+ * (FAKECUDA_VTIME=1; docs/simulated-device.md "Virtual time"). kvtier finds
+ * the driver's virtual clock and runs its migrator on it, so two runs of
+ * serve-like print the same figures, to the last digit; and its own CPU
+ * work is charged: in zipf-decode (vllm-like, bench-sim's workload) with
+ * the migrator alone moving memory, epochs made 200 times as expensive
+ * (FAKECUDA_CHARGE_SCALE) land their prefetches later, and the run takes
+ * more faults and decodes fewer tokens per simulated second. Children run
+ * without address randomisation (the benches' setarch -R), which kvtier's
+ * choices among equals follow. No assertion on real time. */
+#include "unit/kvt_test.h"
+
+#include <stdbool.h>
+#include <sys/personality.h>
+
+#define VT_LIMIT_S 300
+
+static double vt_num(const char *out, const char *key)
+{
+	size_t n = strlen(key);
+	for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, key, n) && p[n] == '=')
+			return strtod(p + n + 1, NULL);
+	return -1;
+}
+
+static const char *const serve_args[] = { "workloads/serve-like", "--quiet", "--alt", "kvtier",
+					 "--pool-over-hbm", "4", "--requests", "120", NULL };
+static const char *const zipf_args[] = { "workloads/vllm-like", "--zipf", "2.5", "--active-frac",
+					"0.15", "--decode-min", "32", "--decode-max", "128",
+					"--drift-every", "400", "--quiet", "--kv-over-hbm", "2",
+					"--steps", "400", "--warmup", "300", "--mode", "native", NULL };
+
+/* A workload (args[0] under $BUILD) under kvtier, in virtual time; extra:
+ * more "K=V" for the environment (NULL-ended). */
+static void vt_run(struct kvt_child *c, const char *const *args, const char *const *extra)
+{
+	static char lib[512], fake[512], ldpath[600], pre[600];
+	const char *argv[32];
+	int a = 0;
+	argv[a++] = kvt_path(args[0]);
+	for (int i = 1; args[i] && a < 31; i++)
+		argv[a++] = args[i];
+	argv[a] = NULL;
+	CU_ASSERT_EQUAL_FATAL(kvt_preload_env(lib, fake, ldpath, pre), 0);
+	const char *env[12] = { ldpath, pre, "FAKECUDA_VTIME=1", "FAKECUDA_PACE=",
+				"FAKECUDA_RECLAIM=0", "FAKECUDA_UM_PAGE=64K" };
+	int n = 6;
+	for (int i = 0; extra && extra[i] && n < 11; i++)
+		env[n++] = extra[i];
+	env[n] = NULL;
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(c, argv, env, VT_LIMIT_S), 0);
+	CU_ASSERT_EQUAL(c->exit_code, 0);
+	if (!strcmp(args[0], serve_args[0]))
+		CU_ASSERT_PTR_NOT_NULL(strstr(c->out, "result=ok"));
+}
+
+/* Everything serve-like prints but its real-time lines. */
+static void vt_figures(const char *out, char *dst, size_t cap)
+{
+	size_t len = 0;
+	dst[0] = 0;
+	for (const char *p = out; p && *p;) {
+		const char *e = strchr(p, '\n');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (strncmp(p, "wall", 4) && strncmp(p, "real", 4) && len + l + 2 < cap) {
+			memcpy(dst + len, p, l);
+			len += l;
+			dst[len++] = '\n';
+			dst[len] = 0;
+		}
+		p = e ? e + 1 : NULL;
+	}
+}
+
+static void test_reproducible(void)
+{
+	static struct kvt_child a, b;
+	static char fa[65536], fb[65536];
+	vt_run(&a, serve_args, NULL);
+	vt_run(&b, serve_args, NULL);
+	vt_figures(a.out, fa, sizeof fa);
+	vt_figures(b.out, fb, sizeof fb);
+	CU_ASSERT(vt_num(a.out, "output_tokens_per_s") > 0);
+	CU_ASSERT(vt_num(a.out, "bytes_htod") > 0);      /* kvtier moved memory */
+	CU_ASSERT_STRING_EQUAL(fa, fb);
+	if (strcmp(fa, fb))
+		fprintf(stderr, "run 1:\n%s\nrun 2:\n%s\n", fa, fb);
+}
+
+/* The migrator alone moves memory (no step prefetch in the hooks), and its
+ * epochs cost 200 x their bound: its prefetches land later. */
+static void test_expensive_epoch(void)
+{
+	static struct kvt_child cheap, dear;
+	const char *e1[] = { "KVTIER_STEP_PREFETCH=0", NULL };
+	const char *e2[] = { "KVTIER_STEP_PREFETCH=0", "FAKECUDA_CHARGE_SCALE=200", NULL };
+	vt_run(&cheap, zipf_args, e1);
+	vt_run(&dear, zipf_args, e2);
+	double t1 = vt_num(cheap.out, "tokens_per_s"), t2 = vt_num(dear.out, "tokens_per_s");
+	double f1 = vt_num(cheap.out, "faults"), f2 = vt_num(dear.out, "faults");
+	CU_ASSERT(t1 > 0 && t2 > 0);
+	CU_ASSERT(t2 < t1);
+	CU_ASSERT(f2 > f1);
+	if (!(t2 < t1) || !(f2 > f1))
+		fprintf(stderr, "cheap: %.1f tok/s %.0f faults; dear: %.1f tok/s %.0f faults\n",
+			t1, f1, t2, f2);
+}
+
+static CU_TestInfo tests_vt[] = {
+	{ "kvtier in virtual time: the same figures twice", test_reproducible },
+	{ "an expensive epoch lands its prefetches later", test_expensive_epoch },
+	CU_TEST_INFO_NULL,
+};
+static CU_SuiteInfo suites[] = {
+	{ "vtime_serve", NULL, NULL, NULL, NULL, tests_vt },
+	CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+	personality(ADDR_NO_RANDOMIZE);    /* inherited by the children it execs */
+	return kvt_test_main(suites);
+}
