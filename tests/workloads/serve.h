@@ -95,6 +95,8 @@ void sv_pool_unref(struct sv_pool *p, uint32_t id);
 /* The queue's head for a new use: *evicted gets its old key (keyed false
  * when it had none). SV_NONE when the queue is empty. */
 uint32_t sv_pool_take(struct sv_pool *p, struct sv_block *evicted);
+/* The same for queued block id (the caller walks the queue from head). */
+uint32_t sv_pool_take_at(struct sv_pool *p, uint32_t id, struct sv_block *evicted);
 void sv_pool_set_key(struct sv_pool *p, uint32_t id, struct sv_key k);
 void sv_pool_drop_key(struct sv_pool *p, uint32_t id);
 
@@ -106,15 +108,30 @@ struct sv_running {
 	uint32_t prompt;           /* stream tokens of the prompt (system + history + new) */
 	uint32_t start;            /* prompt tokens found cached */
 	uint32_t produced;         /* output tokens so far */
-	bool prefill;              /* admitted this step: its prefill runs now */
+	bool prefill;              /* its prefill runs this step */
+	bool loading;              /* offload: waits for its host hits to land
+				    * (vLLM's WAITING_FOR_REMOTE_KVS): not computed */
+	uint32_t ready_seq;        /* the side batch that must finish first */
 };
 
 struct sv {
 	struct sv_opts o;
 	struct sv_sched s;
 	const char *prog;
-	cudaStream_t stream, side;        /* compute; offload copies */
-	bool side_pending;                /* copies issued on side since its last sync */
+	cudaStream_t stream, side;        /* compute; offload copies, oracle prefetches */
+	/* offload: the side stream's work in batches, batch s (from 1) ends
+	 * at event ev[s % ev_cap]; batches up to side_done have finished */
+	CUevent *ev;                      /* driver events: the stand-in runtime has none */
+	CUresult (*ev_create)(CUevent *, unsigned);
+	CUresult (*ev_record)(CUevent, CUstream);
+	CUresult (*ev_query)(CUevent);
+	CUresult (*ev_sync)(CUevent);
+
+	uint32_t ev_cap, side_rec, side_done;
+	bool side_open;                   /* batch side_rec + 1 has copies, no event yet */
+	uint32_t *store_seq, *load_seq;   /* per GPU block: its last store / load batch */
+	uint32_t *mark, mark_gen;         /* per GPU block: a hit of the turn being admitted */
+	uint32_t store_ahead;             /* queue blocks kept stored ahead of eviction */
 	PFN_cuLaunchKernel_v4000 launch;
 	CUfunction paged_fn, compute_fn;
 	int (*get_counters)(struct fakecuda_counters *out);

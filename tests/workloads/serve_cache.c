@@ -151,8 +151,12 @@ void sv_pool_unref(struct sv_pool *p, uint32_t id)
 
 uint32_t sv_pool_take(struct sv_pool *p, struct sv_block *evicted)
 {
-	uint32_t id = p->head;
-	if (id == SV_NONE)
+	return sv_pool_take_at(p, p->head, evicted);
+}
+
+uint32_t sv_pool_take_at(struct sv_pool *p, uint32_t id, struct sv_block *evicted)
+{
+	if (id == SV_NONE || !p->b[id].queued)
 		return SV_NONE;
 	*evicted = p->b[id];
 	sv_pool_drop_key(p, id);

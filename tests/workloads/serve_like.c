@@ -48,8 +48,8 @@ static void sv_usage(FILE *f)
 "                        host pool of N-1 x, copies on eviction and hit), kvtier\n"
 "                        (an N x pool from cudaMalloc: run it under kvtier), uvm\n"
 "                        (N x cudaMallocManaged), oracle (N x managed, home on the\n"
-"                        host, mapped; each step's chunks prefetched first,\n"
-"                        unused ones demoted when HBM is full)          [native]\n"
+"                        host, mapped; each step's chunks prefetched on a\n"
+"                        copy engine, unused ones demoted when HBM is full) [native]\n"
 "  --pool-over-hbm N     N: the pool asked for / the pool that fits       [%.0f]\n"
 "  --device-bytes B      simulated HBM                                  [%" PRIu64 "M]\n"
 "  --weights-frac F      weights / HBM                                  [%.2f]\n"
@@ -207,6 +207,20 @@ static int sv_init_cuda(struct sv *v)
 	if (!fn || st != cudaDriverEntryPointSuccess)
 		wl_die("cuLaunchKernel not found");
 	v->launch = (PFN_cuLaunchKernel_v4000)fn;
+	static const char *const evn[4] = { "cuEventCreate", "cuEventRecord", "cuEventQuery",
+					      "cuEventSynchronize" };
+	void *evf[4];
+	for (int i = 0; i < 4; i++) {
+		evf[i] = NULL;
+		WL_CK(cudaGetDriverEntryPointByVersion(evn[i], &evf[i], 12000, cudaEnableDefault,
+						       &st));
+		if (!evf[i] || st != cudaDriverEntryPointSuccess)
+			wl_die("%s not found", evn[i]);
+	}
+	v->ev_create = (CUresult (*)(CUevent *, unsigned))evf[0];
+	v->ev_record = (CUresult (*)(CUevent, CUstream))evf[1];
+	v->ev_query = (CUresult (*)(CUevent))evf[2];
+	v->ev_sync = (CUresult (*)(CUevent))evf[3];
 	WL_CK(cudaStreamCreate(&v->stream));
 	WL_CK(cudaStreamCreate(&v->side));
 	size_t free_b;
@@ -301,6 +315,19 @@ static int sv_pool(struct sv *v)
 	}
 	sv_pool_init(&v->gpu, v->nr_blocks);
 	sv_pool_init(&v->hostp, v->nr_host);
+	v->store_seq = calloc(v->nr_blocks, sizeof *v->store_seq);
+	v->load_seq = calloc(v->nr_blocks, sizeof *v->load_seq);
+	v->mark = calloc(v->nr_blocks, sizeof *v->mark);
+	v->ev_cap = 256;
+	v->ev = calloc(v->ev_cap, sizeof *v->ev);
+	if (!v->store_seq || !v->load_seq || !v->mark || !v->ev)
+		wl_die("out of host memory");
+	for (uint32_t i = 0; i < v->ev_cap; i++)
+		if (v->ev_create(&v->ev[i], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+			wl_die("cuEventCreate failed");
+	/* offload: the first blocks of the queue are stored ahead of their
+	 * eviction, about what one step's admissions take */
+	v->store_ahead = (uint32_t)v->o.prefill_budget / WL_BLOCK_TOKENS;
 	wl_log(&(struct wl){ .o.quiet = v->o.quiet }, "KV pool %u blocks (%.0f MiB, %s), fits %u; "
 	       "host pool %u blocks", v->nr_blocks, (double)bytes / (1 << 20),
 	       v->managed ? "managed" : "cudaMalloc", fit, v->nr_host);

@@ -100,6 +100,57 @@ static struct sv_key sv_key_of(const struct sv *v, const struct sv_req *q, uint3
 	return (struct sv_key){ q->sess, q->gen, j };
 }
 
+/* ---- the side stream's batches (offload): copies in flight, in order ---- */
+
+/* The batch that copies issued now belong to. */
+static uint32_t sv_side_batch(struct sv *v)
+{
+	v->side_open = true;
+	return v->side_rec + 1;
+}
+
+/* Close the open batch with an event (the oldest is waited for when the
+ * ring is full: not seen in these runs). */
+static void sv_side_flush(struct sv *v)
+{
+	if (!v->side_open)
+		return;
+	while (v->side_rec + 1 - v->side_done > v->ev_cap - 1) {
+		if (v->ev_sync(v->ev[(v->side_done + 1) % v->ev_cap]) != CUDA_SUCCESS)
+			wl_die("cuEventSynchronize failed");
+		v->side_done++;
+	}
+	v->side_rec++;
+	if (v->ev_record(v->ev[v->side_rec % v->ev_cap], (CUstream)v->side) != CUDA_SUCCESS)
+		wl_die("cuEventRecord failed");
+	v->side_open = false;
+}
+
+/* Whether batch seq has finished (0: none); cuEventQuery, no wait. */
+static bool sv_side_done(struct sv *v, uint32_t seq)
+{
+	if (seq <= v->side_done)
+		return true;
+	sv_side_flush(v);
+	while (v->side_done < v->side_rec) {
+		CUresult e = v->ev_query(v->ev[(v->side_done + 1) % v->ev_cap]);
+		if (e == CUDA_ERROR_NOT_READY)
+			break;
+		if (e != CUDA_SUCCESS)
+			wl_die("cuEventQuery failed: CUresult %d", (int)e);
+		v->side_done++;
+	}
+	return seq <= v->side_done;
+}
+
+/* Nothing else can run: wait for every copy on the side stream. */
+static void sv_side_wait(struct sv *v)
+{
+	sv_side_flush(v);
+	WL_CK(cudaStreamSynchronize(v->side));
+	v->side_done = v->side_rec;
+}
+
 /* Copy block src of one pool to block dst of the other, every region, on
  * the side stream (the OffloadingConnector's transfers). */
 static void sv_copy_block(struct sv *v, bool out, uint32_t gpu_id, uint32_t host_id)
@@ -115,15 +166,83 @@ static void sv_copy_block(struct sv *v, bool out, uint32_t gpu_id, uint32_t host
 		v->bytes_offload_out += 2ull * v->o.layers * v->block_region;
 	else
 		v->bytes_offload_in += 2ull * v->o.layers * v->block_region;
-	v->side_pending = true;
 }
 
-/* A GPU block for a new use; offload copies the prefix it evicts out to
- * the host pool unless the host already has that key. */
+/* ---- offload: stores ahead of eviction, blocks freed once stored ---- */
+
+/* A cached GPU block whose prefix the host pool does not have yet. */
+static bool sv_unstored(const struct sv *v, uint32_t id)
+{
+	const struct sv_block *b = &v->gpu.b[id];
+	return v->o.alt == SV_OFFLOAD && v->nr_host && b->keyed &&
+	       sv_pool_find(&v->hostp, b->key) == SV_NONE;
+}
+
+/* Start copying block id's prefix out to the host pool, in the background.
+ * The host pool has its key at once: a host hit before the copy lands is
+ * loaded after it on the same stream. */
+static void sv_store(struct sv *v, uint32_t id)
+{
+	struct sv_block hold;
+	uint32_t h = sv_pool_take(&v->hostp, &hold);
+	if (h == SV_NONE)
+		return;
+	sv_copy_block(v, true, id, h);
+	sv_pool_set_key(&v->hostp, h, v->gpu.b[id].key);
+	sv_pool_unref(&v->hostp, h);
+	v->store_seq[id] = sv_side_batch(v);
+}
+
+/* A queued block may take a new use: no copy from or to it in flight, and
+ * its prefix (if any) is on the host or cannot go there (vLLM frees an
+ * offloaded block only once its store finished). */
+static bool sv_takeable(struct sv *v, uint32_t id)
+{
+	return sv_side_done(v, v->store_seq[id]) && sv_side_done(v, v->load_seq[id]) &&
+	       (!sv_unstored(v, id) || !v->hostp.queued);
+}
+
+/* Whether the queue holds want takeable blocks besides the turn's own hits
+ * (v->mark == v->mark_gen); start is true: the unstored blocks met on the
+ * way start their stores, as many as are missing. */
+static bool sv_enough(struct sv *v, uint32_t want, bool start)
+{
+	uint32_t got = 0;
+	for (uint32_t id = v->gpu.head; id != SV_NONE && got < want; id = v->gpu.b[id].next) {
+		if (v->mark[id] == v->mark_gen)
+			continue;
+		if (sv_takeable(v, id)) {
+			got++;
+		} else if (start) {
+			if (sv_unstored(v, id) && sv_side_done(v, v->store_seq[id]))
+				sv_store(v, id);
+			got++;                           /* it will be, soon */
+		}
+	}
+	return got >= want;
+}
+
+/* After the step's kernels: the first blocks of the queue, the next to be
+ * evicted, start their stores while the kernels run. */
+static void sv_store_ahead(struct sv *v)
+{
+	uint32_t n = 0;
+	for (uint32_t id = v->gpu.head; id != SV_NONE && n < v->store_ahead;
+	     id = v->gpu.b[id].next, n++)
+		if (sv_unstored(v, id) && sv_side_done(v, v->store_seq[id]))
+			sv_store(v, id);
+	sv_side_flush(v);
+}
+
+/* A GPU block for a new use: the first takeable one of the queue (its
+ * head, but for offload's blocks still being stored). */
 static uint32_t sv_take_gpu(struct sv *v)
 {
 	struct sv_block old;
-	uint32_t id = sv_pool_take(&v->gpu, &old);
+	uint32_t id = v->gpu.head;
+	while (id != SV_NONE && !sv_takeable(v, id))
+		id = v->gpu.b[id].next;
+	id = sv_pool_take_at(&v->gpu, id, &old);
 	if (id == SV_NONE)
 		wl_die("block pool exhausted (admission should have waited)");
 	v->fresh_blocks++;
@@ -134,16 +253,6 @@ static uint32_t sv_take_gpu(struct sv *v)
 		    type != CU_MEM_LOCATION_TYPE_DEVICE && type != CU_MEM_LOCATION_TYPE_INVALID)
 			v->fresh_far_bytes += v->block_region;
 	}
-	if (v->o.alt != SV_OFFLOAD || !old.keyed || !v->nr_host ||
-	    sv_pool_find(&v->hostp, old.key) != SV_NONE)
-		return id;
-	struct sv_block hold;
-	uint32_t h = sv_pool_take(&v->hostp, &hold);
-	if (h == SV_NONE)
-		return id;
-	sv_copy_block(v, true, id, h);
-	sv_pool_set_key(&v->hostp, h, old.key);
-	sv_pool_unref(&v->hostp, h);
 	return id;
 }
 
@@ -185,6 +294,18 @@ static bool sv_admit(struct sv *v, int qi)
 	uint32_t hit_blocks = sv_lookup(v, q, prompt, &gpu_hits, &queued_hits);
 	if (need - gpu_hits > v->gpu.queued - queued_hits)
 		return false;
+	if (v->o.alt == SV_OFFLOAD) {      /* blocks still to be stored are not free */
+		v->mark_gen++;
+		for (uint32_t j = 0; j < hit_blocks; j++) {
+			uint32_t id = sv_pool_find(&v->gpu, sv_key_of(v, q, j));
+			if (id != SV_NONE)
+				v->mark[id] = v->mark_gen;
+		}
+		sv_enough(v, need - gpu_hits, true);
+		sv_side_flush(v);
+		if (!sv_enough(v, need - gpu_hits, false))
+			return false;
+	}
 	struct sv_running *r = &v->run[v->nr_run];
 	*r = (struct sv_running){ .q = (uint32_t)qi, .nblocks = need, .prompt = prompt,
 				  .start = hit_blocks * SV_BT, .prefill = true };
@@ -205,12 +326,16 @@ static bool sv_admit(struct sv *v, int qi)
 		struct sv_key k = sv_key_of(v, q, j);
 		if (j < hit_blocks && r->blocks[j] != SV_NONE) {   /* in HBM's pool */
 			sv_check_block(v, v->pool, v->nr_blocks, r->blocks[j], k);
+			if (!sv_side_done(v, v->load_seq[r->blocks[j]]) &&   /* another turn's load */
+			    v->load_seq[r->blocks[j]] > r->ready_seq)
+				r->ready_seq = v->load_seq[r->blocks[j]];
 			continue;
 		}
 		uint32_t id = sv_take_gpu(v);
 		if (j < hit_blocks) {                    /* copied back from the host */
 			uint32_t h = sv_pool_find(&v->hostp, k);
 			sv_copy_block(v, false, id, h);
+			v->load_seq[id] = r->ready_seq = sv_side_batch(v);
 			sv_pool_unref(&v->hostp, h);
 			sv_pool_set_key(&v->gpu, id, k);
 			sv_check_block(v, v->pool, v->nr_blocks, id, k);
@@ -220,6 +345,10 @@ static bool sv_admit(struct sv *v, int qi)
 		}
 		r->blocks[j] = id;
 	}
+	sv_side_flush(v);
+	/* a turn whose prefix is still loading waits; the others go on */
+	r->loading = !sv_side_done(v, r->ready_seq);
+	r->prefill = !r->loading;
 	v->prompt_tokens += prompt;
 	v->hit_tokens += r->start;
 	v->computed_tokens += prompt - r->start;
@@ -289,7 +418,7 @@ static unsigned sv_tables(struct sv *v, bool prefill, int32_t *stage, int32_t *d
 	int32_t *lens = stage + (size_t)max * v->stride, *starts = lens + max;
 	for (int i = 0; i < v->nr_run; i++) {
 		const struct sv_running *r = &v->run[i];
-		if (r->prefill != prefill)
+		if (r->loading || r->prefill != prefill)
 			continue;
 		int32_t *row = stage + (size_t)n * v->stride;
 		for (uint32_t j = 0; j < r->nblocks; j++)
@@ -339,9 +468,14 @@ static size_t sv_chunk_len(uint64_t total, uint64_t ch)
 }
 
 /* oracle: the chunks this step's kernels use that are not in HBM are
- * prefetched first, demoting chunks the step does not use when HBM is
- * full (v->chunk_mark: one byte per 2 MiB chunk of the pool); what still
- * does not fit is read over the link (the pool is mapped for the GPU). */
+ * prefetched on the side stream, a copy engine beside the SMs, demoting
+ * chunks the step does not use when HBM is full (v->chunk_mark: one byte
+ * per 2 MiB chunk of the pool); what still does not fit is read over the
+ * link (the pool is mapped for the GPU). The kernels need no event: one
+ * that reaches a chunk still in flight waits for it (in virtual time; on
+ * the serial device it has landed at submission). The previous step's
+ * kernels are done (its end synchronised the compute stream), so a demoted
+ * chunk is one nothing running reads. */
 static void sv_oracle_prefetch(struct sv *v)
 {
 	struct cudaMemLocation dev = { .type = cudaMemLocationTypeDevice, .id = 0 };
@@ -355,7 +489,7 @@ static void sv_oracle_prefetch(struct sv *v)
 	uint64_t total = 2 * (uint64_t)v->o.layers * region, nc = (total + WL_CHUNK - 1) / WL_CHUNK;
 	memset(v->chunk_mark, 0, nc);
 	for (int i = 0; i < v->nr_run; i++)
-		for (uint32_t j = 0; j < v->run[i].nblocks; j++)
+		for (uint32_t j = 0; j < v->run[i].nblocks && !v->run[i].loading; j++)
 			for (int rg = 0; rg < 2 * v->o.layers; rg++) {
 				uint64_t off = rg * region + v->run[i].blocks[j] * v->block_region;
 				v->chunk_mark[off / WL_CHUNK] = 1;
@@ -370,7 +504,7 @@ static void sv_oracle_prefetch(struct sv *v)
 			if (!v->chunk_mark[victim] && sv_resident(v, victim)) {
 				WL_CK(cudaMemPrefetchAsync(v->pool + victim * WL_CHUNK,
 							   sv_chunk_len(total, victim), host, 0,
-							   v->stream));
+							   v->side));
 				room++;
 			}
 			victim++;
@@ -378,7 +512,7 @@ static void sv_oracle_prefetch(struct sv *v)
 		if (!room)
 			break;
 		WL_CK(cudaMemPrefetchAsync(v->pool + ch * WL_CHUNK, sv_chunk_len(total, ch), dev, 0,
-					   v->stream));
+					   v->side));
 		room--;
 	}
 }
@@ -389,11 +523,7 @@ static void sv_step_kernels(struct sv *v)
 	size_t part = (size_t)max * v->stride + 2 * max;
 	unsigned np = sv_tables(v, true, v->stage, v->d_ptable, v->d_plens, v->d_pstarts);
 	unsigned nd = sv_tables(v, false, v->stage + part, v->d_dtable, v->d_dlens, NULL);
-	if (v->side_pending) {            /* the step's kernels need its copies done */
-		WL_CK(cudaStreamSynchronize(v->side));
-		v->side_pending = false;
-	}
-	if (v->o.alt == SV_ORACLE)
+	if (v->o.alt == SV_ORACLE)        /* after the tables: they go first on the engine */
 		sv_oracle_prefetch(v);
 	uint64_t region = (uint64_t)v->nr_blocks * v->block_region;
 	uint64_t flops = (uint64_t)(sv_prefill_flops(v) / v->o.layers);
@@ -416,6 +546,8 @@ static void sv_step_kernels(struct sv *v)
 		void *args[] = { &k, &vv, &t, &ln, &nd, &stride, &bt, &row, &wr, &nw };
 		sv_launch(v, v->paged_fn, args);
 	}
+	if (v->o.alt == SV_OFFLOAD)       /* while the kernels run */
+		sv_store_ahead(v);
 	WL_CK(cudaStreamSynchronize(v->stream));
 }
 
@@ -450,6 +582,10 @@ static void sv_after_step(struct sv *v, double now)
 	for (int i = 0; i < v->nr_run;) {
 		struct sv_running *r = &v->run[i];
 		struct sv_req *q = &v->s.req[r->q];
+		if (r->loading) {
+			i++;
+			continue;
+		}
 		if (r->prefill) {
 			r->prefill = false;
 			q->first_s = now;
@@ -465,6 +601,25 @@ static void sv_after_step(struct sv *v, double now)
 	}
 }
 
+/* offload: turns whose host hits have landed are computed this step;
+ * when every running turn waits for its load, nothing else can run and
+ * the host waits for the side stream. Returns whether any turn runs. */
+static bool sv_loads_landed(struct sv *v)
+{
+	bool any = false, loading = false;
+	for (int i = 0; i < v->nr_run; i++) {
+		struct sv_running *r = &v->run[i];
+		if (r->loading && sv_side_done(v, r->ready_seq))
+			r->loading = false, r->prefill = true;
+		any |= !r->loading;
+		loading |= r->loading;
+	}
+	if (any || !loading)
+		return any;
+	sv_side_wait(v);
+	return sv_loads_landed(v);
+}
+
 int sv_serve(struct sv *v)
 {
 	v->get_counters(&v->c0);
@@ -472,6 +627,11 @@ int sv_serve(struct sv *v)
 	while (v->done < v->s.nr) {
 		double now = sv_now_s(v);
 		sv_admit_all(v, now);
+		if (!v->nr_run && v->side_done < v->side_rec + v->side_open &&
+		    sv_next_send(v) <= now) {
+			sv_side_wait(v);         /* a turn waits for stores, nothing runs */
+			continue;
+		}
 		if (!v->nr_run) {
 			double t = sv_next_send(v);
 			if (!isfinite(t))
@@ -489,10 +649,13 @@ int sv_serve(struct sv *v)
 			v->running_blocks_max = used;
 		v->steps_over_fit += used > v->fit_blocks;
 		v->steps_over_fit15 += (uint64_t)used * 2 > (uint64_t)v->fit_blocks * 3;
+		if (!sv_loads_landed(v))
+			continue;
 		sv_step_kernels(v);
 		v->steps++;
 		sv_after_step(v, sv_now_s(v));
 	}
+	sv_side_wait(v);
 	v->get_counters(&v->c1);
 	return 0;
 }
