@@ -588,10 +588,18 @@ void kvt_prof_sources_start(void)
 			kvt_prof_set_state(s, (kvt_prof_sources_enabled() & (1u << s)) ? "active" : "off");
 }
 
+static uint32_t polls;   /* atomic */
+
 void kvt_prof_sources_poll(void)
 {
 	EACH_ENABLED(s, poll)
 		sources[s]->poll();
+	__atomic_add_fetch(&polls, 1, __ATOMIC_RELEASE);
+}
+
+uint32_t kvt_prof_polls(void)
+{
+	return __atomic_load_n(&polls, __ATOMIC_ACQUIRE);
 }
 
 void kvt_prof_sources_stop(int (*go_on)(void))

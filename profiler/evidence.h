@@ -108,6 +108,10 @@ int kvt_prof_left(void);
 /* Migrator thread. */
 void kvt_prof_sources_start(void);
 void kvt_prof_sources_poll(void);
+/* Polls of the sources completed so far (the migrator polls once an
+ * epoch): what a source's records of an event are in by, counted in
+ * polls, whatever the clock (a real one, or a simulator's). */
+uint32_t kvt_prof_polls(void);
 /* At exit, each source while go_on() says the process still waits for
  * this thread (a stop that timed out lets the exit tear CUPTI down). */
 void kvt_prof_sources_stop(int (*go_on)(void));

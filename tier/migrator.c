@@ -45,6 +45,9 @@
 /* An epoch also ends early after this many launches with evidence: on a
  * fast (or simulated) device many decode steps fit in one KVTIER_EPOCH_MS. */
 #define KICK_LAUNCHES 256
+/* A kicked epoch starts no sooner than this after the last one began: at
+ * about 0.5 ms of CPU an epoch, at most a tenth of a core. */
+#define KICK_MIN_MS 5
 
 static struct {
 	pthread_t th;
@@ -57,6 +60,7 @@ static struct {
 	int abandoned, tearing_down;
 	int doing;                   /* enum doing: what the thread is in now */
 	uint64_t doing_ns;           /* since when (kvt_now_ns) */
+	uint64_t epoch_at_ns;        /* the last epoch's start (kvt_now_ns), this thread only */
 	char stop_note[160];         /* how the last stop went, for the trace */
 	int started;                 /* sources started, exit handler in (start_sources_once) */
 	struct mdev {                /* a device, in the order first met */
@@ -137,6 +141,11 @@ static void kick(void)
 {
 	__atomic_store_n(&m.kicked, 1, __ATOMIC_RELEASE);
 	kvt_cond_wake(&m.cond);
+}
+
+void kvt_migrator_kick(void)
+{
+	kick();                      /* no thread waiting: a flag and a signal, no effect */
 }
 
 static void *thread_main(void *arg);
@@ -686,11 +695,18 @@ static void epoch(void)
 static int wait_epoch(void)
 {
 	doing(DOING_WAIT);
-	uint64_t deadline = kvt_now_ns() + (uint64_t)kvt_opt.epoch_ms * 1000000u;
+	uint64_t end = kvt_now_ns() + (uint64_t)kvt_opt.epoch_ms * 1000000u;
+	uint64_t earliest = m.epoch_at_ns + (uint64_t)KICK_MIN_MS * 1000000u;
 	pthread_mutex_lock(&m.lock);
-	while (!m.stop && !__atomic_exchange_n(&m.kicked, 0, __ATOMIC_ACQ_REL) &&
-	       kvt_cond_wait_until(&m.cond, &m.lock, deadline) != ETIMEDOUT)
-		;
+	for (;;) {                   /* until the timer, a stop, or a kick past KICK_MIN_MS */
+		uint64_t now = kvt_now_ns();
+		int kicked = __atomic_load_n(&m.kicked, __ATOMIC_ACQUIRE);
+		if (m.stop || now >= end || (kicked && now >= earliest))
+			break;
+		kvt_cond_wait_until(&m.cond, &m.lock, kicked && earliest < end ? earliest : end);
+	}
+	__atomic_store_n(&m.kicked, 0, __ATOMIC_RELEASE);
+	m.epoch_at_ns = kvt_now_ns();
 	int stop = m.stop;
 	pthread_mutex_unlock(&m.lock);
 	return stop;

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "step.h"
+#include "migrator.h"
 #include "kvtier/api.h"
 #include "kvtier/planner.h"
 #include "../base/kvt.h"
@@ -27,9 +28,9 @@ _Static_assert(PAGES == KVT_CHUNK_BYTES >> KVT_STEP_PAGE_SHIFT, "a chunk's pages
 static uint32_t *named;                /* per arena chunk: the step that last named it | REF */
 static uint32_t *part;                 /* per arena chunk believed far: its pages put in HBM */
 static uint32_t *used;                 /* per arena chunk: pages named since the hand last passed */
-static uint32_t *trimmed;              /* per arena chunk: when a step trimmed it while recent (ms | 1), 0 */
+static uint32_t *trimmed;              /* per arena chunk: when a step trimmed it while recent (polls << 1 | 1), 0 */
 static uint32_t *kept;                 /* per arena chunk: the pages that trim left held */
-static uint32_t *asked;                /* per arena chunk: when a step prefetched pages of it apart (ms | 1), 0 */
+static uint32_t *asked;                /* per arena chunk: when a step prefetched pages of it apart (polls << 1 | 1), 0 */
 static uint32_t *scratch;              /* kvt_tables_step_each's (under busy) */
 static uint32_t cur_seq;               /* atomic: steps taken */
 static int busy;                       /* atomic: a step is under way */
@@ -44,7 +45,7 @@ static struct kvt_step_info st;        /* atomic */
  * more than the pages asked for (coarse), judged per TRIM_WINDOW trims. */
 #define TRIM_WINDOW   64               /* recent chunks trimmed per verdict */
 #define TRIM_EARLY    8                /* wide verdicts that decide early (judge()) */
-#define TRIM_WATCH_MS 250              /* CUPTI's records of a trim are in by then (a flush an epoch) */
+#define TRIM_WATCH_POLLS 3u            /* CUPTI's records of a trim are in by then (a flush a poll) */
 static int coarse;                     /* atomic: trimming recent chunks is off for good */
 static uint32_t win_seen, win_wide;    /* atomic: this window's trims judged, and those of them
 					* whose kept pages the driver moved out too */
@@ -192,8 +193,11 @@ static void judge(int wide)
 }
 
 /* Chunk a (heat chunk c), named again: the verdicts its earlier moves by
- * page allow, TRIM_WATCH_MS or more after them (CUPTI's records are in
- * by then: a flush an epoch). A recent chunk's trim: did the driver's
+ * page allow, TRIM_WATCH_POLLS polls of the sources or more after them
+ * (CUPTI's records are in by then: a flush a poll). Counted in polls, not
+ * milliseconds: on a device whose decode steps are short (a small model,
+ * or the simulated device in virtual time) a fixed 250 ms outlasted whole
+ * runs and the verdict never came. A recent chunk's trim: did the driver's
  * device-to-host records of cause PREFETCH name pages the trim kept? A
  * far chunk's pages prefetched apart: did the host-to-device records
  * cover the whole chunk (no record: nothing moved, no verdict)? A driver
@@ -201,15 +205,16 @@ static void judge(int wide)
  * unit is 2 MiB moves the rest too, and the next kernels fault the kept
  * pages back (a trim), or HBM fills faster than the pages charged (a
  * prefetch in). */
-static void watch(uint32_t a, struct kvt_heat_chunk *c, uint32_t now_ms)
+static void watch(uint32_t a, struct kvt_heat_chunk *c)
 {
+	uint32_t now = kvt_prof_polls() << 1;
 	uint32_t t = __atomic_load_n(&trimmed[a], __ATOMIC_RELAXED);
-	if (t && now_ms - t >= TRIM_WATCH_MS) {
+	if (t && now - (t & ~1u) >= TRIM_WATCH_POLLS << 1) {
 		__atomic_store_n(&trimmed[a], 0, __ATOMIC_RELAXED);
 		judge(!!(kvt_heat_take_out(c) & __atomic_load_n(&kept[a], __ATOMIC_RELAXED)));
 	}
 	t = __atomic_load_n(&asked[a], __ATOMIC_RELAXED);
-	if (t && now_ms - t >= TRIM_WATCH_MS) {
+	if (t && now - (t & ~1u) >= TRIM_WATCH_POLLS << 1) {
 		__atomic_store_n(&asked[a], 0, __ATOMIC_RELAXED);
 		uint8_t in = kvt_heat_take_in(c);
 		if (in & KVT_HEAT_F_IN_SEEN) {
@@ -243,7 +248,7 @@ static void note(void *arg, uint64_t chunk, int hs, uint32_t pages)
 	}
 	__atomic_fetch_or(&used[a], pages, __ATOMIC_RELAXED);   /* under busy: the hand's too */
 	struct kvt_heat_chunk *c = kvt_heat_chunks(&x->r) + i;
-	watch(a, c, x->now_ms);
+	watch(a, c);
 	if (__atomic_load_n(&c->tier, __ATOMIC_RELAXED) == KVT_PLAN_TIER_HBM)
 		return;
 	uint32_t want = pages & ~__atomic_load_n(&part[a], __ATOMIC_RELAXED);
@@ -430,7 +435,7 @@ static int move_pages(const struct far *f, const struct kvt_heat_range *r, int p
 	if (promote && !__atomic_load_n(&coarse, __ATOMIC_RELAXED)) {
 		/* watched: what the driver reports moving in from now */
 		(void)kvt_heat_take_in(kvt_heat_chunks(r) + i);
-		__atomic_store_n(&asked[r->first + i], kvt_heat_now_ms() | 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&asked[r->first + i], kvt_prof_polls() << 1 | 1, __ATOMIC_RELAXED);
 	}
 	for (uint32_t m = f->pages; m;) {
 		unsigned p0 = (unsigned)__builtin_ctz(m), p1 = p0;
@@ -484,7 +489,7 @@ static int demote_one(uint32_t seq, unsigned *budget, uint64_t s)
 	int freed = (int)(before - pop(left));
 	if (v.recent && freed && left) {
 		__atomic_store_n(&kept[vr.first + i], left, __ATOMIC_RELAXED);
-		__atomic_store_n(&trimmed[vr.first + i], kvt_heat_now_ms() | 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&trimmed[vr.first + i], kvt_prof_polls() << 1 | 1, __ATOMIC_RELAXED);
 		ADD(trims, 1);
 	}
 	return rc && !freed ? -1 : freed;
@@ -515,6 +520,11 @@ static int make_room(uint32_t seq, unsigned *budget, unsigned need, uint64_t s)
  * serve-like at a 4x pool: 15.7 us on average for 103 named chunks
  * (docs/simulated-device.md, "Virtual time"). */
 #define STEP_CHARGE_NS       4000u
+/* The migrator's epoch ends early after this many steps (its timer still
+ * ends it on slow ones; tier/migrator.c keeps epochs KICK_MIN_MS apart):
+ * what it learns it learns per epoch, and a device that runs hundreds of
+ * steps per KVTIER_EPOCH_MS left it a few epochs a run. */
+#define STEP_KICK            16u
 #define STEP_CHARGE_CHUNK_NS 150u
 
 static void run_step(struct step *x, uint32_t mask, uint64_t s)
@@ -526,7 +536,8 @@ static void run_step(struct step *x, uint32_t mask, uint64_t s)
 	kvt_clock_charge(STEP_CHARGE_NS + (uint64_t)x->nr_named * STEP_CHARGE_CHUNK_NS);
 	if (!x->nr_named)
 		return;
-	ADD(steps, 1);
+	if (ADD(steps, 1) % STEP_KICK == STEP_KICK - 1)
+		kvt_migrator_kick();   /* fast steps: an epoch every STEP_KICK of them */
 	ADD(named, x->nr_named);
 	if (!x->nr_far)
 		return;

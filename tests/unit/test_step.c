@@ -23,6 +23,13 @@
 #define KVT_SHIM_STUB_SUITE "the step suite"
 #include "shim_stubs.h"
 
+/* The migration thread is not linked here: the step's kicks are counted. */
+static unsigned nr_kicks;
+void kvt_migrator_kick(void)
+{
+	nr_kicks++;
+}
+
 #define KV      0x7f1000000000ull      /* the KV range (never dereferenced) */
 #define DEV_LO  0x7e0000000000ull
 #define TABLE   (DEV_LO + 0x1000)
@@ -395,7 +402,7 @@ static void report_host_calls(void)
 /* The same start on a driver that moves only the pages asked for (the
  * default belief): c0's unnamed pages leave at once although the step
  * before named c0, its named pages stay held, and the far block comes in.
- * The trim is watched: TRIM_WATCH_MS later, naming c0 again finds the
+ * The trim is watched: TRIM_WATCH_POLLS polls later, naming c0 again finds the
  * driver's prefetch-out records (kvt_heat_prefetched_out) within the pages
  * asked, so trimming stays on. */
 static void test_recent_trimmed(void)
@@ -420,7 +427,7 @@ static void test_recent_trimmed(void)
 	CU_ASSERT_EQUAL(si.no_room, 0);
 	report_host_calls();
 	CU_ASSERT_NOT_EQUAL_FATAL(trimmed[a], 0);
-	trimmed[a] = (kvt_heat_now_ms() - TRIM_WATCH_MS - 1) | 1;   /* the watch is over */
+	trimmed[a] = ((kvt_prof_polls() - TRIM_WATCH_POLLS) << 1) | 1;   /* the watch is over */
 	upload(ids, 40);
 	kvt_step_after_copy(STREAM);
 	CU_ASSERT_EQUAL(trimmed[a], 0);
@@ -456,7 +463,7 @@ static void run_trims(int wide, int migrator_moved)
 		else
 			report_host_calls();
 		if (!migrator_moved)
-			trimmed[a] = (kvt_heat_now_ms() - TRIM_WATCH_MS - 1) | 1;
+			trimmed[a] = ((kvt_prof_polls() - TRIM_WATCH_POLLS) << 1) | 1;
 		upload(ids, 40);                         /* c0 named again: judged */
 		kvt_step_after_copy(STREAM);
 		CU_ASSERT_FATAL(trimmed[a] == 0);
@@ -512,7 +519,7 @@ static void test_trims_watched(void)
 }
 
 /* Pages of far chunks prefetched apart are watched too: named again
- * TRIM_WATCH_MS later, the driver's host-to-device records of those
+ * TRIM_WATCH_POLLS polls later, the driver's host-to-device records of those
  * prefetches give a verdict. A per-page driver's records (the pages
  * asked) never turn whole-chunk mode on; a driver that reported every
  * chunk moved whole does, once more than a quarter of a window (16) said
@@ -531,7 +538,7 @@ static void run_asks(int whole, int records, int migrator_moved)
 				       : calls[i].addr, whole ? KVT_CHUNK_BYTES : calls[i].bytes);
 	for (unsigned c = 0; c < NCHUNK; c++)
 		if (asked[c])
-			asked[c] = (kvt_heat_now_ms() - TRIM_WATCH_MS - 1) | 1;
+			asked[c] = ((kvt_prof_polls() - TRIM_WATCH_POLLS) << 1) | 1;
 	if (migrator_moved) {                   /* whole, meanwhile: its records say nothing */
 		struct kvt_heat_range r;
 		CU_ASSERT_FATAL(kvt_heat_range_peek(kvt_heat_find(KV), &r) == 0);
