@@ -143,10 +143,6 @@ static void kick(void)
 	kvt_cond_wake(&m.cond);
 }
 
-void kvt_migrator_kick(void)
-{
-	kick();                      /* no thread waiting: a flag and a signal, no effect */
-}
 
 static void *thread_main(void *arg);
 static void start_sources_once(void);

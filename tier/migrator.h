@@ -44,9 +44,6 @@ struct kvt_tier_host {
 void kvt_migrator_start(const struct kvt_tier_host *h);
 /* From the destructor, before the trace closes: stop and join (bounded wait). */
 void kvt_migrator_stop(void);
-/* End the migration thread's epoch early (the step, every few steps); no
- * sooner than KICK_MIN_MS after the last one began. No lock. */
-void kvt_migrator_kick(void);
 /* fork() child: no thread there; forget the parent's ranges, restart lazily
  * at the child's first redirected allocation. */
 void kvt_migrator_after_fork(void);

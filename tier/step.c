@@ -9,7 +9,6 @@
 #include <sys/mman.h>
 
 #include "step.h"
-#include "migrator.h"
 #include "kvtier/api.h"
 #include "kvtier/planner.h"
 #include "../base/kvt.h"
@@ -520,11 +519,6 @@ static int make_room(uint32_t seq, unsigned *budget, unsigned need, uint64_t s)
  * serve-like at a 4x pool: 15.7 us on average for 103 named chunks
  * (docs/simulated-device.md, "Virtual time"). */
 #define STEP_CHARGE_NS       4000u
-/* The migrator's epoch ends early after this many steps (its timer still
- * ends it on slow ones; tier/migrator.c keeps epochs KICK_MIN_MS apart):
- * what it learns it learns per epoch, and a device that runs hundreds of
- * steps per KVTIER_EPOCH_MS left it a few epochs a run. */
-#define STEP_KICK            16u
 #define STEP_CHARGE_CHUNK_NS 150u
 
 static void run_step(struct step *x, uint32_t mask, uint64_t s)
@@ -536,8 +530,7 @@ static void run_step(struct step *x, uint32_t mask, uint64_t s)
 	kvt_clock_charge(STEP_CHARGE_NS + (uint64_t)x->nr_named * STEP_CHARGE_CHUNK_NS);
 	if (!x->nr_named)
 		return;
-	if (ADD(steps, 1) % STEP_KICK == STEP_KICK - 1)
-		kvt_migrator_kick();   /* fast steps: an epoch every STEP_KICK of them */
+	ADD(steps, 1);
 	ADD(named, x->nr_named);
 	if (!x->nr_far)
 		return;

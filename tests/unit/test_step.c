@@ -23,13 +23,6 @@
 #define KVT_SHIM_STUB_SUITE "the step suite"
 #include "shim_stubs.h"
 
-/* The migration thread is not linked here: the step's kicks are counted. */
-static unsigned nr_kicks;
-void kvt_migrator_kick(void)
-{
-	nr_kicks++;
-}
-
 #define KV      0x7f1000000000ull      /* the KV range (never dereferenced) */
 #define DEV_LO  0x7e0000000000ull
 #define TABLE   (DEV_LO + 0x1000)
