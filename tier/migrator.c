@@ -48,6 +48,9 @@
 /* A kicked epoch starts no sooner than this after the last one began: at
  * about 0.5 ms of CPU an epoch, at most a tenth of a core. */
 #define KICK_MIN_MS 5
+/* A poll alone's CPU time in a simulator's virtual time: a bound (the
+ * sources' poll is most of an epoch's collection, 100 us of its bound). */
+#define POLL_CHARGE_NS 100000u
 
 static struct {
 	pthread_t th;
@@ -60,7 +63,9 @@ static struct {
 	int abandoned, tearing_down;
 	int doing;                   /* enum doing: what the thread is in now */
 	uint64_t doing_ns;           /* since when (kvt_now_ns) */
-	uint64_t epoch_at_ns;        /* the last epoch's start (kvt_now_ns), this thread only */
+	uint64_t epoch_at_ns;        /* the last poll's start (kvt_now_ns), this thread only */
+	uint64_t epoch_end_ns;       /* when the coming epoch's timer ends it, 0: not set */
+	int poll_asked;              /* atomic: kvt_migrator_poll_soon */
 	char stop_note[160];         /* how the last stop went, for the trace */
 	int started;                 /* sources started, exit handler in (start_sources_once) */
 	struct mdev {                /* a device, in the order first met */
@@ -84,7 +89,7 @@ static pthread_mutex_t src_lock = PTHREAD_MUTEX_INITIALIZER;   /* start_sources_
 static struct kvt_tier_host host;    /* what the host handed kvt_migrator_start */
 
 static struct {
-	uint64_t epochs, epoch_ns, epoch_ns_max;
+	uint64_t epochs, epoch_ns, epoch_ns_max, polls_only;
 	uint64_t nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
 	uint64_t prefetch_issued, prefetch_failed, bind_failed;
 	uint64_t chunks_hbm, chunks_far, tracked, track_failed;
@@ -141,6 +146,12 @@ static void kick(void)
 {
 	__atomic_store_n(&m.kicked, 1, __ATOMIC_RELEASE);
 	kvt_cond_wake(&m.cond);
+}
+
+void kvt_migrator_poll_soon(void)
+{
+	if (!__atomic_exchange_n(&m.poll_asked, 1, __ATOMIC_ACQ_REL))
+		kvt_cond_wake(&m.cond);
 }
 
 
@@ -688,24 +699,58 @@ static void epoch(void)
 
 /* ---- the thread ---- */
 
-static int wait_epoch(void)
+/* Until the epoch's timer, a stop, a kick, or a poll asked for (both no
+ * sooner than KICK_MIN_MS after the last poll). *poll_only: the step
+ * asked for a poll of the sources alone; the epoch's timer keeps running. */
+static int wait_epoch(int *poll_only)
 {
 	doing(DOING_WAIT);
-	uint64_t end = kvt_now_ns() + (uint64_t)kvt_opt.epoch_ms * 1000000u;
+	if (!m.epoch_end_ns)
+		m.epoch_end_ns = kvt_now_ns() + (uint64_t)kvt_opt.epoch_ms * 1000000u;
+	uint64_t end = m.epoch_end_ns;
 	uint64_t earliest = m.epoch_at_ns + (uint64_t)KICK_MIN_MS * 1000000u;
+	*poll_only = 0;
 	pthread_mutex_lock(&m.lock);
-	for (;;) {                   /* until the timer, a stop, or a kick past KICK_MIN_MS */
+	for (;;) {
 		uint64_t now = kvt_now_ns();
 		int kicked = __atomic_load_n(&m.kicked, __ATOMIC_ACQUIRE);
+		int asked = __atomic_load_n(&m.poll_asked, __ATOMIC_ACQUIRE);
 		if (m.stop || now >= end || (kicked && now >= earliest))
 			break;
-		kvt_cond_wait_until(&m.cond, &m.lock, kicked && earliest < end ? earliest : end);
+		if (asked && now >= earliest) {
+			*poll_only = 1;
+			break;
+		}
+		kvt_cond_wait_until(&m.cond, &m.lock, (kicked || asked) && earliest < end ? earliest : end);
 	}
-	__atomic_store_n(&m.kicked, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&m.poll_asked, 0, __ATOMIC_RELEASE);
+	if (!*poll_only) {
+		__atomic_store_n(&m.kicked, 0, __ATOMIC_RELEASE);
+		m.epoch_end_ns = 0;
+	}
 	m.epoch_at_ns = kvt_now_ns();
 	int stop = m.stop;
 	pthread_mutex_unlock(&m.lock);
 	return stop;
+}
+
+/* A poll of the sources alone (kvt_migrator_poll_soon): CUPTI's records
+ * reach the heat table and the step's watch, nothing is planned or moved. */
+static void poll_only(void)
+{
+	int32_t devs[MAX_DEVICES];
+	unsigned nd = kvt_heat_devices(devs, MAX_DEVICES);
+	for (unsigned i = 0; i < nd && i < MAX_DEVICES && !stopping(); i++) {
+		struct mdev *d = dev_slot(devs[i]);
+		doing(DOING_BIND);
+		if (!d || bind_device(d))
+			continue;
+		doing(DOING_SOURCES);
+		kvt_prof_sources_poll();
+		kvt_clock_charge(POLL_CHARGE_NS);
+		CTR_ADD(polls_only, 1);
+		return;
+	}
 }
 
 /* At exit, before each step of the teardown: whether the stop still waits
@@ -727,10 +772,14 @@ static void *thread_main(void *arg)
 {
 	kvt_tls.depth++;             /* kvtier's own driver calls are not recorded as the app's */
 	kvt_clock_adopt(arg);        /* its place in a simulation (spawn), before anything else */
-	while (!wait_epoch()) {
+	int only;
+	while (!wait_epoch(&only)) {
 		if (kvt_heat_empty())      /* nothing tracked: nothing to plan */
 			continue;
-		epoch();
+		if (only)
+			poll_only();
+		else
+			epoch();
 	}
 	/* Each step of the teardown only while the stop still waits: one
 	 * that timed out left this thread, and the process's exit may have
@@ -778,6 +827,7 @@ void kvt_migrator_trace_counters(void)
 		return;
 	count_tiers();
 	info_u64("migrate.epochs", CTR_LD(epochs));
+	info_u64("migrate.polls_only", CTR_LD(polls_only));
 	info_u64("migrate.epoch_ns_total", CTR_LD(epoch_ns));
 	info_u64("migrate.epoch_ns_max", CTR_LD(epoch_ns_max));
 	info_u64("migrate.epoch_ns_avg", CTR_LD(epochs) ? CTR_LD(epoch_ns) / CTR_LD(epochs) : 0);

@@ -44,6 +44,11 @@ struct kvt_tier_host {
 void kvt_migrator_start(const struct kvt_tier_host *h);
 /* From the destructor, before the trace closes: stop and join (bounded wait). */
 void kvt_migrator_stop(void);
+/* Ask the migration thread to poll its evidence sources soon (CUPTI's
+ * flush) without an epoch: the step's verdicts wait for records that only
+ * a poll delivers. No sooner than KICK_MIN_MS after the last poll; no
+ * lock; nothing when the thread is not there. */
+void kvt_migrator_poll_soon(void);
 /* fork() child: no thread there; forget the parent's ranges, restart lazily
  * at the child's first redirected allocation. */
 void kvt_migrator_after_fork(void);

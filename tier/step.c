@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "step.h"
+#include "migrator.h"
 #include "kvtier/api.h"
 #include "kvtier/planner.h"
 #include "../base/kvt.h"
@@ -46,6 +47,7 @@ static struct kvt_step_info st;        /* atomic */
 #define TRIM_EARLY    8                /* wide verdicts that decide early (judge()) */
 #define TRIM_WATCH_POLLS 3u            /* CUPTI's records of a trim are in by then (a flush a poll) */
 static int coarse;                     /* atomic: trimming recent chunks is off for good */
+static int watching;                   /* atomic: a trim or an ask has been watched */
 static uint32_t win_seen, win_wide;    /* atomic: this window's trims judged, and those of them
 					* whose kept pages the driver moved out too */
 
@@ -435,6 +437,7 @@ static int move_pages(const struct far *f, const struct kvt_heat_range *r, int p
 		/* watched: what the driver reports moving in from now */
 		(void)kvt_heat_take_in(kvt_heat_chunks(r) + i);
 		__atomic_store_n(&asked[r->first + i], kvt_prof_polls() << 1 | 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&watching, 1, __ATOMIC_RELAXED);
 	}
 	for (uint32_t m = f->pages; m;) {
 		unsigned p0 = (unsigned)__builtin_ctz(m), p1 = p0;
@@ -489,6 +492,7 @@ static int demote_one(uint32_t seq, unsigned *budget, uint64_t s)
 	if (v.recent && freed && left) {
 		__atomic_store_n(&kept[vr.first + i], left, __ATOMIC_RELAXED);
 		__atomic_store_n(&trimmed[vr.first + i], kvt_prof_polls() << 1 | 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&watching, 1, __ATOMIC_RELAXED);
 		ADD(trims, 1);
 	}
 	return rc && !freed ? -1 : freed;
@@ -519,6 +523,11 @@ static int make_room(uint32_t seq, unsigned *budget, unsigned need, uint64_t s)
  * serve-like at a 4x pool: 15.7 us on average for 103 named chunks
  * (docs/simulated-device.md, "Virtual time"). */
 #define STEP_CHARGE_NS       4000u
+/* While the step watches a trim or an ask (whole-chunk mode undecided),
+ * it asks the migrator for a poll of the sources every this many steps:
+ * on a device that runs hundreds of steps per KVTIER_EPOCH_MS the
+ * verdicts otherwise waited for epochs a run hardly had. */
+#define POLL_STEPS           16u
 #define STEP_CHARGE_CHUNK_NS 150u
 
 static void run_step(struct step *x, uint32_t mask, uint64_t s)
@@ -530,7 +539,11 @@ static void run_step(struct step *x, uint32_t mask, uint64_t s)
 	kvt_clock_charge(STEP_CHARGE_NS + (uint64_t)x->nr_named * STEP_CHARGE_CHUNK_NS);
 	if (!x->nr_named)
 		return;
-	ADD(steps, 1);
+	/* verdicts wait for CUPTI's records, which only a poll brings: ask for
+	 * one every POLL_STEPS steps while trims or asks are watched */
+	if (ADD(steps, 1) % POLL_STEPS == 0 && !__atomic_load_n(&coarse, __ATOMIC_RELAXED) &&
+	    __atomic_load_n(&watching, __ATOMIC_RELAXED))
+		kvt_migrator_poll_soon();
 	ADD(named, x->nr_named);
 	if (!x->nr_far)
 		return;
@@ -686,6 +699,7 @@ void kvt_step_reset(void)
 	cap_chunks = 0;
 	fits = 1;
 	coarse = 0;
+	watching = 0;
 	win_seen = win_wide = 0;
 	hand.slot = -1;
 	hand.idx = 0;
