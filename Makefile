@@ -125,9 +125,9 @@ asan:
 # serving workload (multi-turn sessions, a prefix cache) on the SIMULATED
 # GPU, at make bench-serve's scale: the server with the KV pool that fits,
 # the same with its own KV offload to a host pool, and the server asking for
-# a 4x pool under `kvtier run` with shipped defaults (the device paced to
-# real time, as the migration thread works in real-time epochs); one table
-# of throughput, TTFT and prefix hits, then the HTML report of kvtier's run.
+# a 4x pool under `kvtier run` with shipped defaults, all on the device in
+# virtual time (the same figures every run); one table of throughput, TTFT
+# and prefix hits, then the HTML report of kvtier's run.
 demo:
 	@.ci/install-deps
 	@$(MAKE) --no-print-directory all >/dev/null
