@@ -29,6 +29,8 @@ static __typeof__(&cuEventRecord) EventRecord;
 static __typeof__(&cuStreamWaitEvent) StreamWaitEvent;
 static __typeof__(&cuEventElapsedTime) EventElapsed;
 static __typeof__(&cuStreamQuery) StreamQuery;
+static __typeof__(&cuStreamDestroy_v2) StreamDestroy;
+static __typeof__(&cuEventDestroy_v2) EventDestroy;
 static int (*vjoin)(void);
 static void (*vhost)(uint64_t);
 static void (*vcharge)(uint64_t);
@@ -48,6 +50,8 @@ static void load_extra(void)
 	StreamWaitEvent = get("cuStreamWaitEvent", 3020, 0);
 	EventElapsed = get("cuEventElapsedTime", 2000, 0);
 	StreamQuery = get("cuStreamQuery", 2000, 0);
+	StreamDestroy = get("cuStreamDestroy", 4000, 0);
+	EventDestroy = get("cuEventDestroy", 4000, 0);
 	vjoin = (int (*)(void))dlsym(drv, "fakecuda_vclock_join");
 	vhost = (void (*)(uint64_t))dlsym(drv, "fakecuda_vclock_host");
 	vcharge = (void (*)(uint64_t))dlsym(drv, "fakecuda_vclock_charge");
@@ -79,11 +83,23 @@ static CUdeviceptr host_blocks(size_t n)
 	return p;
 }
 
+/* Streams of the current test, destroyed at its end (done()). */
+static CUstream made[4];
+static unsigned nr_made;
+
 static CUstream stream(unsigned flags)
 {
 	CUstream s = NULL;
 	CU_ASSERT_EQUAL_FATAL(StreamCreate(&s, flags), CUDA_SUCCESS);
+	if (nr_made < 4)
+		made[nr_made++] = s;
 	return s;
+}
+
+static void done(void)
+{
+	while (nr_made)
+		StreamDestroy(made[--nr_made]);
 }
 
 /* A kernel and an independent prefetch on two streams: max, not the sum;
@@ -103,6 +119,7 @@ static void test_overlap_two_streams(void)
 	CU_ASSERT_EQUAL(now_ns() - t0, LAUNCH_NS);       /* max(1 ms, 0.61 ms) */
 	CU_ASSERT_EQUAL(StreamQuery(a), CUDA_SUCCESS);
 	D.MemFree(p);
+	done();
 }
 
 /* The same pair on one stream: the sum. */
@@ -116,6 +133,7 @@ static void test_one_stream_adds(void)
 	CU_ASSERT_EQUAL(StreamSync(a), CUDA_SUCCESS);
 	CU_ASSERT(NEAR(now_ns() - t0, LAUNCH_NS + PF16_NS));
 	D.MemFree(p);
+	done();
 }
 
 /* Two kernels on two streams share the SMs: they add up too. */
@@ -127,6 +145,7 @@ static void test_kernels_share_sms(void)
 	CU_ASSERT_EQUAL(kernel(b, NULL, 0), CUDA_SUCCESS);
 	CU_ASSERT_EQUAL(CtxSync(), CUDA_SUCCESS);
 	CU_ASSERT_EQUAL(now_ns() - t0, 2 * LAUNCH_NS);
+	done();
 }
 
 /* A kernel that faults stalls for the fault service and the migration. */
@@ -149,6 +168,7 @@ static void test_fault_stalls(void)
 	CU_ASSERT_EQUAL(StreamSync(a), CUDA_SUCCESS);
 	CU_ASSERT(now_ns() - t0 < LAUNCH_NS + 1000);
 	D.MemFree(p);
+	done();
 }
 
 /* A kernel that reaches a block a copy engine is still moving in waits for
@@ -168,6 +188,7 @@ static void test_waits_for_block_in_flight(void)
 	/* its read waited for the last block (2.44 ms), past its 1 ms launch */
 	CU_ASSERT(dt >= PF64_NS && dt < PF64_NS + 1000);
 	D.MemFree(p);
+	done();
 }
 
 /* An event recorded after a prefetch, waited for by another stream: that
@@ -193,7 +214,10 @@ static void test_event_orders_streams(void)
 	float ms = 0;
 	CU_ASSERT_EQUAL(EventElapsed(&ms, e0, e1), CUDA_SUCCESS);
 	CU_ASSERT_DOUBLE_EQUAL(ms, PF16_NS / 1e6, 1e-3);
+	EventDestroy(e0);
+	EventDestroy(e1);
 	D.MemFree(p);
+	done();
 }
 
 /* A fault while a copy engine is busy on the same direction shares the
@@ -217,6 +241,7 @@ static void test_fault_shares_link(void)
 	CU_ASSERT(now_ns() - t0 >= PF64_NS + 38130);
 	D.MemFree(p);
 	D.MemFree(q);
+	done();
 }
 
 /* ---- children: the scheduler, and the charge knob ---- */
@@ -258,6 +283,7 @@ static void *helper(void *arg)
 		next = vnow() + 3000000;
 	}
 	vjoin();   /* already in: a no-op that must not hang */
+	StreamDestroy(s);
 	return NULL;
 }
 
@@ -290,6 +316,8 @@ static int child_sched(void)
 	void (*leave)(void) = (void (*)(void))dlsym(drv, "fakecuda_vclock_leave");
 	leave();
 	pthread_join(th, NULL);
+	StreamDestroy(a);
+	D.MemFree(sched_p);
 	printf("main_end=%llu faults=%llu htod=%llu helper=%s\n",
 	       (unsigned long long)c.virtual_ns, (unsigned long long)c.faults,
 	       (unsigned long long)c.bytes_htod, helper_log);
