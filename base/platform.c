@@ -161,6 +161,7 @@ void kvt_platform_after_fork(void)
  * (kvt_clock_set_virtual; a real libcuda never does). From then on every
  * time kvtier reads and every timed wait it makes are in virtual time,
  * continuous with the real clock it read before (an offset). */
+#define VCLOCK_ALIGN_NS 262144000000ull   /* 65 536 x 4 ms */
 static struct kvt_vclock vclock;
 static int64_t vclock_off;
 static int vclock_on;
@@ -178,7 +179,13 @@ void kvt_clock_set_virtual(const struct kvt_vclock *vc)
 	    !vc->wake || !vc->charge || !vc->leave || !vc->spawn || !vc->adopt || !vc->cancel)
 		return;
 	vclock = *vc;
-	vclock_off = (int64_t)mono_ns() - (int64_t)vc->now();
+	/* continuous with the real clock read before (never back), and a whole
+	 * number of VCLOCK_ALIGN_NS: the millisecond, 4 ms and 16-bit stamp
+	 * boundaries kvtier buckets time by then fall on the same virtual
+	 * times in every run (an offset of any nanosecond count moved them,
+	 * and a simulated run's figures with them) */
+	uint64_t off = mono_ns() - vc->now();
+	vclock_off = (int64_t)((off / VCLOCK_ALIGN_NS + 1) * VCLOCK_ALIGN_NS);
 	__atomic_store_n(&vclock_on, 1, __ATOMIC_RELEASE);
 }
 
