@@ -29,9 +29,9 @@
  * furthest behind in virtual time (a waiting one counts at its deadline;
  * ties: the one that joined first). Threads that never join run freely on
  * one shared clock, as every thread does without FAKECUDA_VTIME.
- * A turn that does not come back within FAKECUDA_VTIME_STALL_MS of real
- * time (default 20000; a thread that blocked outside the simulation) is
- * taken anyway, with one warning: the run is then no longer reproducible,
+ * A turn that does not come back while no thread makes a driver call for
+ * FAKECUDA_VTIME_STALL_MS of real time (default 20000; a thread that
+ * blocked outside the simulation) is taken anyway, with one warning: the run is then no longer reproducible,
  * but it does not hang. Part of the SIMULATED driver, never shipped. */
 #include "fc_internal.h"
 
@@ -65,6 +65,7 @@ static uint64_t fc_vt_seen_ps;         /* the latest clock any thread reached */
 static pthread_key_t fc_vt_key;
 static pthread_once_t fc_vt_once = PTHREAD_ONCE_INIT;
 static bool fc_vt_stalled;
+static uint64_t fc_vt_progress;        /* atomic: driver calls made by any thread */
 
 /* Engines and the legacy stream's end, per ordinal; the current operation. */
 static uint64_t fc_eng_end[FC_MAX_DEVICES][FC_ENG_N];
@@ -100,11 +101,12 @@ void fc_vt_lock_enter(void)
 void fc_vt_lock_leave(void)
 {
 	if (--fc_vt_depth == 0 && fc_knobs.vtime) {
+		__atomic_add_fetch(&fc_vt_progress, 1, __ATOMIC_RELAXED);
 		uint64_t *c = fc_vt_clock();
 		if (fc_stats.clock_ps > *c)
 			*c = fc_stats.clock_ps;
-		if (*c > fc_vt_seen_ps)
-			fc_vt_seen_ps = *c;
+		if (*c > __atomic_load_n(&fc_vt_seen_ps, __ATOMIC_RELAXED))
+			__atomic_store_n(&fc_vt_seen_ps, *c, __ATOMIC_RELAXED);
 	}
 }
 
@@ -262,12 +264,17 @@ static void fc_vt_await(struct fc_vthread *me)
 	static unsigned stall_ms;
 	if (!stall_ms)
 		stall_ms = fc_vt_stall_ms();
-	uint64_t since = fc_real_ms();
+	uint64_t since = fc_real_ms(), seen = __atomic_load_n(&fc_vt_progress, __ATOMIC_RELAXED);
 	while (fc_vt_holder != me) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
 		pthread_cond_timedwait(&me->cv, &fc_vt_mu, &ts);
+		uint64_t p = __atomic_load_n(&fc_vt_progress, __ATOMIC_RELAXED);
+		if (p != seen) {            /* the holder is working, not blocked: wait on */
+			seen = p;
+			since = fc_real_ms();
+		}
 		if (fc_vt_holder != me && fc_real_ms() - since > stall_ms) {
 			if (!fc_vt_stalled) {
 				fc_vt_stalled = true;
@@ -282,8 +289,8 @@ static void fc_vt_await(struct fc_vthread *me)
 			me->state = FC_VT_RUN;
 		}
 	}
-	if (me->now_ps > fc_vt_seen_ps)
-		fc_vt_seen_ps = me->now_ps;
+	if (me->now_ps > __atomic_load_n(&fc_vt_seen_ps, __ATOMIC_RELAXED))
+		__atomic_store_n(&fc_vt_seen_ps, me->now_ps, __ATOMIC_RELAXED);
 }
 
 /* Give the turn to whoever is furthest behind (maybe ourselves). */
@@ -363,7 +370,8 @@ static struct fc_vthread *fc_vt_join(bool yields_at_sync)
 	me->yields_at_sync = yields_at_sync;
 	pthread_mutex_lock(&fc_vt_mu);
 	me->id = fc_vt_ids++;
-	me->now_ps = fc_vt_seen_ps > fc_vt_free_ps ? fc_vt_seen_ps : fc_vt_free_ps;
+	uint64_t seen = __atomic_load_n(&fc_vt_seen_ps, __ATOMIC_RELAXED);
+	me->now_ps = seen > fc_vt_free_ps ? seen : fc_vt_free_ps;
 	me->state = FC_VT_READY;
 	me->next = fc_vt_list;
 	fc_vt_list = me;
@@ -482,7 +490,8 @@ FC_EXPORT uint64_t fakecuda_vclock_now(void)
 	if (!fc_knobs.vtime)
 		return 0;
 	pthread_mutex_lock(&fc_vt_mu);
-	uint64_t *c = fc_vt_clock(), t = *c > fc_vt_seen_ps ? *c : fc_vt_seen_ps;
+	uint64_t *c = fc_vt_clock(), seen = __atomic_load_n(&fc_vt_seen_ps, __ATOMIC_RELAXED);
+	uint64_t t = *c > seen ? *c : seen;
 	pthread_mutex_unlock(&fc_vt_mu);
 	return t / 1000;
 }
