@@ -246,9 +246,12 @@ static void test_fault_shares_link(void)
 
 /* ---- children: the scheduler, and the charge knob ---- */
 
-static uint64_t rnd_state;
+static uint64_t rnd_seed;
+static __thread uint64_t rnd_state;   /* each thread its own: the helper jitters outside the simulation */
 static void jitter(void)        /* a real-time delay the result must not see */
 {
+	if (!rnd_state)
+		rnd_state = rnd_seed ^ (uint64_t)(uintptr_t)&rnd_state;
 	rnd_state = rnd_state * 6364136223846793005ull + 1442695040888963407ull;
 	struct timespec ts = { 0, (long)((rnd_state >> 33) % 3000000) };
 	nanosleep(&ts, NULL);
@@ -293,7 +296,7 @@ static int child_sched(void)
 {
 	load_extra();
 	const char *seed = getenv("VT_SEED");
-	rnd_state = seed ? strtoull(seed, NULL, 10) : 1;
+	rnd_seed = seed ? strtoull(seed, NULL, 10) : 1;
 	if (vjoin() != 0)
 		return 3;
 	CUstream a = NULL;
