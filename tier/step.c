@@ -196,9 +196,9 @@ static void judge(int wide)
 /* Chunk a (heat chunk c), named again: the verdicts its earlier moves by
  * page allow, TRIM_WATCH_POLLS polls of the sources or more after them
  * (CUPTI's records are in by then: a flush a poll). Counted in polls, not
- * milliseconds: on a device whose decode steps are short (a small model,
- * or the simulated device in virtual time) a fixed 250 ms outlasted whole
- * runs and the verdict never came. A recent chunk's trim: did the driver's
+ * milliseconds, so that a device whose decode steps are short (a small
+ * model, or the simulated device in virtual time) gets its verdicts within
+ * a run. A recent chunk's trim: did the driver's
  * device-to-host records of cause PREFETCH name pages the trim kept? A
  * far chunk's pages prefetched apart: did the host-to-device records
  * cover the whole chunk (no record: nothing moved, no verdict)? A driver

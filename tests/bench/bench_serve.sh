@@ -35,13 +35,8 @@ RATIOS=${BENCH_SERVE_RATIOS:-"4"}
 ALTS=${BENCH_SERVE_ALTS:-"native offload kvtier oracle"}
 MODE=${BENCH_SERVE_MODE:-vtime}
 PACE=${BENCH_SERVE_PACE:-2}
-case $MODE in
-vtime) export FAKECUDA_VTIME=1; unset FAKECUDA_PACE
-       NORAND="setarch $(uname -m) -R"
-       $NORAND true 2>/dev/null || { echo "bench-serve: setarch -R is needed (util-linux)" >&2; exit 2; } ;;
-paced) unset FAKECUDA_VTIME; NORAND="" ;;
-*) echo "bench-serve: BENCH_SERVE_MODE=$MODE: vtime or paced" >&2; exit 2 ;;
-esac
+. "$(dirname "$0")/sim_mode.sh"
+sim_mode bench-serve "$MODE"
 TMO=${BENCH_SERVE_TIMEOUT:-300}
 JOBS=${BENCH_SERVE_JOBS:-2}
 ARGS=${BENCH_SERVE_ARGS:-}

@@ -50,13 +50,8 @@ SCALE=1
 [ "${BENCH_SIM_FULL:-0}" = 1 ] && SCALE=2
 JOBS=${BENCH_SIM_JOBS:-2}
 MODE=${BENCH_SIM_MODE:-vtime}
-case $MODE in
-vtime) export FAKECUDA_VTIME=1; unset FAKECUDA_PACE
-       NORAND="setarch $(uname -m) -R"
-       $NORAND true 2>/dev/null || { echo "bench-sim: setarch -R is needed (util-linux)" >&2; exit 2; } ;;
-paced) unset FAKECUDA_VTIME; NORAND="" ;;
-*) echo "bench-sim: BENCH_SIM_MODE=$MODE: vtime or paced" >&2; exit 2 ;;
-esac
+. "$(dirname "$0")/sim_mode.sh"
+sim_mode bench-sim "$MODE"
 PACED_JOBS=${BENCH_SIM_PACED_JOBS:-4}
 export FAKECUDA_RECLAIM=0
 TABLES=${BENCH_SIM_TABLES:-device}

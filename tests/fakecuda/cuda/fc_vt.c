@@ -356,26 +356,37 @@ static void fc_vt_init_once(void)
 	pthread_atfork(NULL, NULL, fc_vt_atfork_child);
 }
 
+/* A new thread in the schedule, ready at now_ps; fc_vt_mu held on return
+ * (NULL, and not held, without memory). */
+static struct fc_vthread *fc_vt_add(uint64_t now_ps, bool yields_at_sync)
+{
+	pthread_once(&fc_vt_once, fc_vt_init_once);
+	struct fc_vthread *t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	pthread_cond_init(&t->cv, NULL);
+	t->yields_at_sync = yields_at_sync;
+	pthread_mutex_lock(&fc_vt_mu);
+	t->id = fc_vt_ids++;
+	t->now_ps = now_ps;
+	t->state = FC_VT_READY;
+	t->next = fc_vt_list;
+	fc_vt_list = t;
+	fc_vt_nr++;
+	return t;
+}
+
 /* Join: the calling thread's clock starts at the latest any thread has
  * reached, and it runs when its turn comes. */
 static struct fc_vthread *fc_vt_join(bool yields_at_sync)
 {
 	if (fc_vt_self || !fc_vt_sched())
 		return fc_vt_self;
-	pthread_once(&fc_vt_once, fc_vt_init_once);
-	struct fc_vthread *me = calloc(1, sizeof *me);
+	uint64_t seen = __atomic_load_n(&fc_vt_seen_ps, __ATOMIC_RELAXED);
+	struct fc_vthread *me = fc_vt_add(seen > fc_vt_free_ps ? seen : fc_vt_free_ps,
+					  yields_at_sync);
 	if (!me)
 		return NULL;
-	pthread_cond_init(&me->cv, NULL);
-	me->yields_at_sync = yields_at_sync;
-	pthread_mutex_lock(&fc_vt_mu);
-	me->id = fc_vt_ids++;
-	uint64_t seen = __atomic_load_n(&fc_vt_seen_ps, __ATOMIC_RELAXED);
-	me->now_ps = seen > fc_vt_free_ps ? seen : fc_vt_free_ps;
-	me->state = FC_VT_READY;
-	me->next = fc_vt_list;
-	fc_vt_list = me;
-	fc_vt_nr++;
 	fc_vt_self = me;
 	pthread_setspecific(fc_vt_key, me);
 	if (!fc_vt_holder)
@@ -397,19 +408,9 @@ FC_EXPORT void *fakecuda_vclock_spawn(void)
 	fc_config_init();
 	if (!fc_vt_sched() || !fc_vt_self)
 		return NULL;
-	pthread_once(&fc_vt_once, fc_vt_init_once);
-	struct fc_vthread *t = calloc(1, sizeof *t);
-	if (!t)
-		return NULL;
-	pthread_cond_init(&t->cv, NULL);
-	pthread_mutex_lock(&fc_vt_mu);
-	t->id = fc_vt_ids++;
-	t->now_ps = fc_vt_self->now_ps;
-	t->state = FC_VT_READY;
-	t->next = fc_vt_list;
-	fc_vt_list = t;
-	fc_vt_nr++;
-	pthread_mutex_unlock(&fc_vt_mu);
+	struct fc_vthread *t = fc_vt_add(fc_vt_self->now_ps, false);
+	if (t)
+		pthread_mutex_unlock(&fc_vt_mu);
 	return t;
 }
 
