@@ -7,7 +7,10 @@
  *                                  buffers for MS milliseconds
  *   rt_migr_faults reuse MS        4 threads allocate, launch on and free one
  *                                  chunk in a tight loop: a freed address
- *                                  comes back at once in another thread
+ *                                  comes back at once in another thread;
+ *                                  MS milliseconds, then on until 1000
+ *                                  allocations in all (40 s at most: a
+ *                                  loaded or sanitized run is slow)
  *   rt_migr_faults exit-main       main calls exit(42) mid-migration
  *   rt_migr_faults exit-thread     a worker calls exit(43) mid-migration
  *   rt_migr_faults _exit           main calls _exit(44) mid-migration
@@ -623,10 +626,17 @@ static int mode_signals(uint64_t ms)
 
 /* ---- reuse: the same sizes freed and allocated at once by 4 threads ---- */
 
+#define REUSE_MIN_ALLOCS 1000
+#define REUSE_MAX_MS 40000
+
 static void *reuse_thread(void *arg)
 {
-	uint64_t until = *(uint64_t *)arg;
-	while (now_ms() < until) {
+	const uint64_t *when = arg;           /* [0] at least until, [1] at most until */
+	for (;;) {
+		uint64_t now = now_ms();
+		if (now >= when[1] || (now >= when[0] &&
+		    __atomic_load_n(&allocs, __ATOMIC_RELAXED) >= REUSE_MIN_ALLOCS))
+			break;
 		char *p;
 		if (cudaMalloc((void **)&p, CHUNK) != cudaSuccess) {
 			ADD(errors, 1);
@@ -645,9 +655,9 @@ static void *reuse_thread(void *arg)
 static int mode_reuse(uint64_t ms)
 {
 	pthread_t t[4];
-	uint64_t until = now_ms() + ms;
+	uint64_t when[2] = { now_ms() + ms, now_ms() + (ms > REUSE_MAX_MS ? ms : REUSE_MAX_MS) };
 	for (int i = 0; i < 4; i++)
-		if (pthread_create(&t[i], NULL, reuse_thread, &until))
+		if (pthread_create(&t[i], NULL, reuse_thread, when))
 			return 1;
 	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);

@@ -27,6 +27,7 @@ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || skip "node 
 major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 [ "${major:-0}" -ge 20 ] || skip "node $(node --version 2>/dev/null) is older than node-llama-cpp's 20"
 mkdir -p "$out" || fail "cannot create $out"
+out=$(cd "$out" && pwd)                # absolute: npm ci runs from $here
 
 # ---- the packages ------------------------------------------------------------
 # npm ci only when node_modules is not this lock's install (a copy of the lock

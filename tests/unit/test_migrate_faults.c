@@ -273,7 +273,9 @@ static void test_free_while_migrating(void)
 	       t.own_prefetch_failed, t.own_prefetch);
 }
 
-/* 4 threads allocate one chunk, launch on it and free it, 1.5 s: the
+/* 4 threads allocate one chunk, launch on it and free it, 1.5 s and on
+ * until 1 000 allocations (the program stops at 40 s, the run's bound is
+ * 60 s: under TSan on a loaded CI machine 1.5 s gave fewer than 1 000): the
  * address a free gives back is taken at once by another thread's
  * allocation, which must be tracked as itself (the old range is let go
  * before the driver frees it). */
