@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Runs every CUnit suite under $BUILD/tests/unit and prints one closing line
 # "N passed, N failed" (tests, as counted by CUnit's own run summaries).
-# SUITES="test_a test_b": only those suites (and no layering check).
+# SUITES="test_a test_b": only those suites (and no layering or history check).
 # HOGS=N: N busy-looping processes beside the suites for their whole run
 # (make test-loaded), as on a shared machine.
 # JOBS=N: N suites side by side (printed in the order they start); see
@@ -38,7 +38,8 @@ for _ in $(seq 1 "${HOGS:-0}"); do
 	hogs="$hogs $!"
 done
 [ -n "$hogs" ] && echo "=== ${HOGS} CPU hogs beside the suites (pids$hogs)"
-# The layering check (README "Layout"): one test, no build needed.
+# The layering check (README "Layout") and the history check: one test
+# each, no build needed.
 if [ -z "${SUITES:-}" ]; then
 echo "=== check_layers"
 python3 "$(dirname "$0")/check_layers.py" --self-test >"$logdir/check_layers.log" 2>&1
@@ -51,6 +52,19 @@ if [ $rc_self -eq 0 ] && [ $rc_tree -eq 0 ]; then
 else
 	failed=$((failed+1))
 	echo "--- check_layers failed: an include cycle among folders, an include upward, or policy/ impure"
+fi
+# The history check: no numbered work periods in README, docs or comments.
+echo "=== check_history"
+python3 "$(dirname "$0")/check_history.py" --self-test >"$logdir/check_history.log" 2>&1
+rc_self=$?
+python3 "$(dirname "$0")/check_history.py" >>"$logdir/check_history.log" 2>&1
+rc_tree=$?
+cat "$logdir/check_history.log"
+if [ $rc_self -eq 0 ] && [ $rc_tree -eq 0 ]; then
+	passed=$((passed+1))
+else
+	failed=$((failed+1))
+	echo "--- check_history failed: a numbered work period (session N, stop N) in README, docs or a code comment"
 fi
 fi
 # run_suite NAME: one suite, its log in $logdir/NAME.log; what the summary
