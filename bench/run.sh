@@ -35,8 +35,8 @@ export LD_LIBRARY_PATH=$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # The stand-in keeps a freed small device allocation's mappings for the next
 # one of its size (docs/simulated-device.md): its cudaMalloc+cudaFree pair is
 # then ~80 ns of CPU, not four syscalls (~6 us, whose run-to-run spread of
-# several hundred ns hid the few hundred ns kvtier adds: the pair rows read
-# -907..1944 ns before, session 22).
+# several hundred ns hid the few hundred ns kvtier adds: without it the
+# pair rows read anywhere from -907 to 1944 ns).
 export FAKECUDA_REUSE_MAPS=1
 
 rm -rf "$DIR"

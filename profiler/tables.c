@@ -248,7 +248,7 @@ static int stamp_by_trim(struct tslot *t, uint16_t *s, const int32_t *raw, uint3
  * handed at the table's copy with the lengths of the step before stays in
  * that phase, each table trimmed by the last step's lengths (serve-like's
  * prefill rows: their new blocks past the old length never named, and
- * faulted in; session 26). */
+ * faulted in). */
 static void step_ready(int i)
 {
 	for (int T = 0; T < KVT_TABLE_SLOTS; T++) {

@@ -113,22 +113,23 @@ collect() {
 # JOBS=N: N suites at a time (default 1). A slot is refilled as soon as any
 # suite in it ends; summaries are printed in the order the suites started.
 # The suites in FIRST start first, longest first (wall times on 2 cores,
-# session 20, plain / TSan: test_migrate 176 / 515 s, test_workloads 98 /
-# 427 s, test_tier_report 145 / 148 s, test_passthrough 48 / 158 s,
-# test_policy_workloads 53 / 180 s, 94 s with its 1 GiB device under TSan since session 22; the rest under 90 s under TSan), so
-# that no long suite starts last beside an idle slot. A suite in ALONE runs with no other beside it (it
-# lists or sweeps what every kvtier process leaves in /dev/shm). Of the
-# suites in HEAVY, which simulate a 2 GiB device in host memory, only one
-# runs at a time: two side by side under TSan (its shadow memory) took
-# more than this 24 GiB machine has (session 20: the OOM killer took a
-# 16 GiB sglang-like of test_policy_workloads beside test_workloads).
+# plain / TSan: test_migrate 176 / 515 s, test_workloads 98 / 427 s,
+# test_tier_report 145 / 148 s, test_passthrough 48 / 158 s,
+# test_policy_workloads 53 / 94 s with its 1 GiB device under TSan; the
+# rest under 90 s under TSan), so that no long suite starts last beside an
+# idle slot. A suite in ALONE runs with no other beside it (it lists or
+# sweeps what every kvtier process leaves in /dev/shm). Of the suites in
+# HEAVY, which simulate a 2 GiB device in host memory, only one runs at a
+# time: two side by side under TSan (its shadow memory) took more than this
+# 24 GiB machine has (the OOM killer took a 16 GiB sglang-like of
+# test_policy_workloads beside test_workloads).
 JOBS=${JOBS:-1}
 ALONE=${ALONE:-test_stat}
 HEAVY=${HEAVY:-test_workloads test_policy_workloads}
 # Under ThreadSanitizer a heavy suite runs alone too: its shadow memory makes
 # one 2 GiB-device sglang-like about 16 GiB, and beside any other TSan suite
-# the OOM killer took it (CI of stop 34: exit 137 in test_policy_workloads
-# with test_workloads already kept apart).
+# the OOM killer took it (in CI: exit 137 in test_policy_workloads with
+# test_workloads already kept apart).
 case ",${SAN:-}," in
 *,thread,*) ALONE="$ALONE $HEAVY" ;;
 esac

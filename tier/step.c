@@ -61,7 +61,7 @@ static uint32_t win_seen, win_wide;    /* atomic: this window's trims judged, an
  * names more chunks than the budget holds cannot be served either way; by
  * page, its chunks still come in and the driver makes the room, which
  * measured better than leaving them to fault or be read over the link
- * (vllm-like 2x: 6.8k tokens/s against 4.0k; session 24). */
+ * (vllm-like 2x: 6.8k tokens/s against 4.0k). */
 static int whole_mode(void)
 {
 	return __atomic_load_n(&coarse, __ATOMIC_RELAXED) && __atomic_load_n(&fits, __ATOMIC_RELAXED);
@@ -152,7 +152,7 @@ static void fresh(int hs, const struct kvt_heat_range *r)
  * but the chunk went wherever its last move by page sent it, whole; after
  * a victim's pages left, the ones it kept had left too, and the kernels
  * that read them faulted (zipf-decode 2x: every GPU fault of the timed
- * window, session 28). Believed far, a chunk a step names moves whole (a
+ * window). Believed far, a chunk a step names moves whole (a
  * move the driver finds done costs nothing on the link). */
 static void forget_held(void)
 {
@@ -175,8 +175,8 @@ static void forget_held(void)
  * step stops working by page for good (coarse: the unit is the driver's;
  * it does not change). The early rule: a workload that trims seldom gave
  * 17 wide verdicts only after ~330 steps, 8 of the first 8 after ~70, and
- * the chunks trimmed in between faulted back (zipf-decode 2x, session 28);
- * a per-page driver gave 0-30 wide verdicts of 600-2 100 (session 20). */
+ * the chunks trimmed in between faulted back (zipf-decode 2x);
+ * a per-page driver gives 0-30 wide verdicts of 600-2 100. */
 static void judge(int wide)
 {
 	uint32_t seen = __atomic_add_fetch(&win_seen, 1, __ATOMIC_RELAXED);
@@ -280,7 +280,7 @@ static unsigned pop(uint32_t m)
  * watched: see watch()); once the driver was seen to move whole 2 MiB
  * chunks for those pages (coarse), such a chunk is passed over whole, as
  * its named pages would leave with the rest and be faulted back (vllm-like
- * 2x on the stand-in's 2 MiB unit: 4x fewer tokens/s, session 19).
+ * 2x on the stand-in's 2 MiB unit: 4x fewer tokens/s otherwise).
  * Passing an older chunk clears its named pages, which stay this pass
  * (in whole_mode(), the chunk stays whole). */
 static int victim_one(uint32_t seq, unsigned *budget, struct far *v, struct kvt_heat_range *vr)
@@ -346,7 +346,7 @@ static int victim_one(uint32_t seq, unsigned *budget, struct far *v, struct kvt_
  * first, and under a Zipf popularity the last comes back soonest
  * (zipf-decode 4x: 189 of 333 chunk moves into HBM in the timed window
  * brought back a chunk the step had sent out in it; by oldest naming of
- * 8, 0.59 GB moved each way instead of 0.65, session 28). */
+ * 8, 0.59 GB moves each way instead of 0.65). */
 #define VICTIM_PICK 8
 static int victim(uint32_t seq, unsigned *budget, struct far *v, struct kvt_heat_range *vr)
 {

@@ -269,8 +269,8 @@ static void test_llamacpp(void)
 /* The same shapes on a 2 GiB simulated device and with 8 layers. Under
  * ThreadSanitizer the device is 1 GiB (still twice the default): at 2 GiB
  * its shadow memory took one workload to 18.9 GB of resident memory
- * (/usr/bin/time, session 22) on a 24 GiB machine, and beside another TSan
- * suite the OOM killer took it (CI of stop 34, exit 137). */
+ * (/usr/bin/time) on a 24 GiB machine, and beside another TSan suite the
+ * OOM killer took it (exit 137 in CI). */
 static void test_scaled(void)
 {
 	const char *san = getenv("SAN");

@@ -381,7 +381,7 @@ static void test_sampling_finds_hot_chunks(void)
 	CU_ASSERT_EQUAL(sample_ctr(&r, "advise_failed"), 0);
 	/* the most at once: at exit the workload has freed its ranges, and
 	 * an epoch after the free drops their regions (regions=0 then; seen
-	 * in CI's test stage, session 20) */
+	 * in CI's test stage) */
 	CU_ASSERT_TRUE(sample_ctr(&r, "regions_max") >= 4 &&
 		       sample_ctr(&r, "regions_max") <= KVT_REGIONS_MAX);
 	CU_ASSERT_TRUE(sample_ctr(&r, "regions") <= sample_ctr(&r, "regions_max"));

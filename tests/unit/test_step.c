@@ -644,7 +644,7 @@ static void test_coarse_whole(void)
  * from before are forgotten: a far chunk whose named pages were held
  * apart (they may have left with a trim of its other pages) moves whole
  * when a step names it again (zipf-decode 2x: every GPU fault of the
- * timed window was on such a chunk, session 28). */
+ * timed window was on such a chunk). */
 static void test_coarse_beliefs(void)
 {
 	setup();

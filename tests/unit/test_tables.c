@@ -281,7 +281,7 @@ static void test_relearn_prefers_dropped_stride(void)
  * the second names the same sparse ids and its faults come at 32 832,
  * which fresh it takes (below). With the first's stride on the same bases
  * qualifying (6 of 7 faults explained), the second takes 32 768: a pool
- * has one block stride (session 26: serve-like's prefill table took 65 536
+ * has one block stride (without this, serve-like's prefill table took 65 536
  * beside the decode table's 32 768, and the step moved the wrong chunks
  * until both layouts were dropped). */
 static void test_second_table_takes_sibling_stride(void)
@@ -485,7 +485,7 @@ static void count_chunk(void *arg, uint64_t chunk, int hs, uint32_t pages)
  * of its own step, whichever of the two the application copies last
  * (serve-like copies the table first; handed at the table's copy, every
  * step was trimmed by the step before's lengths, and a prefill's new
- * blocks past its old length were never named: session 26). Each step
+ * blocks past its old length were never named). Each step
  * here: rows of 10 hot ids, lengths alternating 150 tokens (10 blocks)
  * and 16 (2 blocks: the row's first id, and the next one, kept for the
  * step's new token). */

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The tiers over time (issue 26): the migration thread's EPOCH records and
  * the report's tiering section. vllm-like at KV = 2x the SIMULATED device
- * under `kvtier run`, paced (make demo's run until session 26, when the
- * demo became the serving workload), and the same workload under
+ * under `kvtier run`, paced, and the same workload under
  * KVTIER_ADMIT=fault (GPU faults) are traced once; the records must agree
  * with kvtier's own counters, and the text, JSON and HTML with the
  * records. The HTML is rendered in headless Chromium: no console message,

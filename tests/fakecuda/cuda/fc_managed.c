@@ -86,7 +86,7 @@ int fc_current_node(void)
  * uvm_pmm_gpu.c carries a TODO to move chunks "whenever they get mapped"). It
  * never sees the GPU's hits on resident memory, so its order is the order of
  * arrival: FIFO. That is the default here; FAKECUDA_EVICT=lru makes every GPU
- * access and prefetch refresh a block, the kinder model used until session 6. */
+ * access and prefetch refresh a block, a kinder model than the driver's. */
 
 static void fc_evq_unlink(struct fc_block *b)
 {

@@ -245,7 +245,8 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 	pthread_mutex_lock(&fc_cupti_lock);
 	/* the records buffered when the flush began, as CUPTI flushes the
 	 * buffers it holds: a device faulting as fast as the flush drains
-	 * must not keep the caller in here (it did, for minutes: session 19) */
+	 * must not keep the caller in here (draining to empty held it for
+	 * minutes) */
 	size_t left = fc_req && fc_done && fc_feed_read ? fc_feed_read(NULL, 0, NULL) : 0;
 	while (left && fc_flush_one(&left))
 		;
