@@ -258,7 +258,7 @@ done
 # admission by fault (opt-in, checked on the stand-in only so far), each
 # workload beside its remote-admission kvtier row above: with the zipf-decode
 # rows below, what decides whether auto can be the default (docs/performance.md,
-# "What the next GPU run decides")
+# "Real GPU")
 for wl in vllm-like sglang-like llamacpp-like; do
 	# shellcheck disable=SC2086
 	step "$wl-kvtier-auto" "0" -- env KVTIER_POLICY="$(kv_policy "$wl")" KVTIER_HBM_BUDGET="$BUDGET" \
