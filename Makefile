@@ -129,10 +129,14 @@ asan:
 # virtual time (the same figures every run); one table of throughput, TTFT
 # and prefix hits, then the HTML report of kvtier's run.
 demo:
-	@.ci/install-deps
+	@echo "demo: 1/4 installing the build packages that are missing (.ci/install-deps --build-only)"
+	@.ci/install-deps --build-only
+	@echo "demo: 2/4 building (make all)"
 	@$(MAKE) --no-print-directory all >/dev/null
+	@echo "demo: 3/4 serving 400 requests on the simulated GPU: native, offload, kvtier at a 4x pool"
 	@BUILD=$(BUILD) BENCH_SERVE_OUT=$(BUILD)/demo BENCH_SERVE_RATIOS=4 \
 		BENCH_SERVE_ALTS="native offload kvtier" tests/bench/bench_serve.sh
+	@echo "demo: 4/4 writing the HTML report of kvtier's run"
 	@$(KVTIER) report --format html -o $(BUILD)/demo.html $(BUILD)/demo/4-kvtier.*.trace
 	@echo "HTML report of kvtier's run: $(BUILD)/demo.html"
 
