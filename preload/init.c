@@ -81,6 +81,7 @@ static void fork_prepare(void)
 	if (kvt_inert())
 		return;
 	kvt_mmap_fork_prepare();
+	kvt_heap_fork_prepare();
 	kvt_trace_fork_prepare();
 	kvt_reg_lock_all(kvt_mem_reg);
 	kvt_reg_lock_all(kvt_vmm_reg);
@@ -94,6 +95,7 @@ static void fork_parent(void)
 		kvt_reg_unlock_all(kvt_vmm_reg);
 		kvt_reg_unlock_all(kvt_mem_reg);
 		kvt_trace_fork_parent();
+		kvt_heap_fork_parent();
 		kvt_mmap_fork_parent();
 	}
 	kvt_tls.depth--;
@@ -109,6 +111,7 @@ static void fork_child(void)
 		kvt_reg_unlock_all(kvt_vmm_reg);
 		kvt_reg_unlock_all(kvt_mem_reg);
 		kvt_trace_fork_child();
+		kvt_heap_fork_child();
 		kvt_mmap_fork_child();
 	}
 	kvt_tls.depth--;

@@ -27,7 +27,10 @@
 	/* host */ \
 	X(mmap) X(munmap) X(mremap) \
 	/* appended */ \
-	X(cuLaunchKernelEx) X(cuGraphLaunch)
+	X(cuLaunchKernelEx) X(cuGraphLaunch) \
+	/* heap blocks of 32 MiB or more (preload/hook_heap.c) */ \
+	X(malloc) X(calloc) X(realloc) X(free) X(posix_memalign) X(aligned_alloc) \
+	X(memalign) X(valloc)
 
 #define KVT_API_ENUM(n) KVT_API_##n,
 enum kvt_api { KVT_API_LIST(KVT_API_ENUM) KVT_API__COUNT };

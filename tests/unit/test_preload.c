@@ -338,6 +338,81 @@ static void test_mmap(void)
 	CU_ASSERT_TRUE(bytes >= (3ull << 20));
 }
 
+/* ---- large heap blocks (preload/hook_heap.c) ---- */
+
+static const struct kvt_rec_event *heap_event(const struct trace *t, uint8_t op, uint16_t api,
+					      uint64_t size)
+{
+	for (unsigned i = 0; i < t->nr; i++)
+		if (t->ev[i].op == op && t->ev[i].api == api && t->ev[i].kind == KVT_KIND_MMAP &&
+		    t->ev[i].size == size)
+			return &t->ev[i];
+	return NULL;
+}
+
+/* heap_ops makes blocks of 48 (posix_memalign, grown by realloc to 96), 40
+ * (calloc), 36 (aligned_alloc) and 16 MiB (malloc), and 4 threads churn
+ * small blocks with a 33 MiB one now and then. The rule binds maps of
+ * 40 MiB or more: numa_maps names a policy for exactly those blocks, the
+ * trace holds each block of 32 MiB or more with its call, and the 16 MiB
+ * one passes untraced. Contents survive the realloc and the moves. */
+static void test_heap(void)
+{
+	static struct kvt_child c;
+	static struct trace t;
+	char tr[420];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", tmp("heap.trace"));
+	const char *argv[] = { kvt_path("tests/progs/heap_ops"), NULL };
+	const char *env[] = { preload, tr, "KVTIER_POLICY=mmap,size>=40M => bind:cxl; * => native",
+			      NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&c, argv, env, 120), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "contents intact"));
+	static const struct { const char *call; unsigned mib; int bound; } want[] = {
+		{ "posix_memalign", 48, 1 }, { "calloc", 40, 1 }, { "realloc", 96, 1 },
+		{ "aligned_alloc", 36, 0 },
+	};
+	for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++) {
+		char key[64], pol[64] = "";
+		snprintf(key, sizeof key, "block %s %u ", want[i].call, want[i].mib);
+		const char *l = strstr(c.out, key);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+		CU_ASSERT_EQUAL(sscanf(l + strlen(key), "%*s %63s", pol), 1);
+		if (want[i].bound)
+			CU_ASSERT_TRUE(!strncmp(pol, "prefer:", 7) || !strncmp(pol, "bind:", 5))
+		else
+			CU_ASSERT_STRING_EQUAL(pol, "default");
+	}
+	CU_ASSERT_EQUAL_FATAL(load_trace(tr + 13, &t), 0);
+	const struct kvt_rec_event *e;
+	CU_ASSERT_PTR_NOT_NULL((e = heap_event(&t, KVT_OP_ALLOC, KVT_API_posix_memalign, 48u << 20)));
+	CU_ASSERT_TRUE(e && e->placement == KVT_PLACE_BIND_FAR && e->aux == 64);
+	CU_ASSERT_PTR_NOT_NULL((e = heap_event(&t, KVT_OP_ALLOC, KVT_API_calloc, 40u << 20)));
+	CU_ASSERT_TRUE(e && e->placement == KVT_PLACE_BIND_FAR);
+	CU_ASSERT_PTR_NOT_NULL((e = heap_event(&t, KVT_OP_FREE, KVT_API_realloc, 48u << 20)));
+	CU_ASSERT_PTR_NOT_NULL((e = heap_event(&t, KVT_OP_ALLOC, KVT_API_realloc, 96u << 20)));
+	CU_ASSERT_TRUE(e && e->placement == KVT_PLACE_BIND_FAR);
+	CU_ASSERT_PTR_NOT_NULL((e = heap_event(&t, KVT_OP_ALLOC, KVT_API_aligned_alloc, 36u << 20)));
+	CU_ASSERT_TRUE(e && e->placement == KVT_PLACE_NATIVE);
+	CU_ASSERT_PTR_NOT_NULL(heap_event(&t, KVT_OP_FREE, KVT_API_free, 40u << 20));
+	CU_ASSERT_PTR_NULL(heap_event(&t, KVT_OP_ALLOC, KVT_API_malloc, 16u << 20));
+	unsigned big = 0, big_freed = 0;
+	for (unsigned i = 0; i < t.nr; i++) {
+		big += t.ev[i].op == KVT_OP_ALLOC && t.ev[i].api == KVT_API_malloc &&
+		       t.ev[i].size == (33u << 20);
+		big_freed += t.ev[i].op == KVT_OP_FREE && t.ev[i].api == KVT_API_free &&
+			     t.ev[i].size == (33u << 20);
+	}
+	CU_ASSERT_EQUAL(big, 24);                    /* 4 threads x 6 */
+	CU_ASSERT_EQUAL(big_freed, 24);
+	/* nothing of the heap is left registered at exit */
+	char *live = strstr(t.info, "registry.live.mmap=");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(live);
+	unsigned long long n = 0, bytes = 0;
+	CU_ASSERT_EQUAL(sscanf(live, "registry.live.mmap=%llu %llu", &n, &bytes), 2);
+	CU_ASSERT_TRUE(bytes < (32ull << 20));
+}
+
 /* ---- call sites: two of the same shape in turns (the stack cache) ---- */
 
 static void test_two_sites(void)
@@ -587,6 +662,7 @@ int main(void)
 		{ "second preload in front of kvtier", test_second_before },
 		{ "second preload behind kvtier", test_second_after },
 		{ "anonymous mmap, partial munmap, mremap", test_mmap },
+		{ "heap blocks of 32 MiB or more: placed by the map rules, traced, released", test_heap },
 		{ "two call sites of one shape in turns: each map its own site's stack", test_two_sites },
 		{ "fork + exec with KVTIER_INHERIT=1", test_fork_inherit },
 		{ "fork + exec with KVTIER_INHERIT=0", test_fork_no_inherit },
