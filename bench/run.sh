@@ -107,6 +107,10 @@ run_hooks() {
 			rm -f "$trace"*
 		done
 		trial malloc-native malloc "$MALLOC_PAIRS" "$DEPTH" "$t"
+		trial malloc-pass malloc "$MALLOC_PAIRS" "$DEPTH" "$t" LD_PRELOAD="$LIB" KVTIER_POLICY="$PASS_POLICY"
+		trial malloc-traced malloc "$MALLOC_PAIRS" "$DEPTH" "$t" LD_PRELOAD="$LIB" KVTIER_POLICY="$PASS_POLICY" \
+			KVTIER_TRACE="$trace" KVTIER_STACK_DEPTH=32
+		rm -f "$trace"*
 		[ $have_heaptrack = 1 ] && trial malloc-heaptrack malloc "$MALLOC_PAIRS" "$DEPTH" "$t"
 		trial launch-native launch "$LAUNCHES" 0 "$t"
 		trial launch-pass launch "$LAUNCHES" 0 "$t" LD_PRELOAD="$LIB" KVTIER_POLICY="$PASS_POLICY"
@@ -122,6 +126,7 @@ run_hooks() {
 	paired diff "$DIR/launch-tracked.ns" "$DIR/launch-native.ns" "$DIR/launch-added.ns"
 	paired diff "$DIR/launchh-tracked.ns" "$DIR/launchh-native.ns" "$DIR/launch-host-added.ns"
 	paired ratio "$DIR/mmap-pass.ns" "$DIR/mmap-native.ns" "$DIR/mmap-pass.ratio"
+	paired diff "$DIR/malloc-pass.ns" "$DIR/malloc-native.ns" "$DIR/malloc-pass-added.ns"
 	paired ratio "$DIR/mmap-traced.ns" "$DIR/mmap-native.ns" "$DIR/mmap-traced.ratio"
 	if [ $have_heaptrack = 1 ]; then
 		paired diff "$DIR/malloc-heaptrack.ns" "$DIR/malloc-native.ns" "$DIR/heaptrack-added.ns"
@@ -203,6 +208,9 @@ read -r mn_m mn_lo mn_hi < <(stats "$DIR/mmap-native.ns")
 read -r mp_m mp_lo mp_hi < <(stats "$DIR/mmap-pass.ns")
 read -r mt_m mt_lo mt_hi < <(stats "$DIR/mmap-traced.ns")
 read -r an_m an_lo an_hi < <(stats "$DIR/malloc-native.ns")
+read -r ap_m ap_lo ap_hi < <(stats "$DIR/malloc-pass.ns")
+read -r at_m at_lo at_hi < <(stats "$DIR/malloc-traced.ns")
+read -r apa_m apa_lo apa_hi < <(stats "$DIR/malloc-pass-added.ns")
 read -r pa_m pa_lo pa_hi < <(stats "$DIR/pass-added.ns")
 read -r ta_m ta_lo ta_hi < <(stats "$DIR/traced-added.ns")
 read -r mr_m mr_lo mr_hi < <(stats "$DIR/mmap-pass.ratio")
@@ -243,11 +251,12 @@ printf 'hook rows: CPU time of the whole process for the timed loop only, %s hel
 printf '%-40s %13s %13s %13s %13s\n' 'CPU ns per alloc+free pair' native 'kvtier pass' 'kvtier traced' heaptrack
 printf '%-40s %13s %13s %13s %13s\n' 'cudaMalloc+cudaFree (stand-in driver)' "$(f0 "$cn_m")" "$(f0 "$cp_m")" "$(f0 "$ct_m")" -
 printf '%-40s %13s %13s %13s %13s\n' 'mmap+munmap 2 MiB (kernel)' "$(f0 "$mn_m")" "$(f0 "$mp_m")" "$(f0 "$mt_m")" -
-printf '%-40s %13s %13s %13s %13s\n' 'malloc+free (same pattern)' "$(f0 "$an_m")" - - "$(f0 "$ah_m")"
+printf '%-40s %13s %13s %13s %13s\n' 'malloc+free (same pattern)' "$(f0 "$an_m")" "$(f0 "$ap_m")" "$(f0 "$at_m")" "$(f0 "$ah_m")"
 printf '%-40s %13s %13s %13s %13s\n' 'cudaLaunchKernel (col 3: range tracked)' "$(f0 "$ln_m")" "$(f0 "$lp_m")" "$(f0 "$lt_m")" -
 printf '\n%-48s %-26s %s\n' figure 'median [min..max]' target
 printf '%-48s %-26s %s\n' 'passthrough added, ns per call (pair/2)' "$(f0 "$pa_m") $(rng f0 "$pa_lo" "$pa_hi")" '<= 50'
 printf '%-48s %-26s %s\n' 'traced pair added, CPU ns (32 frames)' "$(f0 "$ta_m") $(rng f0 "$ta_lo" "$ta_hi")" '<= 500'
+printf '%-48s %-26s %s\n' 'malloc+free added, CPU ns (kvtier passthrough)' "$(f0 "$apa_m") $(rng f0 "$apa_lo" "$apa_hi")" '<= 10'
 printf '%-48s %-26s %s\n' 'heaptrack malloc+free added, CPU ns (in-process)' "$(f0 "$ha_m") $(rng f0 "$ha_lo" "$ha_hi")" "$([ $have_heaptrack = 1 ] && echo 'side by side' || echo 'n/a (heaptrack not installed)')"
 printf '%-48s %-26s %s\n' 'launch added, ns (passthrough, nothing tracked)' "$(f0 "$lpa_m") $(rng f0 "$lpa_lo" "$lpa_hi")" '-'
 printf '%-48s %-26s %s\n' 'launch added, ns (K/V bases tracked, device table)' "$(f0 "$la_m") $(rng f0 "$la_lo" "$la_hi")" \
@@ -349,11 +358,13 @@ cat >"$JSON.tmp" <<EOF
     "mmap_ratio": $(jn "$mr_m"),
     "mmap_ratio_spread": [$(jn "$mr_lo"), $(jn "$mr_hi")],
     "mmap_traced_ratio": $(jn "$mtr_m"),
+    "malloc_pass_added_ns": $(jn "$apa_m"),
+    "malloc_pass_added_ns_spread": [$(jn "$apa_lo"), $(jn "$apa_hi")],
     "heaptrack_alloc_ns": $(jn "$ha_m"),
     "heaptrack_alloc_ns_spread": [$(jn "$ha_lo"), $(jn "$ha_hi")],
     "cuda_pair_ns": { "native": $(jn "$cn_m"), "passthrough": $(jn "$cp_m"), "traced": $(jn "$ct_m") },
     "mmap_pair_ns": { "native": $(jn "$mn_m"), "passthrough": $(jn "$mp_m"), "traced": $(jn "$mt_m") },
-    "malloc_pair_ns": { "native": $(jn "$an_m"), "heaptrack": $(jn "$ah_m") },
+    "malloc_pair_ns": { "native": $(jn "$an_m"), "kvtier_pass": $(jn "$ap_m"), "kvtier_traced": $(jn "$at_m"), "heaptrack": $(jn "$ah_m") },
     "launch_added_ns": $([ "$LAUNCH_STATE" = ok ] && jn "$la_m" || echo null),
     "launch_added_ns_spread": [$(jn "$la_lo"), $(jn "$la_hi")],
     "launch_host_added_ns": $(jn "$lh_m"),

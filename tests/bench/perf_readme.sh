@@ -54,6 +54,7 @@ section=$(jq -r '
   "|---|---|---|---|",
   "| passthrough: added per `cudaMalloc`/`cudaFree` call | \($h.passthrough_added_ns | n(0)) ns\(sp($h.passthrough_added_ns_spread; 0)) | ≤ 50 ns | \($h.passthrough_added_ns | met(. <= 50))\(noisy($h.passthrough_added_ns_spread; 50)) |",
   "| traced alloc+free pair, \($h.stack_frames)-frame stack: added CPU | \($h.traced_alloc_ns | n(0)) ns\(sp($h.traced_alloc_ns_spread; 0)) | ≤ 500 ns, below heaptrack | \($h.traced_alloc_ns | met(. <= 500 and ($h.heaptrack_alloc_ns == null or . < $h.heaptrack_alloc_ns)))\(noisy($h.traced_alloc_ns_spread; 500)) |",
+  "| `malloc`+`free` pair under kvtier (heap wrapper, passthrough): added CPU | \($h.malloc_pass_added_ns | n(0)) ns\(sp($h.malloc_pass_added_ns_spread; 0)) | ≤ 10 ns | \($h.malloc_pass_added_ns | met(. <= 10))\(noisy($h.malloc_pass_added_ns_spread; 10)) |",
   "| heaptrack, same pattern through `malloc`: added CPU (in-process) | \($h.heaptrack_alloc_ns | n(0)) ns\(sp($h.heaptrack_alloc_ns_spread; 0)) | side by side | |",
   "| `mmap`+`munmap` 2 MiB, passthrough ÷ native | \($h.mmap_ratio | n(3))×\(sp($h.mmap_ratio_spread; 3)) | ≤ 1.05× | \($h.mmap_ratio | met(. <= 1.05))\(noisy($h.mmap_ratio_spread; 0.05)) |",
   "| `cudaLaunchKernel`, passthrough, nothing tracked: added | \($h.launch_pass_added_ns | n(0)) ns\(sp($h.launch_pass_added_ns_spread; 0)) | – | |",
