@@ -212,7 +212,13 @@ struct kvt_options {
 	int stats;                   /* KVTIER_STATS: publish live counters */
 	int step_prefetch;           /* KVTIER_STEP_PREFETCH: tier/step.c */
 };
+/* The process's options: the table's defaults from a constructor of
+ * base/options.c (priority 101), then the environment (preload/init.c). */
 extern struct kvt_options kvt_opt;
+
+/* Set o to every option's default, parsed from the table's .def strings.
+ * Returns the number of rows whose .def does not parse (a table bug: 0). */
+int kvt_options_defaults(struct kvt_options *o);
 
 /* Resolve the table from an environment vector (NULL-terminated "K=V").
  * Bad values warn once each (naming variable, value, and what is used

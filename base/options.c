@@ -11,24 +11,9 @@
 #include "kvt.h"
 #include "kvtier/units.h"
 
-struct kvt_options kvt_opt = {
-	.log_level = KVT_LOG_WARN,
-	.stack_depth = 32,
-	.python = 1,
-	.trace_buffer = 1u << 20,
-	.inherit = 1,
-	.reserve = 1ull << 30,
-	.migrate = 1,
-	.sources = "launch,copy,cupti,tables",
-	.admit = "auto",
-	.epoch_ms = 50,
-	.promote = 4,
-	.demote = 1,
-	.decay_ms = 1000,
-	.migrate_rate = 8ull << 30,
-	.stats = 1,
-	.step_prefetch = 1,
-};
+/* Filled from the table's .def strings before anything reads it (the
+ * constructor at the end of this file): each default is written once. */
+struct kvt_options kvt_opt;
 
 enum opt_type { OPT_BOOL, OPT_INT, OPT_SIZE, OPT_STR, OPT_LOGLEVEL };
 
@@ -36,7 +21,7 @@ struct opt_desc {
 	const char *name;
 	enum opt_type type;
 	size_t offset;
-	const char *def;             /* as the user would write it */
+	const char *def;             /* as the user would write it; the default's only source */
 	const char *unit;
 	long long min, max;          /* OPT_INT / OPT_SIZE bounds */
 	const char *help;
@@ -286,4 +271,21 @@ int kvt_option_info(unsigned i, const char **name, const char **def,
 	*unit = table[i].unit;
 	*help = table[i].help;
 	return 0;
+}
+
+int kvt_options_defaults(struct kvt_options *o)
+{
+	int bad = 0;
+	memset(o, 0, sizeof *o);
+	for (size_t i = 0; i < NR_OPTS; i++)
+		if (set_value(o, &table[i], table[i].def))
+			bad++;
+	return bad;
+}
+
+/* Priority 101, before preload/init.c's constructor (102) reads kvt_opt;
+ * in the tool and the unit tests, before main. */
+__attribute__((constructor(101))) static void options_ctor(void)
+{
+	kvt_options_defaults(&kvt_opt);
 }

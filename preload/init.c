@@ -196,7 +196,8 @@ int kvt_ready(void)
 	return __atomic_load_n(&kvt_state, __ATOMIC_ACQUIRE) == KVT_STATE_READY;
 }
 
-__attribute__((constructor(101))) static void kvt_ctor(void)
+/* 102: after base/options.c's constructor (101) has set kvt_opt's defaults. */
+__attribute__((constructor(102))) static void kvt_ctor(void)
 {
 	__atomic_store_n(&kvt_started, 1, __ATOMIC_RELEASE);
 	kvt_ready();

@@ -438,6 +438,39 @@ static void test_options(void)
 	CU_ASSERT_EQUAL(d.disable, 0);
 }
 
+/* Each default is written once, as the row's .def: every .def parses, and
+ * for each option, the value an empty environment leaves (kvt_opt, as the
+ * constructor set it) is the value its .def parses to. */
+static void test_option_defaults_are_the_table(void)
+{
+	struct kvt_options fresh, empty, given, all;
+	CU_ASSERT_EQUAL(kvt_options_defaults(&fresh), 0);
+	memcpy(&empty, &kvt_opt, sizeof empty);
+	char *none[] = { NULL };
+	CU_ASSERT_EQUAL(kvt_options_load(&empty, none), 0);
+	CU_ASSERT_EQUAL(memcmp(&empty, &fresh, sizeof empty), 0);
+	memset(&all, 0, sizeof all);
+	const char *name, *def, *unit, *help;
+	unsigned n = 0;
+	for (unsigned i = 0; !kvt_option_info(i, &name, &def, &unit, &help); i++, n++) {
+		char kv[256];
+		snprintf(kv, sizeof kv, "%s=%s", name, def);
+		char *env[] = { kv, NULL };
+		memcpy(&given, &empty, sizeof given);
+		CU_ASSERT_EQUAL(kvt_options_load(&given, env), 0);
+		CU_ASSERT_EQUAL(kvt_options_load(&all, env), 0);
+		given.admit_set = 0;            /* records that KVTIER_ADMIT was given */
+		if (memcmp(&given, &empty, sizeof given))
+			fprintf(stderr, "%s: its default is not '%s'\n", name, def);
+		CU_ASSERT_EQUAL(memcmp(&given, &empty, sizeof given), 0);
+	}
+	CU_ASSERT(n >= 20);
+	all.admit_set = 0;                      /* each field set by its row */
+	CU_ASSERT_EQUAL(memcmp(&all, &empty, sizeof all), 0);
+	CU_ASSERT_EQUAL(empty.log_level, KVT_LOG_WARN);   /* a parse, not zeros */
+	CU_ASSERT_EQUAL(empty.trace_buffer, 1u << 20);
+}
+
 /* Every option in the table is documented in README.md. */
 static void test_readme_documents_options(void)
 {
@@ -519,6 +552,7 @@ int main(void)
 		{ "stack cache: same-shaped paths in turn, and from a signal handler", test_stack_cache },
 		{ "sizes and booleans", test_units },
 		{ "options table: values, bad values", test_options },
+		{ "each option's default is its table row's", test_option_defaults_are_the_table },
 		{ "README documents every option", test_readme_documents_options },
 		{ "build id of a loaded object, from its notes in memory", test_build_id_from_memory },
 		CU_TEST_INFO_NULL,
