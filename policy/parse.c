@@ -558,16 +558,8 @@ static void put(struct out *o, const char *fmt, ...)
 
 static void put_size(struct out *o, uint64_t v)
 {
-	static const char suf[] = "KMGT";
-	int i = -1;
-	while (v && i < 3 && (v & 1023) == 0) {
-		v >>= 10;
-		i++;
-	}
-	if (i < 0)
-		put(o, "%llu", (unsigned long long)v);
-	else
-		put(o, "%llu%c", (unsigned long long)v, suf[i]);
+	char text[32];
+	put(o, "%s", kvt_format_size_exact(v, text, sizeof text));
 }
 
 static void put_action(struct out *o, const struct kvt_policy_action *a)

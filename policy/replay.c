@@ -308,27 +308,12 @@ int kvt_replay_feed(struct kvt_replay *r, const struct kvt_replay_event *ev)
 
 /* ---- report lines ----------------------------------------------------------------- */
 
-static const char *size_text(uint64_t v, char *buf, size_t len)
-{
-	static const char suf[] = "KMGT";
-	int i = -1;
-	while (v && i < 3 && (v & 1023) == 0) {
-		v >>= 10;
-		i++;
-	}
-	if (i < 0)
-		snprintf(buf, len, "%llu", (unsigned long long)v);
-	else
-		snprintf(buf, len, "%llu%c", (unsigned long long)v, suf[i]);
-	return buf;
-}
-
 size_t kvt_replay_format(const struct kvt_replay *r, size_t i, char *buf,
 			 size_t len)
 {
 	const struct kvt_replay_alloc *a = &r->allocs[i];
 	char sz[32], act[48], why[48], fin[96] = "";
-	size_text(a->size, sz, sizeof sz);
+	kvt_format_size_exact(a->size, sz, sizeof sz);
 	kvt_policy_format_action(&a->birth.action, act, sizeof act);
 	if (a->birth.flags & KVT_DEC_TRACE)
 		snprintf(act, sizeof act, "trace");

@@ -159,3 +159,18 @@ char *kvt_format_size(uint64_t bytes, char *buf, size_t len)
 		snprintf(buf, len, "%.1f %s", v, unit[u]);
 	return buf;
 }
+
+char *kvt_format_size_exact(uint64_t bytes, char *buf, size_t len)
+{
+	static const char suffix[] = "KMGT";
+	int i = -1;
+	while (bytes && i < 3 && (bytes & 1023) == 0) {
+		bytes >>= 10;
+		i++;
+	}
+	if (i < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, "%llu%c", (unsigned long long)bytes, suffix[i]);
+	return buf;
+}

@@ -453,22 +453,6 @@ static int sg_trace(const char *path, uint64_t window_ns, struct sg_sum *s)
 
 /* ---- the suggestion ------------------------------------------------------------ */
 
-/* "84M": the largest exact suffix, as the options table and rules read it. */
-static const char *sg_size(uint64_t b, char *buf, size_t len)
-{
-	static const char sfx[] = "KMGT";
-	int i = -1;
-	while (i < 3 && b && !(b & 1023)) {
-		b >>= 10;
-		i++;
-	}
-	if (i < 0)
-		snprintf(buf, len, "%llu", (unsigned long long)b);
-	else
-		snprintf(buf, len, "%llu%c", (unsigned long long)b, sfx[i]);
-	return buf;
-}
-
 static uint64_t sg_pow2_floor(uint64_t v)
 {
 	uint64_t p = 1;
@@ -508,8 +492,9 @@ static void sg_print_kv(FILE *o, const struct sg_sum *s)
 	char a[32], b[32], c[32];
 	fprintf(o, "# KV-like: %llu allocation%s, %s in all, sizes %s..%s (kinds:",
 	       (unsigned long long)s->nr_kv, s->nr_kv == 1 ? "" : "s",
-	       kvt_format_size(s->kv_bytes, a, sizeof a), sg_size(s->kv_min, b, sizeof b),
-	       sg_size(s->kv_max, c, sizeof c));
+	       kvt_format_size(s->kv_bytes, a, sizeof a),
+	       kvt_format_size_exact(s->kv_min, b, sizeof b),
+	       kvt_format_size_exact(s->kv_max, c, sizeof c));
 	for (unsigned k = 1; k < KVT_KIND__COUNT; k++)
 		if (s->kv_kinds >> k & 1)
 			fprintf(o, " %s", kvt_policy_kind_name(k));
@@ -552,7 +537,7 @@ static void sg_print_budget(FILE *o, const struct sg_sum *s, uint64_t hot, uint6
 		       kvt_format_size(s->kv_free, a, sizeof a), kvt_format_size(r, b, sizeof b),
 		       kvt_format_size(def, c, sizeof c));
 	}
-	fprintf(o, "# export KVTIER_HBM_BUDGET=%s\n", sg_size(budget, a, sizeof a));
+	fprintf(o, "# export KVTIER_HBM_BUDGET=%s\n", kvt_format_size_exact(budget, a, sizeof a));
 }
 
 /* Builds the rules text into rules (cap bytes); prints the rationale. */
@@ -568,11 +553,11 @@ static void sg_rules(FILE *o, const struct sg_sum *s, char *rules, size_t cap)
 	}
 	uint64_t floor = sg_pow2_floor(s->kv_min);
 	fprintf(o, "# size>=%s: the largest power of two under the smallest KV allocation",
-	       sg_size(floor, f, sizeof f));
+	       kvt_format_size_exact(floor, f, sizeof f));
 	if (s->other_max)
 		fprintf(o, s->other_max < floor ? "; every non-KV one is smaller (largest %s)"
 						: "; larger non-KV ones (up to %s) are kept out by 'kv'",
-			sg_size(s->other_max, ob, sizeof ob));
+			kvt_format_size_exact(s->other_max, ob, sizeof ob));
 	fprintf(o, "\n");
 	if (s->nr_late && s->site[0]) {
 		sg_glob(s->site, g, sizeof g);
@@ -591,8 +576,9 @@ static void sg_rules(FILE *o, const struct sg_sum *s, char *rules, size_t cap)
 		int pinned = s->host_kind == KVT_KIND_HOST;
 		fprintf(o, "# a %s allocation of %s (as big as the KV) stays native; to put it on the "
 		       "far node add '%s,size>=%s => %s:cxl'\n", kvt_policy_kind_name(s->host_kind),
-		       sg_size(s->host_max, h, sizeof h), kvt_policy_kind_name(s->host_kind),
-		       sg_size(sg_pow2_floor(s->host_max), ob, sizeof ob), pinned ? "pinned" : "bind");
+		       kvt_format_size_exact(s->host_max, h, sizeof h), kvt_policy_kind_name(s->host_kind),
+		       kvt_format_size_exact(sg_pow2_floor(s->host_max), ob, sizeof ob),
+		       pinned ? "pinned" : "bind");
 	}
 	snprintf(rules + n, cap - n, "* => native");
 }

@@ -24,4 +24,9 @@ int kvt_parse_int(const char *s, long long min, long long max, long long *out);
 /* Human form of a byte count ("1.5 GiB") into buf; returns buf. */
 char *kvt_format_size(uint64_t bytes, char *buf, size_t len);
 
+/* A byte count as the options table and the rules read it back: the largest
+ * K/M/G/T suffix that divides it exactly ("84M", "1536K", "4097", "0") into
+ * buf; returns buf. */
+char *kvt_format_size_exact(uint64_t bytes, char *buf, size_t len);
+
 #endif

@@ -413,6 +413,19 @@ static void test_units(void)
 	CU_ASSERT_EQUAL(kvt_parse_bool("no", &b), 0);
 	CU_ASSERT_EQUAL(b, 0);
 	CU_ASSERT_EQUAL(kvt_parse_bool("maybe", &b), -EINVAL);
+	static const struct { uint64_t v; const char *s; } exact[] = {
+		{ 0, "0" }, { 1023, "1023" }, { 1024, "1K" }, { 4097, "4097" },
+		{ 1536ull << 10, "1536K" }, { 84ull << 20, "84M" }, { 8ull << 30, "8G" },
+		{ 1ull << 40, "1T" }, { 1ull << 50, "1024T" }, { 3ull << 41, "6T" },
+	};
+	for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+		char text[32];
+		uint64_t back;
+		CU_ASSERT_STRING_EQUAL(kvt_format_size_exact(exact[i].v, text, sizeof text),
+				       exact[i].s);
+		CU_ASSERT_EQUAL(kvt_parse_size(text, &back, NULL, 0), 0);   /* reads back */
+		CU_ASSERT_EQUAL(back, exact[i].v);
+	}
 }
 
 static void test_options(void)
