@@ -27,8 +27,8 @@ LDFLAGS   += $(SANFLAGS)
 # migration loop, cuda_shim/ the real entry points and kvtier's own driver
 # calls: they go only into the shared object. Everything else also goes into libkvtier.a for tools and unit tests.
 HOOK_SRCS := $(wildcard preload/hook_*.c) $(wildcard preload/*.S) preload/init.c preload/record.c \
-             $(wildcard preload/place*.c) preload/stats.c $(wildcard tier/*.c) $(wildcard cuda_shim/*.c)
-CORE_SRCS := $(filter-out $(HOOK_SRCS),$(wildcard base/*.c preload/*.c profiler/*.c policy/*.c))
+             $(wildcard place/*.c) $(wildcard tier/*.c) $(wildcard cuda_shim/*.c)
+CORE_SRCS := $(filter-out $(HOOK_SRCS),$(wildcard base/*.c preload/*.c topo/*.c profiler/*.c policy/*.c))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 HOOK_OBJS := $(patsubst %.S,$(BUILD)/obj/%.o,$(HOOK_SRCS:%.c=$(BUILD)/obj/%.o))
 LIB_LIBS  := -ldl -lpthread -lunwind -lnuma -lm

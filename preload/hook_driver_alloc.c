@@ -4,7 +4,7 @@
  * keeps the registry; results pass through unchanged.
  * Runs inside the host process: no malloc, no stdio. */
 #include "hook_driver.h"
-#include "place.h"
+#include "../place/place.h"
 #include "../cuda_shim/shim.h"
 
 /* ---- device, pitch, managed, host ---- */

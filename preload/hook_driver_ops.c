@@ -4,7 +4,7 @@
  * last two, each calling its own real function). They record one event and
  * pass the call through unchanged. No malloc, no stdio. */
 #include "hook_driver.h"
-#include "place.h"
+#include "../place/place.h"
 #include "../profiler/evidence.h"
 #include "../profiler/params.h"
 #include "../tier/step.h"

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "../base/kvt.h"
-#include "stats.h"
+#include "../place/stats.h"
 #include "guard.h"
 #include "../profiler/trace.h"
 

@@ -34,7 +34,7 @@
 #include "../base/kvt.h"
 #include "guard.h"
 #include "record.h"
-#include "place.h"
+#include "../place/place.h"
 #include "../profiler/trace.h"
 
 #ifndef MPOL_DEFAULT

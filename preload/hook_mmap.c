@@ -13,7 +13,7 @@
 #include "../base/kvt.h"
 #include "guard.h"
 #include "record.h"
-#include "place.h"
+#include "../place/place.h"
 #include "../profiler/trace.h"
 
 typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);

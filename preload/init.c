@@ -16,9 +16,9 @@
 
 #include "../base/kvt.h"
 #include "guard.h"
-#include "stats.h"
+#include "../place/stats.h"
 #include "record.h"
-#include "place.h"
+#include "../place/place.h"
 #include "../profiler/evidence.h"
 #include "../profiler/params.h"
 #include "../cuda_shim/shim.h"

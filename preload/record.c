@@ -7,8 +7,8 @@
 
 #include "../base/kvt.h"
 #include "record.h"
-#include "place.h"
-#include "stats.h"
+#include "../place/place.h"
+#include "../place/stats.h"
 #include "../profiler/trace.h"
 
 struct kvt_registry *kvt_mem_reg;

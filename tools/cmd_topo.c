@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "../preload/topo.h"
+#include "../topo/topo.h"
 
 int kvt_cmd_topo(int argc, char **argv);
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "kvt_test.h"
-#include "../preload/topo.h"
+#include "../topo/topo.h"
 
 /* The command itself, compiled in: unit tests link only libkvtier.a. */
 #include "../../tools/cmd_topo.c"

@@ -20,7 +20,7 @@
 
 #include "../base/kvt.h"
 #include "place.h"
-#include "record.h"
+#include "../preload/record.h"
 #include "stats.h"
 #include "../profiler/evidence.h"
 #include "../profiler/heat.h"

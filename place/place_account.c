@@ -10,7 +10,7 @@
 #include "../base/kvt.h"
 #include "place.h"
 #include "place_int.h"
-#include "topo.h"
+#include "../topo/topo.h"
 #include "../profiler/trace.h"
 
 static int far_node = -1;           /* the first far node (re-homing, counters) */
