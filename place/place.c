@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "../base/kvt.h"
-#include "stats.h"
 #include "place.h"
 #include "place_int.h"
 #include "../preload/record.h"
@@ -262,7 +261,7 @@ static void rehome(uint64_t base, uint64_t size)
 	kvt_place_account_far(node, (int64_t)size);
 	struct kvt_alloc a;
 	if (!kvt_reg_lookup(kvt_mem_reg, base, &a)) {
-		kvt_stats_on_rehome(a.placement, KVT_PLACE_MANAGED_FAR, a.size);
+		kvt_place_count_moved(a.placement, KVT_PLACE_MANAGED_FAR, a.size);
 		a.placement = KVT_PLACE_MANAGED_FAR;
 		a.node = node;
 		kvt_reg_insert(kvt_mem_reg, &a);

@@ -77,9 +77,13 @@ int kvt_place_bind(void *p, uint64_t len, struct kvt_place *pl, int move);
 void kvt_place_fallback(enum kvt_fallback why);
 const char *kvt_place_fallback_name(unsigned why);
 
-/* The counters as they are now (atomic loads; for the stats segment). */
+/* The counters as they are now (atomic loads): place/stats.c pulls them
+ * when it publishes; placement never calls into the stats. */
 struct kvt_place_counters {
 	uint64_t nr_placed[KVT_PLACE__COUNT], bytes_placed[KVT_PLACE__COUNT];
+	/* net moves of live allocations into each placement (in less out,
+	 * modulo 2^64; a re-home moves one) */
+	uint64_t moved_nr[KVT_PLACE__COUNT], moved_bytes[KVT_PLACE__COUNT];
 	uint64_t fallback[KVT_FB__COUNT];
 	uint64_t rehomed, mismatch;
 	int far_node, placing;

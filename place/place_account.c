@@ -22,6 +22,9 @@ static uint64_t far_placed[KVT_TOPO_MAX_FAR];      /* bytes now on each (atomic)
 static uint64_t nr_fallback[KVT_FB__COUNT];
 static uint64_t nr_placed[KVT_PLACE__COUNT], bytes_placed[KVT_PLACE__COUNT];
 static uint64_t nr_rehomed, nr_mismatch;
+/* Net moves of live allocations into each placement (in less out, modulo
+ * 2^64): the live stats figures add them to what was allocated and freed. */
+static uint64_t moved_nr[KVT_PLACE__COUNT], moved_bytes[KVT_PLACE__COUNT];
 
 
 static const char *const fallback_names[KVT_FB__COUNT] = {
@@ -94,12 +97,24 @@ void kvt_place_count_rehomed(void)
 	__atomic_fetch_add(&nr_rehomed, 1, __ATOMIC_RELAXED);
 }
 
+void kvt_place_count_moved(uint8_t from, uint8_t to, uint64_t bytes)
+{
+	if (from >= KVT_PLACE__COUNT || to >= KVT_PLACE__COUNT || from == to)
+		return;
+	__atomic_fetch_sub(&moved_nr[from], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&moved_bytes[from], bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&moved_nr[to], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&moved_bytes[to], bytes, __ATOMIC_RELAXED);
+}
+
 void kvt_place_count_mismatch(void)
 {
 	__atomic_fetch_add(&nr_mismatch, 1, __ATOMIC_RELAXED);
 }
 
-/* A fork child's trace starts empty: so do its counts. */
+/* A fork child's trace starts empty: so do its counts. (The moves stay:
+ * like the stats' own allocation counts they feed live figures, and a
+ * child publishes none.) */
 void kvt_place_counters_reset(void)
 {
 	memset(nr_fallback, 0, sizeof nr_fallback);
@@ -120,6 +135,8 @@ void kvt_place_counters(struct kvt_place_counters *out)
 	for (unsigned i = 0; i < KVT_PLACE__COUNT; i++) {
 		out->nr_placed[i] = __atomic_load_n(&nr_placed[i], __ATOMIC_RELAXED);
 		out->bytes_placed[i] = __atomic_load_n(&bytes_placed[i], __ATOMIC_RELAXED);
+		out->moved_nr[i] = __atomic_load_n(&moved_nr[i], __ATOMIC_RELAXED);
+		out->moved_bytes[i] = __atomic_load_n(&moved_bytes[i], __ATOMIC_RELAXED);
 	}
 	for (unsigned i = 0; i < KVT_FB__COUNT; i++)
 		out->fallback[i] = __atomic_load_n(&nr_fallback[i], __ATOMIC_RELAXED);

@@ -30,6 +30,9 @@ void kvt_place_account_far(int node, int64_t bytes);
 /* Counts (atomic adds), and their reset in a fork child. */
 void kvt_place_count_placed(uint8_t placement, uint64_t bytes);
 void kvt_place_count_rehomed(void);
+/* A live allocation of `bytes` changed placement (a provisional one re-homed
+ * far): the live figures per placement follow it. */
+void kvt_place_count_moved(uint8_t from, uint8_t to, uint64_t bytes);
 void kvt_place_count_mismatch(void);
 void kvt_place_counters_reset(void);
 

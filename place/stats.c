@@ -51,17 +51,14 @@ static struct {
 	uint64_t chunks_hbm, chunks_far, hbm_budget;
 } st;
 
-/* Hook-side counters (atomics). */
 /* Hook-side counters (atomics), per kind and placement: an allocation or a
  * free adds to two of them, not four (make bench's passthrough row); the
  * segment's per-kind and live per-placement figures are sums made at
- * publish. A rehome moves live figures between placements (moved_*: net
- * in less out, modulo 2^64). */
+ * publish. A re-home moves live figures between placements: placement
+ * counts those moves (kvt_place_counters' moved_*), read here. */
 static struct kvt_stats_kind kp[KVT_STATS_KINDS][KVT_STATS_PLACES];
-static uint64_t moved_nr[KVT_STATS_PLACES], moved_bytes[KVT_STATS_PLACES];
 
 #define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
-#define SUB(x, v) __atomic_fetch_sub(&(x), (v), __ATOMIC_RELAXED)
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 static int try_lock(void)
@@ -118,8 +115,8 @@ static void fill_counters(struct kvt_stats_seg *s)
 	s->far_node = pc.far_node;
 	uint64_t live_nr[KVT_STATS_PLACES], live_bytes[KVT_STATS_PLACES];
 	for (unsigned p = 0; p < KVT_STATS_PLACES; p++) {
-		live_nr[p] = LD(moved_nr[p]);
-		live_bytes[p] = LD(moved_bytes[p]);
+		live_nr[p] = p < KVT_PLACE__COUNT ? pc.moved_nr[p] : 0;
+		live_bytes[p] = p < KVT_PLACE__COUNT ? pc.moved_bytes[p] : 0;
 	}
 	for (unsigned k = 0; k < KVT_STATS_KINDS; k++) {
 		memset(&s->kind[k], 0, sizeof s->kind[k]);
@@ -418,17 +415,6 @@ void kvt_stats_on_free(uint8_t kind, uint8_t placement, uint64_t bytes)
 		ADD(kp[kind][placement].bytes_free, bytes);
 	}
 	tick();
-}
-
-void kvt_stats_on_rehome(uint8_t from, uint8_t to, uint64_t bytes)
-{
-	if (__atomic_load_n(&st.state, __ATOMIC_RELAXED) != SEG_ON ||
-	    from >= KVT_STATS_PLACES || to >= KVT_STATS_PLACES || from == to)
-		return;
-	SUB(moved_nr[from], 1);
-	SUB(moved_bytes[from], bytes);
-	ADD(moved_nr[to], 1);
-	ADD(moved_bytes[to], bytes);
 }
 
 /* ---- the migration thread ---- */

@@ -25,11 +25,11 @@ void kvt_stats_exec_failed(void);
 /* _exit: unlink only (async-signal-safe; a vfork child does nothing). */
 void kvt_stats_at_exit(void);
 
-/* Hooks (record.c, place.c): an allocation succeeded / was released /
- * a provisional managed:hbm allocation was re-homed to the far node. */
+/* Hooks (preload/record.c): an allocation succeeded / was released.
+ * Placement's own counters (re-homes included) are pulled at publish
+ * (kvt_place_counters): placement never calls in here. */
 void kvt_stats_on_alloc(uint8_t kind, uint8_t placement, uint64_t bytes);
 void kvt_stats_on_free(uint8_t kind, uint8_t placement, uint64_t bytes);
-void kvt_stats_on_rehome(uint8_t from_placement, uint8_t to_placement, uint64_t bytes);
 
 /* The migration thread, once per epoch (tier/migrator.c, through the
  * epoch_done callback preload/init.c hands it): its counters. */
