@@ -138,22 +138,44 @@ static int check_shape(struct kvt_trace_reader *r, const struct kvt_rec_head *h,
 	}
 }
 
+/* The file ends inside the record at r->offset: the writer was killed in
+ * the middle of a write, or is still writing. The records before it stand. */
+static int cut_short(struct kvt_trace_reader *r)
+{
+	if (ferror(r->f))
+		return fail(r, -EIO, strerror(errno));
+	r->cut = 1;
+	return 0;
+}
+
 int kvt_trace_next(struct kvt_trace_reader *r, struct kvt_trace_item *it)
 {
 	struct kvt_rec_head h;
 	size_t n = fread(&h, 1, sizeof h, r->f);
 	if (n == 0)
-		return 0;
+		return ferror(r->f) ? fail(r, -EIO, strerror(errno)) : 0;
 	if (n != sizeof h)
-		return fail(r, -EPROTO, "truncated record header");
+		return cut_short(r);
 	if (h.bytes < sizeof h)
 		return fail(r, -EPROTO, "record shorter than its header");
 	memcpy(r->rec, &h, sizeof h);
 	if (fread(r->rec + sizeof h, 1, h.bytes - sizeof h, r->f) != h.bytes - sizeof h)
-		return fail(r, -EPROTO, "truncated record");
+		return cut_short(r);
 	int ret = check_shape(r, &h, it);
 	r->offset += h.bytes;
+	r->nr_events += ret > 0 && it->ev;
 	return ret;
+}
+
+int kvt_trace_stop_line(const struct kvt_trace_reader *r, char *buf, size_t len)
+{
+	if (!r->cut)
+		return 0;
+	snprintf(buf, len, "stopped at byte %llu of %llu, in a record cut short (the process "
+		 "was killed while writing, or is still writing); %llu events read before it",
+		 (unsigned long long)r->offset, (unsigned long long)r->file_bytes,
+		 (unsigned long long)r->nr_events);
+	return 1;
 }
 
 void kvt_trace_reader_close(struct kvt_trace_reader *r)

@@ -40,7 +40,9 @@ struct kvt_trace_reader {
 	struct kvt_trace_header hdr;
 	uint64_t offset;                        /* of the next record */
 	uint64_t file_bytes;
+	uint64_t nr_events;                     /* EVENT records read so far */
 	int saw_end;
+	int cut;                                /* the file ends inside the record at offset */
 	char err[256];
 	uint64_t ips[KVT_TRACE_MAX_FRAMES];     /* frames of the last STACK record */
 	struct kvt_trace_pyframe py[KVT_TRACE_MAX_PYFRAMES];   /* of the last PYSTACK */
@@ -50,10 +52,15 @@ struct kvt_trace_reader {
 /* 0, or a negative errno with r->err saying what is wrong (a newer format
  * version is refused and named). */
 int kvt_trace_reader_open(struct kvt_trace_reader *r, const char *path);
-/* 1 with *it filled (valid until the next call), 0 at a clean end of file,
+/* 1 with *it filled (valid until the next call), 0 at the end of the file,
  * or a negative errno with r->err set. A file without an END record ends
- * with 0 and r->saw_end == 0. */
+ * with 0 and r->saw_end == 0. A file that ends inside a record (its writer
+ * killed mid-write, or still writing) also ends with 0, with r->cut set
+ * and r->offset at that record: what came before it is read. */
 int kvt_trace_next(struct kvt_trace_reader *r, struct kvt_trace_item *it);
+/* When the file ended inside a record: 1, with the one line to tell the
+ * reader (the byte it stopped at, the events read) in buf; else 0. */
+int kvt_trace_stop_line(const struct kvt_trace_reader *r, char *buf, size_t len);
 void kvt_trace_reader_close(struct kvt_trace_reader *r);
 
 #endif

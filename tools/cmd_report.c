@@ -199,8 +199,11 @@ int kvt_cmd_dump(int argc, char **argv)
 			printf("info %.*s\n", (int)it.text_len, it.text);
 		}
 	}
+	char stop[256];
 	if (ret < 0)
 		fprintf(stderr, "kvtier dump: %s: %s\n", argv[1], r.err);
+	else if (kvt_trace_stop_line(&r, stop, sizeof stop))
+		fprintf(stderr, "kvtier dump: %s: %s\n", argv[1], stop);
 	kvt_trace_reader_close(&r);
 	return ret < 0;
 }

@@ -648,6 +648,9 @@ int kvt_report_add(struct kvt_report *r, const char *path, char *err, size_t err
 		fprintf(stderr, "\n");
 	if (ret < 0)
 		snprintf(err, errlen, "%s: %s", path, rd.err);
+	char stop[256];
+	if (kvt_trace_stop_line(&rd, stop, sizeof stop))
+		kvt_report_note(r, "%s: %s", path, stop);
 	burst_close(r);
 	r->nr_files++;
 	r->nr_unended += !rd.saw_end;

@@ -170,6 +170,12 @@ static void read_all(size_t size)
 	}
 	if (rc > 1 || (rc < 0 && !rd.err[0]))
 		abort();
+	/* a file cut inside a record: it stops at that record, inside the file,
+	 * and says so in one line */
+	char stop[256];
+	if (!rc && rd.cut && (rd.offset >= size || !kvt_trace_stop_line(&rd, stop, sizeof stop) ||
+			      strchr(stop, '\n')))
+		abort();
 	kvt_trace_reader_close(&rd);
 }
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* The trace format: what the writer produces reads back exactly; the reader
- * refuses malformed, truncated, hostile and newer-version files with a
- * message, never a crash; %p expansion; option parsing; the build id
- * records. */
+ * refuses malformed, hostile and newer-version files with a message, never
+ * a crash, and reads a file cut inside a record up to the cut; %p
+ * expansion; option parsing; the build id records. */
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -304,9 +304,12 @@ static int read_all(const char *name, char *err, size_t errlen)
 	static struct kvt_trace_reader r;
 	struct kvt_trace_item it;
 	int ret = kvt_trace_reader_open(&r, path_of(name));
-	while (!ret && (ret = kvt_trace_next(&r, &it)) > 0)
-		;
+	if (!ret)
+		while ((ret = kvt_trace_next(&r, &it)) > 0)
+			;
 	snprintf(err, errlen, "%s", r.err);
+	if (!ret)
+		kvt_trace_stop_line(&r, err, errlen);   /* "" when it ended on a record */
 	kvt_trace_reader_close(&r);
 	return ret;
 }
@@ -353,12 +356,21 @@ static void test_hostile(void)
 	CU_ASSERT_TRUE(read_all("frames", err, sizeof err) < 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "frame count"));
 
-	/* truncated in the middle of a record */
+	/* cut in the middle of a record (a writer killed mid-write, or still
+	 * writing): the records before it read, and the stop is said */
 	struct kvt_rec_event ev = { .head = { KVT_REC_EVENT, sizeof ev } };
 	memcpy(buf + 64, &ev, sizeof ev);
-	write_file("trunc", buf, 64 + 20);
-	CU_ASSERT_TRUE(read_all("trunc", err, sizeof err) < 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "truncated"));
+	memcpy(buf + 64 + sizeof ev, &ev, sizeof ev);
+	write_file("trunc", buf, 64 + sizeof ev + 20);
+	CU_ASSERT_EQUAL(read_all("trunc", err, sizeof err), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "stopped at byte 128 of 148, in a record cut short"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "; 1 events read before it"));
+	write_file("trunc-head", buf, 64 + sizeof ev + 2);     /* inside a record's head */
+	CU_ASSERT_EQUAL(read_all("trunc-head", err, sizeof err), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "stopped at byte 128 of 130"));
+	write_file("whole", buf, 64 + sizeof ev);              /* no END, nothing cut */
+	CU_ASSERT_EQUAL(read_all("whole", err, sizeof err), 0);
+	CU_ASSERT_STRING_EQUAL(err, "");
 
 	/* unknown record type */
 	rh.type = 99;
