@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kvtier/api.h"
 #include "../base/kvt.h"
 #include "place.h"
 #include "place_int.h"
-#include "../preload/record.h"
 #include "../topo/topo.h"
 #include "../tier/admit.h"
 #include "../tier/migrator.h"
@@ -27,6 +27,7 @@ static struct kvt_policy_engine eng;
 static int placing;                 /* 0: every allocation stays native */
 static uint8_t placeable[KVT_KIND__COUNT];   /* some rule can move this kind */
 static uint64_t next_id = 1;
+static struct kvt_registry *mem_reg;    /* the hooks' address ranges (kvt_place_init) */
 
 /* Provisional allocations awaiting a verdict: id -> range. */
 static struct { uint64_t id, base, size; } pend[2 * KVT_POLICY_MAX_PENDING];
@@ -129,8 +130,9 @@ static void fork_child(void)
 	kvt_place_counters_reset();
 }
 
-void kvt_place_init(void)
+void kvt_place_init(struct kvt_registry *mem)
 {
+	mem_reg = mem;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	load_policy();
 	find_placeable_kinds();
@@ -260,11 +262,11 @@ static void rehome(uint64_t base, uint64_t size)
 	kvt_place_home_far(base, size, node);
 	kvt_place_account_far(node, (int64_t)size);
 	struct kvt_alloc a;
-	if (!kvt_reg_lookup(kvt_mem_reg, base, &a)) {
+	if (!kvt_reg_lookup(mem_reg, base, &a)) {
 		kvt_place_count_moved(a.placement, KVT_PLACE_MANAGED_FAR, a.size);
 		a.placement = KVT_PLACE_MANAGED_FAR;
 		a.node = node;
-		kvt_reg_insert(kvt_mem_reg, &a);
+		kvt_reg_insert(mem_reg, &a);
 	}
 	kvt_place_count_rehomed();
 	kvt_migrator_rehomed(base);
@@ -374,7 +376,7 @@ void kvt_place_on_free(const struct kvt_alloc *rec)
 void kvt_place_on_memset(uint64_t addr, uint64_t bytes, int value)
 {
 	struct kvt_alloc a;
-	if (!placing || kvt_reg_find(kvt_mem_reg, addr, &a) || !a.policy_id)
+	if (!placing || kvt_reg_find(mem_reg, addr, &a) || !a.policy_id)
 		return;
 	struct kvt_policy_resolutions res;
 	pthread_mutex_lock(&eng_lock);

@@ -40,8 +40,10 @@ enum kvt_fallback {
 };
 
 /* Once, from the constructor: the rules (KVTIER_POLICY or the default;
- * a bad text warns and places nothing unless KVTIER_STRICT=1), the far node. */
-void kvt_place_init(void);
+ * a bad text warns and places nothing unless KVTIER_STRICT=1), the far node.
+ * mem: the registry the hooks record address ranges in (a re-home updates
+ * its record; a memset is matched against it). */
+void kvt_place_init(struct kvt_registry *mem);
 /* The HBM budget for redirected memory: KVTIER_HBM_BUDGET, or what was
  * derived when the KV allocations began (0 = not yet, or nothing left). */
 uint64_t kvt_place_hbm_budget(void);

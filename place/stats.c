@@ -20,7 +20,6 @@
 
 #include "../base/kvt.h"
 #include "place.h"
-#include "../preload/record.h"
 #include "stats.h"
 #include "../profiler/evidence.h"
 #include "../profiler/heat.h"
@@ -49,6 +48,7 @@ static struct {
 	/* under busy: what the last epoch said */
 	struct kvt_stats_migr migr;
 	uint64_t chunks_hbm, chunks_far, hbm_budget;
+	struct kvt_registry *mem_reg, *host_reg;   /* read for the live totals */
 } st;
 
 /* Hook-side counters (atomics), per kind and placement: an allocation or a
@@ -138,8 +138,8 @@ static void fill_counters(struct kvt_stats_seg *s)
 		s->place[p].bytes_live = live_bytes[p];
 	}
 	struct kvt_reg_stats rm = { 0 }, rh = { 0 };
-	kvt_reg_stats(kvt_mem_reg, &rm);
-	kvt_reg_stats(kvt_host_reg, &rh);
+	kvt_reg_stats(st.mem_reg, &rm);
+	kvt_reg_stats(st.host_reg, &rh);
 	s->reg_nr_live = rm.nr_live + rh.nr_live;
 	s->reg_bytes_live = rm.bytes_live + rh.bytes_live;
 	for (unsigned i = 0; i < KVT_FB__COUNT; i++)
@@ -312,8 +312,10 @@ static void drop_segment(int remove)
 	st.seg = NULL;
 }
 
-void kvt_stats_init(void)
+void kvt_stats_init(struct kvt_registry *mem_reg, struct kvt_registry *host_reg)
 {
+	st.mem_reg = mem_reg;
+	st.host_reg = host_reg;
 	if (!kvt_opt.stats)
 		return;
 	st.start_mono_ns = kvt_now_ns();

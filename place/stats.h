@@ -12,12 +12,15 @@
 
 #include "../tier/migrator.h"   /* struct kvt_stats_migr */
 
+struct kvt_registry;
+
 /* Life (preload/init.c, hook_exec.c): create and publish the first
  * snapshot; unlink and unmap at exit; a fork child drops the parent's
  * mapping and publishes nothing (it may _exit without a destructor);
  * before exec the segment is removed (the new image, same pid, creates its
- * own; a failed exec creates it again). */
-void kvt_stats_init(void);
+ * own; a failed exec creates it again). mem_reg and host_reg: the hooks'
+ * registries, whose live totals every snapshot reads. */
+void kvt_stats_init(struct kvt_registry *mem_reg, struct kvt_registry *host_reg);
 void kvt_stats_close(void);
 void kvt_stats_after_fork(void);
 void kvt_stats_before_exec(void);

@@ -165,10 +165,10 @@ static void init_once(void)
 	open_trace();
 	kvt_prof_set_device_test(kvt_rec_device_memory);   /* the launch scan skips it */
 	kvt_prof_set_param_info(kvt_cuda_param_size);      /* ... and reads arguments by layout */
-	kvt_place_init();
+	kvt_place_init(kvt_mem_reg);
 	kvt_py_init();
 	kvt_migrator_start(&tier_host);
-	kvt_stats_init();
+	kvt_stats_init(kvt_mem_reg, kvt_host_reg);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	__atomic_store_n(&kvt_state, KVT_STATE_READY, __ATOMIC_RELEASE);
 }

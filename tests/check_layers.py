@@ -19,9 +19,11 @@ import os
 import re
 import sys
 
-# Top first: a folder may include itself and any folder after it.
-LAYERS = ["tools", "bench", "preload", "tier", "profiler", "cuda_shim",
-          "base", "policy", "include"]
+# Top first: a folder may include itself and any folder after it. preload/
+# holds the hooks and their wiring; place/ (placement and the live counters)
+# and topo/ (which nodes are far) sit below the hooks that use them.
+LAYERS = ["tools", "bench", "preload", "place", "tier", "profiler", "cuda_shim",
+          "topo", "base", "policy", "include"]
 # What policy/ may take from <...>: the C library (C11 and the POSIX headers
 # glibc ships that do no I/O of their own are not needed there).
 POLICY_SYSTEM = {"assert.h", "ctype.h", "errno.h", "float.h", "inttypes.h",
@@ -145,6 +147,8 @@ def self_test():
                    "profiler/p.h": '#include "../cuda_shim/s.h"\n', "cuda_shim/s.h": ""},
          "cycle among folders"),
         ("upward", {"base/b.c": '#include "../tier/t.h"\n', "tier/t.h": ""}, "above it"),
+        ("placement reaches the hooks", {"place/p.c": '#include "../preload/r.h"\n',
+                                         "preload/r.h": ""}, "above it"),
         ("policy includes a layer", {"policy/q.c": '#include "../base/kvt.h"\n',
                                      "base/kvt.h": ""}, "policy/ includes"),
         ("policy includes CUDA", {"policy/q.c": "#include <cuda.h>\n"}, "policy/ includes <cuda.h>"),
