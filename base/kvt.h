@@ -193,6 +193,7 @@ struct kvt_options {
 	int stack_depth;             /* KVTIER_STACK_DEPTH */
 	int python;                  /* KVTIER_PYTHON: Python frames in call sites */
 	uint64_t trace_buffer;       /* KVTIER_TRACE_BUFFER bytes */
+	int trace_flush_ms;          /* KVTIER_TRACE_FLUSH_MS (0 = when full) */
 	int inherit;                 /* KVTIER_INHERIT */
 	char policy[4096];           /* KVTIER_POLICY ("" = the default rules) */
 	int strict;                  /* KVTIER_STRICT */

@@ -129,6 +129,8 @@ static void open_trace(void)
 	}
 	kvt_trace_info("kvtier.version", KVT_VERSION);
 	kvt_trace_info("kvtier.trace_format", "1");
+	kvt_trace_flush_start((unsigned)kvt_opt.trace_flush_ms);
+	kvt_trace_signals_install();
 }
 
 /* All the migration loop knows of its host (tier/migrator.h). */

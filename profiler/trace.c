@@ -2,13 +2,18 @@
 /* The trace writer (contract in trace.h). Runs inside hooks: memory comes
  * from mmap, output goes through write(2), messages through kvt_log; maps,
  * files and the thread's name go through base/platform.c (kvt_sys_*).
- * One mutex guards the buffer; a second (taken first) guards the stack
- * table's inserts, whose lookups are lock-free. */
+ * One mutex guards the buffers; a second (taken first) guards the stack
+ * table's inserts, whose lookups are lock-free. Two buffers: records go to
+ * the active one; a flush thread (started with the first event) swaps them
+ * under the lock and writes the full one outside it, at least every
+ * KVTIER_TRACE_FLUSH_MS, so a hook never waits on the file unless both
+ * are full. */
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -31,16 +36,37 @@ struct trace {
 	int failed;                      /* a write failed: drop from now on */
 	char pattern[512];
 	char path[600];
-	char *buf;
+	char *buf;                       /* the active buffer: bufs[0] or bufs[1] */
+	char *bufs[2];
 	uint64_t cap, pos;
 	uint64_t start_mono_ns;
 	uint64_t buffered_events;
+	/* the other buffer, handed to the flush thread (state under lock) */
+	int out_state;                   /* OUT_FREE, OUT_FULL, OUT_WRITING */
+	char *out;
+	uint64_t out_bytes, out_events;
 	int depth;
 	int pid;                         /* the process this file belongs to */
 	struct kvt_trace_stats st;
 };
 
+enum { OUT_FREE, OUT_FULL, OUT_WRITING };
+
 static struct trace tr = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
+/* The flush thread. `state` moves NONE -> WANTED (kvt_trace_flush_start)
+ * -> STARTING (the first event's thread, once) -> RUNNING or FAILED;
+ * stop and fork take it back to NONE or WANTED. `running`, `stop` and
+ * `kick` are read and written under tr.lock; both conditions use it. */
+enum { FL_NONE, FL_WANTED, FL_STARTING, FL_RUNNING, FL_FAILED };
+static struct {
+	int state;
+	int running, stop, kick;
+	uint64_t every_ns;
+	pthread_t th;
+	pthread_cond_t wake;             /* the thread waits here */
+	pthread_cond_t done;             /* a write of `out` ended */
+} fl = { .wake = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
 
 /* Stack table: slot key = hash of the IPs (0 = empty), published with
  * release after the id; readers load the key with acquire. */
@@ -153,26 +179,94 @@ static int open_file(void)
 
 /* ---- buffered output (caller holds tr.lock) ---- */
 
-static void flush_locked(void)
+/* What one write of a buffer did, counted as a hook's write always was: a
+ * failed write stops tracing, and what it held, and everything after, is
+ * dropped. */
+static void account_write_locked(ssize_t r, uint64_t events)
 {
-	if (tr.fd < 0 || !tr.pos)
-		return;
-	if (!tr.failed) {
-		ssize_t r = kvt_sys_write_all(tr.fd, tr.buf, tr.pos);
-		if (r < 0) {
-			tr.failed = 1;
-			tr.st.nr_write_errors++;
-			kvt_warn("trace %s: write failed (%s); tracing stops, the program runs on",
-				 tr.path, strerror((int)-r));
-		}
+	if (r < 0 && !tr.failed) {
+		tr.failed = 1;
+		tr.st.nr_write_errors++;
+		kvt_warn("trace %s: write failed (%s); tracing stops, the program runs on",
+			 tr.path, strerror((int)-r));
 	}
 	if (tr.failed)
-		tr.st.nr_dropped += tr.buffered_events;
+		tr.st.nr_dropped += events;
+}
+
+static void write_locked(const char *buf, uint64_t bytes, uint64_t events)
+{
+	if (tr.fd < 0 || !bytes)
+		return;
+	account_write_locked(tr.failed ? 0 : kvt_sys_write_all(tr.fd, buf, bytes), events);
+}
+
+/* The active buffer, written here (no thread, or both buffers full). */
+static void flush_locked(void)
+{
+	write_locked(tr.buf, tr.pos, tr.buffered_events);
 	tr.pos = 0;
 	tr.buffered_events = 0;
 }
 
+/* The other buffer, when it waits for the thread: written here, in order. */
+static void write_out_locked(void)
+{
+	if (tr.out_state != OUT_FULL)
+		return;
+	write_locked(tr.out, tr.out_bytes, tr.out_events);
+	tr.out_state = OUT_FREE;
+}
+
+/* The active buffer becomes the one to write; the other takes records. */
+static void swap_locked(void)
+{
+	tr.out = tr.buf;
+	tr.out_bytes = tr.pos;
+	tr.out_events = tr.buffered_events;
+	tr.out_state = OUT_FULL;
+	tr.buf = tr.buf == tr.bufs[0] ? tr.bufs[1] : tr.bufs[0];
+	tr.pos = 0;
+	tr.buffered_events = 0;
+}
+
+/* Until the thread's write in progress ends (never from a signal handler:
+ * those use lock_idle_for_signal). */
+static void wait_writer_locked(void)
+{
+	while (tr.out_state == OUT_WRITING)
+		pthread_cond_wait(&fl.done, &tr.lock);
+}
+
+/* Everything buffered to the file, in order (no write in progress). */
+static void drain_locked(void)
+{
+	write_out_locked();
+	flush_locked();
+}
+
+/* Room for n more bytes. With the thread: hand it the full buffer and go
+ * on (it writes outside the lock); with both full, wait for its write,
+ * then write here as without it. */
+static void make_room_locked(uint64_t n)
+{
+	while (tr.pos + n > tr.cap && tr.fd >= 0) {
+		if (fl.running && tr.out_state == OUT_FREE) {
+			swap_locked();
+			fl.kick = 1;
+			pthread_cond_signal(&fl.wake);
+			return;
+		}
+		if (tr.out_state != OUT_WRITING) {
+			drain_locked();
+			return;
+		}
+		wait_writer_locked();
+	}
+}
+
 static int start_locked(void);
+static void flusher_spawn(void);
 
 /* A forked child's first record opens its file (kvt_trace_fork_child).
  * `pending` drops only once tr.fd is set (or the open failed): threads that
@@ -195,9 +289,10 @@ static void append_locked(const void *rec, size_t n, int is_event)
 		tr.st.nr_dropped += is_event;
 		return;
 	}
-	if (tr.pos + n > tr.cap)
-		flush_locked();
 	if (n > tr.cap)
+		return;
+	make_room_locked(n);
+	if (tr.fd < 0)
 		return;
 	memcpy(tr.buf + tr.pos, rec, n);
 	tr.pos += n;
@@ -211,9 +306,10 @@ static void append2_locked(const void *a, size_t na, const void *b, size_t nb)
 	open_pending_locked();
 	if (tr.fd < 0 || tr.failed)
 		return;
-	if (tr.pos + na + nb > tr.cap)
-		flush_locked();
 	if (na + nb > tr.cap)
+		return;
+	make_room_locked(na + nb);
+	if (tr.fd < 0)
 		return;
 	memcpy(tr.buf + tr.pos, a, na);
 	memcpy(tr.buf + tr.pos + na, b, nb);
@@ -258,8 +354,8 @@ int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth)
 		return -ENAMETOOLONG;
 	if (buffer_bytes < 4096)
 		buffer_bytes = 4096;
-	void *buf = kvt_sys_map_own(buffer_bytes, 0);
-	if (buf == MAP_FAILED)
+	char *buf = kvt_sys_map_own(2 * buffer_bytes, 0);    /* the two buffers */
+	if (buf == (char *)MAP_FAILED)
 		return -ENOMEM;
 	if (stack_depth > 0 && !stack_keys) {
 		stack_keys = kvt_sys_map_own(STACK_SLOTS * 12ull, 0);
@@ -272,7 +368,9 @@ int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth)
 	}
 	pthread_mutex_lock(&tr.lock);
 	strcpy(tr.pattern, pattern);
-	tr.buf = buf;
+	tr.buf = tr.bufs[0] = buf;
+	tr.bufs[1] = buf + buffer_bytes;
+	tr.out_state = OUT_FREE;
 	tr.cap = buffer_bytes;
 	tr.depth = stack_depth > (int)KVT_TRACE_MAX_FRAMES ? (int)KVT_TRACE_MAX_FRAMES : stack_depth;
 	int r = start_locked();
@@ -283,8 +381,8 @@ int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth)
 		kvt_unwind_init();
 	}
 	if (r) {
-		kvt_sys_munmap(buf, buffer_bytes);
-		tr.buf = NULL;
+		kvt_sys_munmap(buf, 2 * buffer_bytes);
+		tr.buf = tr.bufs[0] = tr.bufs[1] = NULL;
 	}
 	return r;
 }
@@ -312,6 +410,8 @@ void kvt_trace_event(struct kvt_rec_event *ev)
 	ev->t_ns = kvt_now_ns() - tr.start_mono_ns;
 	append_locked(ev, sizeof *ev, 1);
 	pthread_mutex_unlock(&tr.lock);
+	if (__atomic_load_n(&fl.state, __ATOMIC_RELAXED) == FL_WANTED)
+		flusher_spawn();
 }
 
 uint16_t kvt_attribute_api(uint16_t api)
@@ -571,13 +671,141 @@ uint32_t kvt_trace_callsite_python(void)
 	return npy > 0 ? stack_id_of(ip + skip, n, &py) : native_id(ip + skip, n, hit, depth);
 }
 
-/* ---- end, fork, stats ---- */
+/* ---- the flush thread ---- */
 
+static void deadline_after(struct timespec *ts, uint64_t ns)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ns += (uint64_t)ts->tv_nsec;
+	ts->tv_sec += (time_t)(ns / 1000000000u);
+	ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
+/* The handed buffer, written outside the lock (returns with it held).
+ * Nothing else writes meanwhile: a hook that needs the buffer, a drain and
+ * close wait for OUT_WRITING to end; fork's prepare too. */
+static void write_out_unlocked(void)
+{
+	int fd = tr.fd, failed = tr.failed;
+	const char *buf = tr.out;
+	uint64_t bytes = tr.out_bytes, events = tr.out_events;
+	tr.out_state = OUT_WRITING;
+	pthread_mutex_unlock(&tr.lock);
+	ssize_t r = failed || fd < 0 ? 0 : kvt_sys_write_all(fd, buf, bytes);
+	pthread_mutex_lock(&tr.lock);
+	account_write_locked(r, events);
+	tr.st.nr_flushes++;
+	tr.out_state = OUT_FREE;
+	pthread_cond_broadcast(&fl.done);
+}
+
+/* Every every_ns, and when a hook hands over a full buffer: write what is
+ * buffered. Real time, also under a simulator's virtual clock: the file is
+ * for the operator, who waits in real time. */
+static void *flush_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&tr.lock);
+	while (!fl.stop) {
+		struct timespec ts;
+		deadline_after(&ts, fl.every_ns);
+		while (!fl.stop && !fl.kick)
+			if (pthread_cond_timedwait(&fl.wake, &tr.lock, &ts) == ETIMEDOUT)
+				break;
+		fl.kick = 0;
+		if (tr.out_state == OUT_FREE && tr.pos && tr.fd >= 0 && !tr.failed)
+			swap_locked();
+		if (tr.out_state == OUT_FULL)
+			write_out_unlocked();
+	}
+	pthread_mutex_unlock(&tr.lock);
+	return NULL;
+}
+
+/* From the first event's thread, after its record (no lock held): once. */
+static void flusher_spawn(void)
+{
+	int want = FL_WANTED;
+	if (!__atomic_compare_exchange_n(&fl.state, &want, FL_STARTING, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&fl.wake, &ca);        /* nobody waits on it yet */
+	pthread_condattr_destroy(&ca);
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+	pthread_attr_setstacksize(&a, 64 << 10);
+#endif
+	sigset_t all, old;
+	sigfillset(&all);            /* the application's signals never land here */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t th;
+	kvt_tls.depth++;             /* the thread's stack map is kvtier's own */
+	int r = pthread_create(&th, &a, flush_main, NULL);
+	kvt_tls.depth--;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+	if (r) {
+		kvt_warn("cannot start the trace flush thread (%s); events reach %s when "
+			 "its buffer fills and at exit", strerror(r), tr.path);
+		__atomic_store_n(&fl.state, FL_FAILED, __ATOMIC_RELEASE);
+		return;
+	}
+	pthread_mutex_lock(&tr.lock);
+	fl.th = th;
+	fl.running = 1;
+	pthread_mutex_unlock(&tr.lock);
+	__atomic_store_n(&fl.state, FL_RUNNING, __ATOMIC_RELEASE);
+}
+
+/* How long close waits for the thread to end: one write of a buffer. One
+ * that does not end by then (a stalled disk) is left; it writes nothing
+ * after the file is closed. */
+#define FLUSH_JOIN_MS 2000
+
+static void flusher_stop(void)
+{
+	pthread_mutex_lock(&tr.lock);
+	int running = fl.running;
+	fl.stop = 1;
+	pthread_cond_signal(&fl.wake);
+	pthread_mutex_unlock(&tr.lock);
+	if (running) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec + FLUSH_JOIN_MS * 1000000ull;
+		ts.tv_sec += (time_t)(ns / 1000000000u);
+		ts.tv_nsec = (long)(ns % 1000000000u);
+		if (pthread_timedjoin_np(fl.th, NULL, &ts))
+			pthread_detach(fl.th);
+	}
+	pthread_mutex_lock(&tr.lock);
+	fl.running = 0;
+	fl.stop = 0;
+	pthread_mutex_unlock(&tr.lock);
+	__atomic_store_n(&fl.state, FL_NONE, __ATOMIC_RELEASE);
+}
+
+void kvt_trace_flush_start(unsigned every_ms)
+{
+	if (!kvt_trace_active() || !every_ms)
+		return;
+	fl.every_ns = every_ms * 1000000ull;
+	__atomic_store_n(&fl.state, FL_WANTED, __ATOMIC_RELEASE);
+}
+
+/* ---- end, fork, signals, stats ---- */
+
+/* END, and the file closed. No write in progress: the caller waited. */
 static void close_locked(void)
 {
 	open_pending_locked();   /* a forked child that lived and ends: its file, with END */
 	if (tr.fd < 0)
 		return;
+	drain_locked();          /* END follows every record, in one empty buffer */
 	struct kvt_rec_end e = { .head = { KVT_REC_END, sizeof e } };
 	e.nr_events = tr.st.nr_events;
 	e.nr_dropped = tr.st.nr_dropped + (tr.failed ? tr.buffered_events : 0);
@@ -588,31 +816,66 @@ static void close_locked(void)
 	__atomic_store_n(&tr.fd, -1, __ATOMIC_RELAXED);
 }
 
-/* How long _exit waits for a busy trace lock: another thread's record is
- * a copy, or a write of one buffer; a preempted holder on a loaded machine
- * takes a few scheduler slices. A lock that stays busy that long is this
- * thread's own (a signal handler interrupted a writer): given up. */
+/* How long _exit and a signal wait for a busy trace lock, or for the flush
+ * thread's write: another thread's record is a copy, or a write of one
+ * buffer; a preempted holder on a loaded machine takes a few scheduler
+ * slices. A lock that stays busy that long is this thread's own (a signal
+ * handler interrupted a writer): given up, and what that buffer holds is
+ * lost; what was written before stays. */
 #define CLOSE_WAIT_MS 200
+
+/* tr.lock, with no write in progress: 0; -1 after CLOSE_WAIT_MS. Only
+ * async-signal-safe calls: trylock, nanosleep. */
+static int lock_idle_for_signal(void)
+{
+	for (int ms = 0; ms <= CLOSE_WAIT_MS; ms++) {
+		if (!pthread_mutex_trylock(&tr.lock)) {
+			if (tr.out_state != OUT_WRITING)
+				return 0;
+			pthread_mutex_unlock(&tr.lock);
+		}
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	return -1;
+}
 
 void kvt_trace_close_if_owner(void)
 {
 	/* a vfork child shares this memory with its parent: hands off */
 	if (!kvt_trace_active() || tr.pid != (int)getpid())
 		return;
-	/* only async-signal-safe calls: trylock, nanosleep */
-	for (int ms = 0; pthread_mutex_trylock(&tr.lock); ms++) {
-		if (ms == CLOSE_WAIT_MS)
-			return;
-		struct timespec ts = { 0, 1000000 };
-		nanosleep(&ts, NULL);
-	}
+	if (lock_idle_for_signal())
+		return;
 	close_locked();
+	pthread_mutex_unlock(&tr.lock);
+}
+
+void kvt_trace_on_signal(int sig, int last)
+{
+	if (!kvt_trace_active() || tr.pid != (int)getpid() || lock_idle_for_signal())
+		return;
+	char rec[sizeof(struct kvt_rec_head) + 32] = "....trace.signal=";
+	size_t n = sizeof(struct kvt_rec_head) + strlen("trace.signal=");
+	if (sig >= 10)
+		rec[n++] = (char)('0' + sig / 10 % 10);
+	rec[n++] = (char)('0' + sig % 10);
+	struct kvt_rec_head h = { KVT_REC_INFO, (uint16_t)n };
+	memcpy(rec, &h, sizeof h);
+	drain_locked();          /* the INFO record fits the empty buffer */
+	append_locked(rec, n, 0);
+	if (last)
+		close_locked();
+	else
+		drain_locked();
 	pthread_mutex_unlock(&tr.lock);
 }
 
 void kvt_trace_close(void)
 {
+	flusher_stop();
 	pthread_mutex_lock(&tr.lock);
+	wait_writer_locked();
 	close_locked();
 	pthread_mutex_unlock(&tr.lock);
 }
@@ -620,7 +883,8 @@ void kvt_trace_close(void)
 void kvt_trace_flush(void)
 {
 	pthread_mutex_lock(&tr.lock);
-	flush_locked();
+	wait_writer_locked();
+	drain_locked();
 	pthread_mutex_unlock(&tr.lock);
 }
 
@@ -629,7 +893,8 @@ void kvt_trace_fork_prepare(void)
 	kvt_unwind_gate_close();
 	pthread_mutex_lock(&stack_lock);
 	pthread_mutex_lock(&tr.lock);
-	flush_locked();      /* nothing buffered is written twice */
+	wait_writer_locked();
+	drain_locked();      /* nothing buffered is written twice */
 }
 
 void kvt_trace_fork_parent(void)
@@ -637,6 +902,18 @@ void kvt_trace_fork_parent(void)
 	pthread_mutex_unlock(&tr.lock);
 	pthread_mutex_unlock(&stack_lock);
 	kvt_unwind_gate_open();
+}
+
+/* The child has no flush thread (fork copies only the calling thread): it
+ * starts one with its own first event, as a process does. */
+static void flusher_fork_child(void)
+{
+	pthread_cond_init(&fl.done, NULL);
+	pthread_cond_init(&fl.wake, NULL);
+	fl.running = fl.stop = fl.kick = 0;
+	int s = fl.state;
+	fl.state = s == FL_RUNNING || s == FL_STARTING ? FL_WANTED : s;
+	tr.out_state = OUT_FREE;             /* prepare drained it */
 }
 
 /* The child's file is created at its first record or when it ends (exit,
@@ -649,6 +926,7 @@ void kvt_trace_fork_child(void)
 	pthread_mutex_init(&tr.lock, NULL);
 	pthread_mutex_init(&stack_lock, NULL);
 	kvt_unwind_gate_open();
+	flusher_fork_child();
 	if (tr.fd < 0 && !tr.pending)
 		return;
 	if (tr.fd >= 0)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The trace writer: binary records (include/kvtier/trace_format.h) appended
- * to one buffer and written with write(2) when it fills and at exit.
+ * to one of two buffers and written with write(2) by a flush thread at
+ * least every KVTIER_TRACE_FLUSH_MS, when a buffer fills, on SIGTERM and
+ * SIGINT (profiler/trace_signal.c), and at exit.
  * Call sites are captured with libunwind and each distinct stack is written
  * once (a STACK record) with the modules needed to symbolize it offline.
  * Safe inside hooks: no malloc, no stdio; a disk error turns tracing off
@@ -60,13 +62,33 @@ int kvt_trace_stack_raw(void **ip, int max);
 /* A key=value INFO record (e.g. the kvtier version, resolved options). */
 void kvt_trace_info(const char *key, const char *value);
 
-/* Flush, write the END record and close. Idempotent. */
+/* Events reach the file within every_ms: a flush thread, started by the
+ * first event (a process that records none has none), swaps the buffers
+ * under the lock and writes the full one outside it. Its signals are
+ * blocked; a forked child starts its own with its first event; close stops
+ * it. 0, or tracing off: no thread (written when a buffer fills). */
+void kvt_trace_flush_start(unsigned every_ms);
+
+/* Flush, write the END record and close (stopping the flush thread first).
+ * Idempotent. */
 void kvt_trace_close(void);
 /* The same from _exit: not in a vfork child sharing the parent's memory;
  * waits up to 200 ms for a busy lock (another thread's write), then gives
  * up (this thread's own write, interrupted by a signal handler). */
 void kvt_trace_close_if_owner(void);
 void kvt_trace_flush(void);
+/* From a handler of signal sig, in the process that owns the trace:
+ * everything buffered written, then an INFO record "trace.signal=<sig>",
+ * then END and close when last (the signal ends the process), else only
+ * written. Async-signal-safe: trylock and nanosleep; a lock or a write
+ * still busy after 200 ms (this thread's own, interrupted) is given up. */
+void kvt_trace_on_signal(int sig, int last);
+/* SIGTERM and SIGINT flush the trace (profiler/trace_signal.c): a handler
+ * is installed where the disposition at this call is SIG_DFL or a
+ * handler, which it then chains to (SIG_DFL: the signal is raised again
+ * with the default action); SIG_IGN is left alone. A handler the
+ * application installs later replaces it. */
+void kvt_trace_signals_install(void);
 
 /* fork(): hold the trace lock across it; the child writes its own file
  * (pattern with %p expanded to the child's pid, or "<path>.<pid>"),
@@ -79,6 +101,7 @@ void kvt_trace_fork_child(void);
 struct kvt_trace_stats {
 	uint64_t nr_events, nr_dropped, nr_stacks, nr_write_errors, nr_stack_full;
 	uint64_t nr_pystacks;          /* PYSTACK records written */
+	uint64_t nr_flushes;           /* buffers the flush thread wrote */
 };
 void kvt_trace_stats(struct kvt_trace_stats *out);
 
