@@ -58,14 +58,4 @@ static inline int kvt_rt_exit(void)
 	return unseen;
 }
 
-/* ---- fork(): the anonymous-map lock (preload/hook_mmap.c) ------------------------ */
-
-void kvt_mmap_fork_prepare(void);
-void kvt_mmap_fork_parent(void);
-void kvt_mmap_fork_child(void);
-/* ... and the live heap blocks' lock (preload/hook_heap.c) */
-void kvt_heap_fork_prepare(void);
-void kvt_heap_fork_parent(void);
-void kvt_heap_fork_child(void);
-
 #endif

@@ -32,6 +32,7 @@
 #include <sys/mman.h>
 
 #include "../base/kvt.h"
+#include "fork.h"
 #include "guard.h"
 #include "record.h"
 #include "../place/place.h"
@@ -163,11 +164,7 @@ static uintptr_t slot_addr[SLOTS];
 static uint64_t slot_size[SLOTS];
 static unsigned nr_live;                /* read on every free */
 static unsigned seq;                    /* odd while a change is under way */
-static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void kvt_heap_fork_prepare(void) { pthread_mutex_lock(&heap_lock); }
-void kvt_heap_fork_parent(void) { pthread_mutex_unlock(&heap_lock); }
-void kvt_heap_fork_child(void) { pthread_mutex_init(&heap_lock, NULL); }
+/* changes take kvt_heap_lock (preload/fork.c, which keeps it across fork) */
 
 static unsigned home(uintptr_t p)
 {
@@ -268,7 +265,7 @@ KVT_NO_SANITIZE static void heap_made(void *p, uint64_t n, uint64_t align, uint1
 		return;
 	uintptr_t a = (uintptr_t)p;
 	struct kvt_alloc seen;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&kvt_heap_lock);
 	unsigned i = find_slot(a);
 	if (i < SLOTS) {
 		/* still listed: the block there was released by a path kvtier
@@ -293,7 +290,7 @@ KVT_NO_SANITIZE static void heap_made(void *p, uint64_t n, uint64_t align, uint1
 		__atomic_store_n(&nr_live, nr_live + 1, __ATOMIC_RELAXED);
 		change_end();
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&kvt_heap_lock);
 	if (inside || !room) {
 		if (!room)
 			kvt_warn_once("more than %u heap blocks of %llu MiB or more are live; "
@@ -324,7 +321,7 @@ KVT_NO_SANITIZE static uint64_t heap_release(void *p, uint16_t api)
 	uintptr_t a = (uintptr_t)p;
 	if (!tracked(a))
 		return 0;
-	pthread_mutex_lock(&heap_lock);
+	pthread_mutex_lock(&kvt_heap_lock);
 	unsigned i = find_slot(a);
 	uint64_t n = i < SLOTS ? slot_size[i] : 0;
 	if (i < SLOTS) {
@@ -333,7 +330,7 @@ KVT_NO_SANITIZE static uint64_t heap_release(void *p, uint16_t api)
 		__atomic_store_n(&nr_live, nr_live - 1, __ATOMIC_RELAXED);
 		change_end();
 	}
-	pthread_mutex_unlock(&heap_lock);
+	pthread_mutex_unlock(&kvt_heap_lock);
 	if (!n)
 		return 0;
 	void *lo;

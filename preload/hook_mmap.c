@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../base/kvt.h"
+#include "fork.h"
 #include "guard.h"
 #include "record.h"
 #include "../place/place.h"
@@ -38,14 +39,10 @@ KVT_NO_SANITIZE static void *next_symbol(void **slot, const char *name)
  * can place them; until one is, munmap/mremap skip the registry too. */
 static int mmap_seen;
 
-/* The kernel call and the registry update happen under one lock, so a map
- * another thread gets at an address just unmapped is never confused with
- * the old one (the kernel serializes these calls per process anyway). */
-static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void kvt_mmap_fork_prepare(void) { pthread_mutex_lock(&map_lock); }
-void kvt_mmap_fork_parent(void) { pthread_mutex_unlock(&map_lock); }
-void kvt_mmap_fork_child(void) { pthread_mutex_init(&map_lock, NULL); }
+/* The kernel call and the registry update happen under one lock
+ * (kvt_map_lock, preload/fork.c), so a map another thread gets at an
+ * address just unmapped is never confused with the old one (the kernel
+ * serializes these calls per process anyway). */
 
 static int is_tracked_mmap(const struct kvt_alloc *a)
 {
@@ -62,7 +59,7 @@ static void *do_mmap(mmap_fn real, void *addr, size_t len, int prot, int flags,
 	    !kvt_hook_enter())
 		return real(addr, len, prot, flags, fd, off);
 	__atomic_store_n(&mmap_seen, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&map_lock);
+	pthread_mutex_lock(&kvt_map_lock);
 	void *p = real(addr, len, prot, flags, fd, off);
 	int saved = errno;
 	int ok = p != MAP_FAILED;
@@ -78,7 +75,7 @@ static void *do_mmap(mmap_fn real, void *addr, size_t len, int prot, int flags,
 			     ok ? (uint64_t)(uintptr_t)p : 0, len,
 			     (uint64_t)(uint32_t)prot | ((uint64_t)(uint32_t)flags << 32),
 			     ok ? 0 : -saved, &pl);
-	pthread_mutex_unlock(&map_lock);
+	pthread_mutex_unlock(&kvt_map_lock);
 	kvt_place_commit(&pl, ok ? (uint64_t)(uintptr_t)p : 0, len);
 	kvt_hook_exit();
 	errno = saved;
@@ -116,7 +113,7 @@ KVT_EXPORT KVT_NO_SANITIZE int munmap(void *addr, size_t len)
 	if (!__atomic_load_n(&mmap_seen, __ATOMIC_RELAXED) || !kvt_hook_enter())
 		return real(addr, len);
 	struct kvt_alloc a;
-	pthread_mutex_lock(&map_lock);
+	pthread_mutex_lock(&kvt_map_lock);
 	int r = real(addr, len);
 	int saved = errno;
 	int64_t gone = 0;
@@ -126,7 +123,7 @@ KVT_EXPORT KVT_NO_SANITIZE int munmap(void *addr, size_t len)
 			placement = a.placement;
 		gone = kvt_reg_carve(kvt_mem_reg, (uint64_t)(uintptr_t)addr, len, is_tracked_mmap);
 	}
-	pthread_mutex_unlock(&map_lock);
+	pthread_mutex_unlock(&kvt_map_lock);
 	if (gone > 0 && kvt_trace_active()) {
 		struct kvt_rec_event ev = {
 			.op = KVT_OP_FREE, .api = KVT_API_munmap, .kind = KVT_KIND_MMAP,
@@ -174,7 +171,7 @@ static void *do_mremap(void *old, size_t old_size, size_t new_size, int flags,
 	}
 	if (!__atomic_load_n(&mmap_seen, __ATOMIC_RELAXED) || !kvt_hook_enter())
 		return real(old, old_size, new_size, flags, new_addr);
-	pthread_mutex_lock(&map_lock);
+	pthread_mutex_lock(&kvt_map_lock);
 	void *p = real(old, old_size, new_size, flags, new_addr);
 	int saved = errno;
 	struct kvt_alloc a;
@@ -191,7 +188,7 @@ static void *do_mremap(void *old, size_t old_size, size_t new_size, int flags,
 		kvt_rec_event(KVT_OP_REMAP, KVT_KIND_MMAP, KVT_API_mremap, a.base, new_size,
 			      o, old_size, 0);
 	}
-	pthread_mutex_unlock(&map_lock);
+	pthread_mutex_unlock(&kvt_map_lock);
 	kvt_hook_exit();
 	errno = saved;
 	return p;
