@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Process life of the preload library: the constructor reads the options
- * once, opens the trace and creates the registries; fork handlers keep the
- * locks and the trace consistent; the destructor flushes. A hook that runs
+ * once, opens the trace and creates the registries, and installs the fork
+ * handlers (fork.c); the destructor flushes. A hook that runs
  * before the constructor triggers the same init. Anything that fails here
  * leaves kvtier inert and the program running natively. */
 #include <dlfcn.h>
@@ -15,6 +15,7 @@
 #include "kvtier/api.h"
 
 #include "../base/kvt.h"
+#include "fork.h"
 #include "guard.h"
 #include "../place/stats.h"
 #include "record.h"
@@ -72,51 +73,6 @@ static void drop_from_ld_preload(void)
 		unsetenv("LD_PRELOAD");
 }
 
-/* Between prepare and parent/child this thread holds every kvtier lock: its
- * hooked calls (other atfork handlers, a sanitizer's fork interceptor) must
- * pass straight through, so the guard is raised for that window. */
-static void fork_prepare(void)
-{
-	kvt_tls.depth++;
-	if (kvt_inert())
-		return;
-	kvt_mmap_fork_prepare();
-	kvt_heap_fork_prepare();
-	kvt_trace_fork_prepare();
-	kvt_reg_lock_all(kvt_mem_reg);
-	kvt_reg_lock_all(kvt_vmm_reg);
-	kvt_reg_lock_all(kvt_host_reg);
-}
-
-static void fork_parent(void)
-{
-	if (!kvt_inert()) {
-		kvt_reg_unlock_all(kvt_host_reg);
-		kvt_reg_unlock_all(kvt_vmm_reg);
-		kvt_reg_unlock_all(kvt_mem_reg);
-		kvt_trace_fork_parent();
-		kvt_heap_fork_parent();
-		kvt_mmap_fork_parent();
-	}
-	kvt_tls.depth--;
-}
-
-static void fork_child(void)
-{
-	kvt_platform_after_fork();
-	kvt_stats_after_fork();
-	if (!kvt_inert()) {
-		kvt_migrator_after_fork();
-		kvt_reg_unlock_all(kvt_host_reg);
-		kvt_reg_unlock_all(kvt_vmm_reg);
-		kvt_reg_unlock_all(kvt_mem_reg);
-		kvt_trace_fork_child();
-		kvt_heap_fork_child();
-		kvt_mmap_fork_child();
-	}
-	kvt_tls.depth--;
-}
-
 static void open_trace(void)
 {
 	if (!kvt_opt.trace[0])
@@ -171,7 +127,7 @@ static void init_once(void)
 	kvt_py_init();
 	kvt_migrator_start(&tier_host);
 	kvt_stats_init(kvt_mem_reg, kvt_host_reg);
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	kvt_fork_install();
 	__atomic_store_n(&kvt_state, KVT_STATE_READY, __ATOMIC_RELEASE);
 }
 
