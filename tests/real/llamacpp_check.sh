@@ -22,7 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 kvtier=$(cd "$build" && pwd)/kvtier
 CTX=${LLAMACPP_CTX:-8192}            # 32 KiB of KV per token: 256 MiB
 NTOK=${LLAMACPP_TOKENS:-32}
-RULE='mmap,size>=64M => bind:cxl; * => native'
+RULE='mmap,size>=16M,site~libggml* => bind:cxl; * => native'
 skip() { echo "SKIP: llamacpp-npm: $*"; exit 77; }
 fail() { echo "FAIL: llamacpp-npm: $*"; exit 1; }
 

@@ -67,6 +67,57 @@ placement() {   # placement FAR_NODE MIB [noprobe]
 	check vm_check "vm_check exit $rc" [ $rc = 0 ]
 }
 
+# ---- llama.cpp from its npm package (machine b, when the initramfs has it) ---
+# Natively, then under kvtier run with a rule binding maps of 16 MiB or more
+# made from llama.cpp's libraries (node's own heap stays native) to the far
+# tier: the greedy tokens must be the same, the KV's map (a
+# posix_memalign block of 32 MiB, which kvtier's heap wrapper sees) must be
+# bound to the far node with its pages there, and the trace must say so.
+LLAMA_RULE='mmap,size>=16M,site~libggml* => bind:cxl; * => native'
+# 1 024 cells: a KV of 32 MiB, the least the heap wrapper takes; few tokens,
+# as the emulated CXL window costs about 0.6 s per MiB under TCG
+LLAMA_CTX=1024 LLAMA_TOKENS=4
+# a "numa: size=B <numa_maps line>" line: policy names NODE, pages only there
+kv_on_node() {   # kv_on_node LINE NODE
+	echo "$1" | awk -v n="$2" '{
+		ok = $4 ~ ("^(prefer|bind):" n "$")
+		for (i = 5; i <= NF; i++) if ($i ~ /^N[0-9]+=/ && $i !~ ("^N" n "=")) ok = 0
+		exit !ok }'
+}
+
+llamacpp() {   # llamacpp FAR_NODE
+	R=$K/real
+	if [ ! -x /usr/bin/node ] || [ ! -d $R/node_modules ]; then
+		echo "SKIP llamacpp: node or the npm packages are not in this initramfs"
+		return
+	fi
+	echo "--- llama.cpp (npm package) natively [$(up)s]"
+	(cd $R && node llamacpp_npm.mjs tiny.gguf $LLAMA_CTX $LLAMA_TOKENS) > /tmp/ll.native 2>&1
+	rc=$?
+	check llamacpp_native "node exit $rc, $(grep '^tokens:' /tmp/ll.native)" [ $rc = 0 ]
+	[ $rc = 0 ] || tail -5 /tmp/ll.native
+	echo "--- llama.cpp under kvtier run, KVTIER_POLICY='$LLAMA_RULE' [$(up)s]"
+	(cd $R && KVTIER_POLICY="$LLAMA_RULE" KVTIER_MIGRATE=0 \
+		$K/kvtier run --quiet --trace /tmp/ll.%p.trace -- node llamacpp_npm.mjs tiny.gguf $LLAMA_CTX $LLAMA_TOKENS) \
+		> /tmp/ll.kvtier 2>&1
+	rc=$?
+	check llamacpp_kvtier "kvtier run exit $rc" [ $rc = 0 ]
+	[ $rc = 0 ] || tail -5 /tmp/ll.kvtier
+	nt=$(grep '^tokens:' /tmp/ll.native) kt=$(grep '^tokens:' /tmp/ll.kvtier)
+	check llamacpp_tokens "same greedy tokens natively and under kvtier: ${kt#tokens: }" \
+		[ -n "$nt" -a "$nt" = "$kt" ]
+	kv=$(sed -n 's/^kv_bytes: //p' /tmp/ll.kvtier)
+	pid=$(sed -n 's/^pid: //p' /tmp/ll.kvtier)
+	# the map holding the KV: at least kv_bytes, with at least that many pages
+	line=$(awk -v kv="${kv:-0}" '$1 == "numa:" {
+		n = 0; for (i = 3; i <= NF; i++) if ($i ~ /^N[0-9]+=/) { split($i, a, "="); n += a[2] }
+		if (n * 4096 >= kv) { print; exit } }' /tmp/ll.kvtier)
+	check llamacpp_kv_far "KV of $((${kv:-0} >> 20)) MiB: '$line'" kv_on_node "$line" "$1"
+	$K/kvtier dump /tmp/ll.$pid.trace > /tmp/ll.dump 2>&1
+	ev=$(grep -m1 'api=posix_memalign kind=mmap' /tmp/ll.dump | grep -o 'place=[^ ]* .*size=[0-9]*')
+	check llamacpp_trace "trace: $ev" sh -c "echo '$ev' | grep -q '^place=bind:far .*size=$kv\$'"
+}
+
 # ---- machine (a): a CPU-less node 1 described by HMAT ----------------------
 machine_numa() {
 	cpuless_node node1_cpuless 1
@@ -146,6 +197,7 @@ machine_cxl() {
 	# place_probe writes 40 MiB: ~25 s in the emulated CXL window; vm_check
 	# checks the same rules with 2 MiB buffers
 	placement 2 2 noprobe
+	llamacpp 2
 }
 
 case $1 in

@@ -9,6 +9,10 @@
 #   /usr/bin/{numactl,cxl,ndctl,daxctl,kmod}, /sbin/{modprobe,insmod,...}
 #   /lib/modules/<ver>/  CXL, nvdimm and dax modules with their dependencies
 #   /init, /guest.sh
+# and, when node 20+ and tests/real's npm packages are installed (make test
+# installs them), a second archive OUT-llama.cpio.gz = OUT plus
+#   /usr/bin/node, /opt/kvtier/real/{llamacpp_npm.mjs,node_modules,tiny.gguf}
+# for machine (b)'s llama.cpp check (the kernel unpacks both, in order).
 set -euo pipefail
 trap 'echo "mkinitramfs.sh: line $LINENO failed (exit $?)" >&2' ERR
 export PATH=$PATH:/sbin:/usr/sbin
@@ -93,3 +97,25 @@ cp "$here/guest.sh" "$R/guest.sh"
 chmod +x "$R/init" "$R/guest.sh"
 
 (cd "$R" && find . | cpio -o -H newc --quiet) | gzip -1 > "$out"
+
+# ---- llama.cpp from its npm package (machine b) ---------------------------------
+llama_out=${out%.cpio.gz}-llama.cpio.gz
+rm -f "$llama_out"
+real="$here/../real"
+major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "${major:-0}" -ge 20 ] && cmp -s "$real/package-lock.json" "$real/node_modules/.kvtier-lock"; then
+	L="$build/vm/rootfs-llama"
+	rm -rf "$L"
+	mkdir -p "$L/usr/bin" "$L/opt/kvtier/real"
+	cp -L "$(command -v node)" "$L/usr/bin/node"
+	for l in $(ldd "$(command -v node)" 2>/dev/null | grep -o '/[^ ]*'); do
+		[ -e "$R$l" ] && continue
+		mkdir -p "$L$(dirname "$l")"
+		cp -L "$l" "$L$l"
+	done
+	cp "$real/llamacpp_npm.mjs" "$real/package.json" "$L/opt/kvtier/real/"
+	cp -r "$real/node_modules" "$L/opt/kvtier/real/"
+	node "$real/tiny_gguf.mjs" "$L/opt/kvtier/real/tiny.gguf" --seed 47 >/dev/null
+	{ cat "$out"; (cd "$L" && find . | cpio -o -H newc --quiet) | gzip -1; } > "$llama_out"
+	rm -rf "$L"
+fi

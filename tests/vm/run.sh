@@ -5,7 +5,7 @@
 # discovery and placement against the real Linux NUMA / HMAT / CXL code.
 #   tests/vm/run.sh [BUILD]            (default build; see docs/vm-testbed.md)
 # Environment: VM_MACHINES="numa cxl" (which to boot), VM_TIMEOUT=120 (s per
-# boot), VM_PARALLEL=1 (0: one machine after the other), VM_VERBOSE=1 (print the whole
+# boot; 360 for machine cxl with the llama.cpp step), VM_PARALLEL=1 (0: one machine after the other), VM_VERBOSE=1 (print the whole
 # serial console, not only the guest's own output).
 # Exit 0: all passed, or skipped (QEMU / kernel cannot be installed here).
 set -uo pipefail
@@ -49,11 +49,20 @@ if ! tests/vm/mkinitramfs.sh "$build" "$kdir" "$vm/initramfs.cpio.gz" 2>"$vm/ini
 	exit 1
 fi
 echo "test-vm: initramfs $(du -h "$vm/initramfs.cpio.gz" | cut -f1) ($(elapsed) s)"
+# machine (b) also runs llama.cpp's npm package when make test installed it
+# (two node runs: about a minute each under TCG)
+initrd_cxl="$vm/initramfs.cpio.gz" tmo_cxl=$tmo
+if [ -s "$vm/initramfs-llama.cpio.gz" ]; then
+	initrd_cxl="$vm/initramfs-llama.cpio.gz" tmo_cxl=${VM_TIMEOUT:-360}
+	echo "test-vm: with llama.cpp's npm package for machine cxl: $(du -h "$initrd_cxl" | cut -f1)"
+else
+	echo "test-vm: llama.cpp check SKIPPED: no node 20+ or tests/real's npm packages not installed (make test installs them)"
+fi
 
 # ---- the machines ------------------------------------------------------------
 common=(-accel tcg -cpu max -smp 2,sockets=2 -nographic -no-reboot -net none
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04
-	-kernel "$kdir/vmlinuz" -initrd "$vm/initramfs.cpio.gz"
+	-kernel "$kdir/vmlinuz"
 	-object memory-backend-ram,id=m0,size=512M -object memory-backend-ram,id=m1,size=512M
 	-numa node,nodeid=0,memdev=m0 -numa node,nodeid=1,memdev=m1,initiator=0
 	-numa cpu,node-id=0,socket-id=0 -numa cpu,node-id=0,socket-id=1
@@ -64,10 +73,10 @@ common=(-accel tcg -cpu max -smp 2,sockets=2 -nographic -no-reboot -net none
 append="console=ttyS0 panic=-1 loglevel=3"
 
 # (a) node 1: CPU-less, HMAT 25 ns / 5 GB/s from node 0
-args_numa=(-machine q35,hmat=on -m 1G -append "$append scenario=numa")
+args_numa=(-machine q35,hmat=on -m 1G -initrd "$vm/initramfs.cpio.gz" -append "$append scenario=numa")
 # (b) the same plus a CXL type-3 persistent-memory device (QEMU 7.2 has no
 # volatile type-3) behind a CXL host bridge, a 4 GiB fixed memory window
-args_cxl=(-machine q35,cxl=on,hmat=on -m 1G,maxmem=8G,slots=4 -append "$append scenario=cxl"
+args_cxl=(-machine q35,cxl=on,hmat=on -m 1G,maxmem=8G,slots=4 -initrd "$initrd_cxl" -append "$append scenario=cxl"
 	-object memory-backend-ram,id=cxl-mem0,size=512M
 	-object memory-backend-ram,id=cxl-lsa0,size=256M
 	-device pxb-cxl,bus_nr=12,bus=pcie.0,id=cxl.1
@@ -80,7 +89,9 @@ boot() {   # boot NAME: serial console to $vm/NAME.log, QEMU's status to $vm/NAM
 	local name=$1 a s
 	eval "a=(\"\${args_$name[@]}\")"
 	s=$(date +%s.%N)
-	timeout "$tmo" qemu-system-x86_64 "${common[@]}" "${a[@]}" </dev/null >"$vm/$name.log" 2>&1
+	local t=$tmo
+	[ "$name" = cxl ] && t=$tmo_cxl
+	timeout "$t" qemu-system-x86_64 "${common[@]}" "${a[@]}" </dev/null >"$vm/$name.log" 2>&1
 	echo $? >"$vm/$name.rc"
 	awk -v a="$s" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", b - a }' >"$vm/$name.time"
 }
@@ -112,7 +123,7 @@ for m in $machines; do
 	case $rc in
 	1) why="" ;;
 	3) why="the guest reported failures" ;;
-	124) why="timed out after $tmo s" ;;
+	124) why="timed out" ;;
 	*) why="QEMU exit $rc, no verdict from the guest" ;;
 	esac
 	if [ -z "$why" ] && [ -n "$result" ] && [ "$f" = 0 ] && [ "$p" -gt 0 ]; then
