@@ -23,9 +23,11 @@ LDFLAGS   += $(SANFLAGS)
 
 # ---- the preload library -------------------------------------------------
 # Files named hook_*.c / *.S define interposed symbols, init.c has the
-# constructor, record.c, place*.c and stats.c the in-process glue, tier/ the
-# migration loop, cuda_shim/ the real entry points and kvtier's own driver
-# calls: they go only into the shared object. Everything else also goes into libkvtier.a for tools and unit tests.
+# constructor, record.c and fork.c the in-process glue, place/ placement and
+# the live counters, tier/ the migration loop, cuda_shim/ the real entry
+# points and kvtier's own driver calls: they go only into the shared object.
+# Everything else (topo/ included) also goes into libkvtier.a for tools and
+# unit tests.
 HOOK_SRCS := $(wildcard preload/hook_*.c) $(wildcard preload/*.S) preload/init.c preload/record.c \
              $(wildcard place/*.c) $(wildcard tier/*.c) $(wildcard cuda_shim/*.c)
 CORE_SRCS := $(filter-out $(HOOK_SRCS),$(wildcard base/*.c preload/*.c topo/*.c profiler/*.c policy/*.c))

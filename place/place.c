@@ -116,9 +116,10 @@ int kvt_place_kind_placeable(uint8_t kind)
 
 /* fork(): the engine lock is held across it, so a child never inherits it
  * held by a thread that does not exist there (its first decision would
- * wait forever: a child mapping memory under a bind rule). Registered from kvt_place_init, before init.c's handlers:
- * this prepare runs after theirs (the hook guard is already raised). No
- * other kvtier lock is ever taken while eng_lock is held. */
+ * wait forever: a child mapping memory under a bind rule). Registered from
+ * kvt_place_init, before preload/fork.c's handlers: this prepare runs after
+ * theirs (the hook guard is already raised). No other kvtier lock is ever
+ * taken while eng_lock is held. */
 static void fork_prepare(void) { pthread_mutex_lock(&eng_lock); }
 static void fork_parent(void) { pthread_mutex_unlock(&eng_lock); }
 

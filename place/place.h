@@ -6,7 +6,9 @@
  * Three files, read top to bottom: place.c decides (the policy engine,
  * verdicts, what the migrator tracks), place_act.c acts (managed memory
  * homed, pinned memory and maps bound), place_account.c counts (far nodes'
- * bytes, placements, fallbacks). */
+ * bytes, placements, fallbacks). place/ sits below the hooks (preload/):
+ * nothing here calls a hook or the live counters, which read
+ * kvt_place_counters when they publish (place/stats.c). */
 #ifndef KVT_PLACE_H
 #define KVT_PLACE_H
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Live counters published for `kvtier stat` (preload/stats.c): a 0600
+/* Live counters published for `kvtier stat` (place/stats.c): a 0600
  * segment /dev/shm/kvtier.<pid> (include/kvtier/stats_format.h), refreshed
  * each migration epoch and, from the hooks, at most every 100 ms.
  * The hook entry points are atomics and one clock read: no malloc, no

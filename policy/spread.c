@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Spreading far placements over several far nodes by weight (from their
- * bandwidth, see preload/topo.c): the next allocation goes to the node
+ * bandwidth, see topo/topo.c): the next allocation goes to the node
  * whose share after it would be smallest relative to its weight. Pure. */
 #include "kvtier/policy.h"
 

@@ -3,7 +3,8 @@
  * memdevs and regions, and the choice of the far tier. Runs once (library
  * init, `kvtier topo`), never on a hot path: bounded fixed arrays, reads
  * sysfs/proc under a ROOT prefix so tests run it on fixture trees, and
- * reaches libcxl only through an ops table. No logging: callers report. */
+ * reaches libcxl only through an ops table. No logging: callers report.
+ * topo/ stands on base/ alone; placement (place/) and `kvtier topo` use it. */
 #ifndef KVT_TOPO_H
 #define KVT_TOPO_H
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The live stats segment, version 3 (2 added the Python call-site counters, 3 room for 8 evidence sources): what a process running under kvtier
  * publishes in /dev/shm/kvtier.<pid> (mode 0600) and `kvtier stat` reads.
- * Shared by the writer (preload/stats.c) and the reader (tools/cmd_stat.c).
+ * Shared by the writer (place/stats.c) and the reader (tools/cmd_stat.c).
  * Fixed layout, no pointers; names travel with the counters. A reader
  * copies the struct between two reads of `seq` (even and equal: consistent). */
 #ifndef KVTIER_STATS_FORMAT_H
@@ -16,7 +16,7 @@
 
 #define KVT_STATS_KINDS     8      /* enum kvt_kind (trace_format.h) */
 #define KVT_STATS_PLACES    8      /* enum kvt_placement */
-#define KVT_STATS_FALLBACKS 16     /* enum kvt_fallback (preload/place.h) */
+#define KVT_STATS_FALLBACKS 16     /* enum kvt_fallback (place/place.h) */
 #define KVT_STATS_SOURCES   8      /* enum kvt_prof_src (profiler/evidence.h) */
 #define KVT_STATS_PY_FALLBACKS 4   /* enum kvt_py_fallback (profiler/pyframes.h) */
 #define KVT_STATS_NAME      24

@@ -57,7 +57,7 @@ for b in $bins; do
 done
 LD_LIBRARY_PATH=$CUDA_HOME/lib64 deps $bins | sort -u | while read -r n p; do place "$n" "$p"; done
 # dlopened at run time, never linked: kvtier's CUPTI evidence source and the
-# CXL topology reader (preload/topo_cxl.c; absent: kvtier falls back)
+# CXL topology reader (topo/topo_cxl.c; absent: kvtier falls back)
 [ -e "$CUDA_HOME/lib64/libcupti.so.13" ] && place libcupti.so.13 "$CUDA_HOME/lib64/libcupti.so.13"
 cxl=$(ldconfig -p | awk '$1 == "libcxl.so.1" { print $NF; exit }')
 [ -n "$cxl" ] && place libcxl.so.1 "$cxl"
