@@ -164,13 +164,21 @@ static void print_traces(const char *what, const struct tdir *d)
 
 #define NP_POLICY "KVTIER_POLICY=mmap,size>=64M => bind:cxl; * => native"
 
-struct np_big { uint64_t addr; int allocs, frees, bound; };
+struct np_big { uint64_t addr; int allocs, frees, bound, heap_gib, heap_gib_bound; };
 
 static void np_event(struct tfile *f, const struct kvt_rec_event *e, void *arg)
 {
 	(void)f;
 	struct np_big *b = arg;
-	if (e->kind != KVT_KIND_MMAP || e->size != (512u << 20) || e->result)
+	/* numpy's 1 GiB arrays: heap blocks (malloc), which the rule binds */
+	if (e->kind == KVT_KIND_MMAP && e->op == KVT_OP_ALLOC && e->api != KVT_API_mmap &&
+	    e->size == (1u << 30) && !e->result) {
+		b->heap_gib++;
+		b->heap_gib_bound += e->placement == KVT_PLACE_BIND_FAR;
+	}
+	/* the program's own mmap (numpy's 512 MiB temporaries are heap blocks) */
+	if (e->kind != KVT_KIND_MMAP || e->size != (512u << 20) || e->result ||
+	    (e->api != KVT_API_mmap && e->api != KVT_API_munmap))
 		return;
 	if (e->op == KVT_OP_ALLOC) {
 		b->allocs++;
@@ -229,7 +237,7 @@ static void check_numpy(int with_mmap)
 	}
 	same_run(&a, &b, with_mmap ? "numpy --mmap" : "numpy");
 	CU_ASSERT_PTR_NOT_NULL(strstr(b.out, "done\n"));
-	struct np_big big = { 0, 0, 0, 0 };
+	struct np_big big = { 0, 0, 0, 0, 0, 0 };
 	read_traces(dir, &d, np_event, &big);
 	CU_ASSERT_EQUAL(d.nr, 1);
 	CU_ASSERT_EQUAL(d.nr_ended, d.nr);
@@ -241,6 +249,9 @@ static void check_numpy(int with_mmap)
 	} else {
 		CU_ASSERT_EQUAL(big.allocs, 0);
 	}
+	/* the two 1 GiB arrays, bound by the size rule (preload/hook_heap.c) */
+	CU_ASSERT_EQUAL(big.heap_gib, 2);
+	CU_ASSERT_EQUAL(big.heap_gib_bound, 2);
 }
 
 static void test_numpy(void) { check_numpy(0); }
