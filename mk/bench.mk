@@ -10,7 +10,7 @@
 #   make gpu-bundle   everything tests/gpu/run.sh needs on a bare GPU machine,
 #                     built here against the real CUDA 13 toolkit: build/gpu
 #   make test-gpu-dryrun  tests/gpu/run.sh end to end on the simulated device
-#                     (tests/gpu/dryrun.sh: a stand-in bundle; ~1 minute), so
+#                     (tests/gpu/dryrun.sh: a stand-in bundle; ~3 minutes), so
 #                     the real-GPU check is known to run before a GPU session
 # Benchmarks never fail the build on a time; `make test` runs none of them.
 BENCH_HOOKS := $(BUILD)/bench/hooks
