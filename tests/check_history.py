@@ -19,6 +19,8 @@ import os
 import re
 import sys
 
+import check_common
+
 # One of the words "session", "sessions", "stop", "stops", then a number.
 HISTORY = re.compile(r"\b(sessions?|stops?)\s+#?\d+", re.IGNORECASE)
 SKIP_DIRS = {".git", "node_modules"}
@@ -153,7 +155,6 @@ def check(root, quiet=False):
 
 def self_test():
     """Small trees with one planted line each (or none): the check must agree."""
-    import tempfile
     s, p = "Sess" + "ion", "st" + "op"      # not a hit in this file itself
     cases = [
         ("clean", {"README.md": "Run make test.\n",
@@ -170,28 +171,9 @@ def self_test():
         ("python docstring", {"tests/c.py": f'"""Check.\n{s} 4 added it.\n"""\n'}, 1),
         ("build skipped", {"build/x.c": f"/* {s} 1 */\n"}, 0),
     ]
-    bad = 0
-    for name, files, want in cases:
-        with tempfile.TemporaryDirectory() as root:
-            for rel, text in files.items():
-                os.makedirs(os.path.dirname(os.path.join(root, rel)) or root,
-                            exist_ok=True)
-                with open(os.path.join(root, rel), "w") as fh:
-                    fh.write(text)
-            got = check(root, quiet=True)
-        ok = len(got) == want
-        print(f"self-test {name}: {'ok' if ok else 'WRONG'} ({len(got)} hits, want {want})")
-        bad += not ok
-    return 1 if bad else 0
-
-
-def main():
-    if sys.argv[1:] == ["--self-test"]:
-        return self_test()
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
-                           os.path.join(os.path.dirname(__file__), ".."))
-    return 1 if check(root) else 0
+    return check_common.self_test(check, cases, lambda got, want: len(got) == want,
+                                   lambda got, want: f"{len(got)} hits, want {want}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(check_common.main(check, self_test, __file__))

@@ -19,6 +19,8 @@ import os
 import re
 import sys
 
+import check_common
+
 # Top first: a folder may include itself and any folder after it. preload/
 # holds the hooks and their wiring; place/ (placement and the live counters)
 # and topo/ (which nodes are far) sit below the hooks that use them.
@@ -139,7 +141,6 @@ def check(root, quiet=False):
 
 def self_test():
     """Small trees, each breaking one rule (or none): the check must agree."""
-    import tempfile
     cases = [
         ("clean", {"preload/a.c": '#include "../base/kvt.h"\n',
                    "base/kvt.h": '#include "kvtier/x.h"\n', "include/kvtier/x.h": ""}, None),
@@ -154,27 +155,9 @@ def self_test():
         ("policy includes CUDA", {"policy/q.c": "#include <cuda.h>\n"}, "policy/ includes <cuda.h>"),
         ("unresolved", {"tier/m.c": '#include "nowhere.h"\n'}, "resolves to no file"),
     ]
-    bad = 0
-    for name, files, want in cases:
-        with tempfile.TemporaryDirectory() as root:
-            for rel, text in files.items():
-                os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
-                with open(os.path.join(root, rel), "w") as fh:
-                    fh.write(text)
-            probs = check(root, quiet=True)
-        ok = (not probs) if want is None else any(want in p for p in probs)
-        print(f"self-test {name}: {'ok' if ok else 'WRONG'} ({len(probs)} problems)")
-        bad += not ok
-    return 1 if bad else 0
-
-
-def main():
-    if sys.argv[1:] == ["--self-test"]:
-        return self_test()
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
-                           os.path.join(os.path.dirname(__file__), ".."))
-    return 1 if check(root) else 0
+    return check_common.self_test(check, cases, lambda probs, want: (not probs) if want is None else any(want in p for p in probs),
+                                   lambda probs, want: f"{len(probs)} problems")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(check_common.main(check, self_test, __file__))
