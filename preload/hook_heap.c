@@ -350,28 +350,45 @@ KVT_NO_SANITIZE static uint64_t heap_release(void *p, uint16_t api)
 
 /* ---- the entry points ---- */
 
-KVT_EXPORT KVT_NO_SANITIZE void *malloc(size_t n)
+/* A call passed straight on is a tail call, so the allocator behind sees
+ * its caller's return address, not kvtier's: LeakSanitizer knows the
+ * dynamic linker's own allocations by that caller, and an allocator's
+ * profiler attributes by it. GCC makes sibling calls from -O2; the
+ * sanitizer builds are -O1. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define KVT_TAIL_CALLS __attribute__((optimize("optimize-sibling-calls")))
+#else
+#define KVT_TAIL_CALLS
+#endif
+#define KVT_HEAP_ENTRY KVT_EXPORT KVT_NO_SANITIZE KVT_TAIL_CALLS
+
+KVT_HEAP_ENTRY void *malloc(size_t n)
 {
 	if (KVT_UNLIKELY(resolving))
 		return arena_alloc(n, 16);
-	void *p = NEXT(malloc)(n);
-	if (KVT_UNLIKELY(n >= KVT_HEAP_MIN_BYTES))
-		heap_made(p, n, 0, KVT_API_malloc);
+	malloc_fn f = NEXT(malloc);
+	if (KVT_LIKELY(n < KVT_HEAP_MIN_BYTES))
+		return f(n);
+	void *p = f(n);
+	heap_made(p, n, 0, KVT_API_malloc);
 	return p;
 }
 
-KVT_EXPORT KVT_NO_SANITIZE void *calloc(size_t nmemb, size_t size)
+KVT_HEAP_ENTRY void *calloc(size_t nmemb, size_t size)
 {
 	size_t n;
+	int over = __builtin_mul_overflow(nmemb, size, &n);
 	if (KVT_UNLIKELY(resolving))
-		return __builtin_mul_overflow(nmemb, size, &n) ? NULL : arena_alloc(n, 16);
-	void *p = NEXT(calloc)(nmemb, size);
-	if (KVT_UNLIKELY(!__builtin_mul_overflow(nmemb, size, &n) && n >= KVT_HEAP_MIN_BYTES))
-		heap_made(p, n, 0, KVT_API_calloc);
+		return over ? NULL : arena_alloc(n, 16);
+	calloc_fn f = NEXT(calloc);
+	if (KVT_LIKELY(over || n < KVT_HEAP_MIN_BYTES))
+		return f(nmemb, size);
+	void *p = f(nmemb, size);
+	heap_made(p, n, 0, KVT_API_calloc);
 	return p;
 }
 
-KVT_EXPORT KVT_NO_SANITIZE void free(void *p)
+KVT_HEAP_ENTRY void free(void *p)
 {
 	if (KVT_UNLIKELY(in_arena(p)))
 		return;
@@ -385,7 +402,7 @@ KVT_EXPORT KVT_NO_SANITIZE void free(void *p)
 	NEXT(free)(p);
 }
 
-KVT_EXPORT KVT_NO_SANITIZE void *realloc(void *p, size_t n)
+KVT_HEAP_ENTRY void *realloc(void *p, size_t n)
 {
 	if (KVT_UNLIKELY(resolving && p && !in_arena(p)))   /* not seen in practice */
 		return (next.realloc ? next.realloc : __libc_realloc)(p, n);
@@ -397,10 +414,11 @@ KVT_EXPORT KVT_NO_SANITIZE void *realloc(void *p, size_t n)
 		}
 		return q;
 	}
-	uint64_t had = 0;
-	if (KVT_UNLIKELY(__atomic_load_n(&nr_live, __ATOMIC_RELAXED) != 0) && p)
-		had = heap_release(p, KVT_API_realloc);
-	void *q = NEXT(realloc)(p, n);
+	realloc_fn f = NEXT(realloc);
+	if (KVT_LIKELY(__atomic_load_n(&nr_live, __ATOMIC_RELAXED) == 0 && n < KVT_HEAP_MIN_BYTES))
+		return f(p, n);
+	uint64_t had = p ? heap_release(p, KVT_API_realloc) : 0;
+	void *q = f(p, n);
 	if (KVT_UNLIKELY(!q && had && n))          /* failed: p is still the block */
 		heap_made(p, had, 0, KVT_API_realloc);
 	else if (KVT_UNLIKELY(n >= KVT_HEAP_MIN_BYTES))
@@ -408,7 +426,7 @@ KVT_EXPORT KVT_NO_SANITIZE void *realloc(void *p, size_t n)
 	return q;
 }
 
-KVT_EXPORT KVT_NO_SANITIZE void *reallocarray(void *p, size_t nmemb, size_t size)
+KVT_HEAP_ENTRY void *reallocarray(void *p, size_t nmemb, size_t size)
 {
 	size_t n;
 	if (__builtin_mul_overflow(nmemb, size, &n)) {
@@ -418,7 +436,7 @@ KVT_EXPORT KVT_NO_SANITIZE void *reallocarray(void *p, size_t nmemb, size_t size
 	return realloc(p, n);
 }
 
-KVT_EXPORT KVT_NO_SANITIZE int posix_memalign(void **out, size_t align, size_t n)
+KVT_HEAP_ENTRY int posix_memalign(void **out, size_t align, size_t n)
 {
 	if (KVT_UNLIKELY(resolving)) {
 		void *p = arena_alloc(n, align);
@@ -427,38 +445,31 @@ KVT_EXPORT KVT_NO_SANITIZE int posix_memalign(void **out, size_t align, size_t n
 		*out = p;
 		return 0;
 	}
-	int r = NEXT(posix_memalign)(out, align, n);
-	if (KVT_UNLIKELY(r == 0 && n >= KVT_HEAP_MIN_BYTES))
+	posix_memalign_fn f = NEXT(posix_memalign);
+	if (KVT_LIKELY(n < KVT_HEAP_MIN_BYTES))
+		return f(out, align, n);
+	int r = f(out, align, n);
+	if (r == 0)
 		heap_made(*out, n, align, KVT_API_posix_memalign);
 	return r;
 }
 
-KVT_EXPORT KVT_NO_SANITIZE void *aligned_alloc(size_t align, size_t n)
-{
-	if (KVT_UNLIKELY(resolving))
-		return arena_alloc(n, align);
-	void *p = NEXT(aligned_alloc)(align, n);
-	if (KVT_UNLIKELY(n >= KVT_HEAP_MIN_BYTES))
-		heap_made(p, n, align, KVT_API_aligned_alloc);
-	return p;
-}
-
-KVT_EXPORT KVT_NO_SANITIZE void *memalign(size_t align, size_t n)
-{
-	if (KVT_UNLIKELY(resolving))
-		return arena_alloc(n, align);
-	void *p = NEXT(memalign)(align, n);
-	if (KVT_UNLIKELY(n >= KVT_HEAP_MIN_BYTES))
-		heap_made(p, n, align, KVT_API_memalign);
-	return p;
-}
-
-KVT_EXPORT KVT_NO_SANITIZE void *valloc(size_t n)
-{
-	if (KVT_UNLIKELY(resolving))
-		return arena_alloc(n, 4096);
-	void *p = NEXT(valloc)(n);
-	if (KVT_UNLIKELY(n >= KVT_HEAP_MIN_BYTES))
-		heap_made(p, n, 4096, KVT_API_valloc);
-	return p;
-}
+/* aligned_alloc, memalign, valloc: ALIGN, N -> p */
+#define ALIGNED_ENTRY(fn, type, api, args, align_of)                      \
+	KVT_HEAP_ENTRY void *fn args                                       \
+	{                                                                  \
+		if (KVT_UNLIKELY(resolving))                               \
+			return arena_alloc(n, align_of);                   \
+		type f = NEXT(fn);                                         \
+		if (KVT_LIKELY(n < KVT_HEAP_MIN_BYTES))                    \
+			return ALIGNED_CALL_##fn;                          \
+		void *p = ALIGNED_CALL_##fn;                               \
+		heap_made(p, n, align_of, api);                            \
+		return p;                                                  \
+	}
+#define ALIGNED_CALL_aligned_alloc f(align, n)
+#define ALIGNED_CALL_memalign f(align, n)
+#define ALIGNED_CALL_valloc f(n)
+ALIGNED_ENTRY(aligned_alloc, memalign_fn, KVT_API_aligned_alloc, (size_t align, size_t n), align)
+ALIGNED_ENTRY(memalign, memalign_fn, KVT_API_memalign, (size_t align, size_t n), align)
+ALIGNED_ENTRY(valloc, valloc_fn, KVT_API_valloc, (size_t n), 4096)
