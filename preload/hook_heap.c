@@ -175,7 +175,7 @@ static unsigned home(uintptr_t p)
 KVT_NO_SANITIZE static unsigned find_slot(uintptr_t p)
 {
 	for (unsigned i = home(p), n = 0; n < SLOTS; i = (i + 1) & (SLOTS - 1), n++) {
-		uintptr_t v = __atomic_load_n(&slot_addr[i], __ATOMIC_RELAXED);
+		uintptr_t v = __atomic_load_n(&slot_addr[i], __ATOMIC_ACQUIRE);
 		if (v == p)
 			return i;
 		if (!v)
@@ -191,17 +191,18 @@ KVT_NO_SANITIZE static int tracked(uintptr_t p)
 		unsigned s = __atomic_load_n(&seq, __ATOMIC_ACQUIRE);
 		if (s & 1)
 			continue;
-		unsigned i = find_slot(p);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		unsigned i = find_slot(p);     /* acquire loads: seq is read after them */
 		if (__atomic_load_n(&seq, __ATOMIC_RELAXED) == s)
 			return i < SLOTS;
 	}
 }
 
+/* A change: seq odd, the slots stored with release (a read that sees one
+ * new value then sees seq changed), seq even again. No fences: ThreadSanitizer
+ * does not model them. */
 static void change_begin(void)
 {
 	__atomic_store_n(&seq, seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
 static void change_end(void)
@@ -215,7 +216,7 @@ static void slot_remove(unsigned i)
 {
 	unsigned j = i;
 	for (;;) {
-		__atomic_store_n(&slot_addr[i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&slot_addr[i], 0, __ATOMIC_RELEASE);
 		for (;;) {
 			j = (j + 1) & (SLOTS - 1);
 			uintptr_t v = slot_addr[j];
@@ -226,7 +227,7 @@ static void slot_remove(unsigned i)
 			if (i <= j ? (h <= i || h > j) : (h <= i && h > j))
 				break;
 		}
-		__atomic_store_n(&slot_addr[i], slot_addr[j], __ATOMIC_RELAXED);
+		__atomic_store_n(&slot_addr[i], slot_addr[j], __ATOMIC_RELEASE);
 		slot_size[i] = slot_size[j];
 		i = j;
 	}
@@ -286,7 +287,7 @@ KVT_NO_SANITIZE static void heap_made(void *p, uint64_t n, uint64_t align, uint1
 			j = (j + 1) & (SLOTS - 1);
 		change_begin();
 		slot_size[j] = n;
-		__atomic_store_n(&slot_addr[j], a, __ATOMIC_RELAXED);
+		__atomic_store_n(&slot_addr[j], a, __ATOMIC_RELEASE);
 		__atomic_store_n(&nr_live, nr_live + 1, __ATOMIC_RELAXED);
 		change_end();
 	}
