@@ -905,7 +905,11 @@ void kvt_trace_fork_parent(void)
 }
 
 /* The child has no flush thread (fork copies only the calling thread): it
- * starts one with its own first event, as a process does. */
+ * starts one with its own first event, as a process does. Not in a
+ * ThreadSanitizer build: there a thread made in the child of a process that
+ * had threads can take an id TSan still holds for the parent's ("dup thread
+ * with used id") and the child does not end cleanly; such a child writes
+ * when its buffer fills and at exit, as with KVTIER_TRACE_FLUSH_MS=0. */
 static void flusher_fork_child(void)
 {
 	pthread_cond_init(&fl.done, NULL);
@@ -913,6 +917,9 @@ static void flusher_fork_child(void)
 	fl.running = fl.stop = fl.kick = 0;
 	int s = fl.state;
 	fl.state = s == FL_RUNNING || s == FL_STARTING ? FL_WANTED : s;
+#if defined(__SANITIZE_THREAD__)
+	fl.state = FL_NONE;
+#endif
 	tr.out_state = OUT_FREE;             /* prepare drained it */
 }
 

@@ -167,7 +167,9 @@ static void read_trace(struct seen *s, const char *path)
 			s->end_events = it.end->nr_events;
 		} else if (it.type == KVT_REC_INFO && it.text_len > 13 &&
 			   !memcmp(it.text, "trace.signal=", 13)) {
-			s->signal = atoi(it.text + 13);
+			s->signal = 0;        /* the text is not NUL-terminated */
+			for (size_t k = 13; k < it.text_len && it.text[k] >= '0' && it.text[k] <= '9'; k++)
+				s->signal = s->signal * 10 + (it.text[k] - '0');
 		}
 	}
 	s->ok = ret == 0;
@@ -375,6 +377,13 @@ static void test_sigterm_ignored(void)
 static void test_forked_child_killed(void)
 {
 	static struct run r;
+	const char *san = getenv("SAN");
+	if (san && strstr(san, "thread")) {
+		/* a TSan build's forked child starts no flush thread
+		 * (profiler/trace.c, flusher_fork_child) */
+		CU_PASS("skipped under ThreadSanitizer: a forked child has no flush thread there");
+		return;
+	}
 	start(&r, "fork", "fork", NULL, 0);
 	pid_t child = 0;
 	for (int i = 0; i < 200 && !child; i++) {
