@@ -62,6 +62,7 @@ enum { FL_NONE, FL_WANTED, FL_STARTING, FL_RUNNING, FL_FAILED };
 static struct {
 	int state;
 	int running, stop, kick;
+	int started;                     /* the thread reached its loop (atomic) */
 	uint64_t every_ns;
 	pthread_t th;
 	pthread_cond_t wake;             /* the thread waits here */
@@ -705,6 +706,7 @@ static void write_out_unlocked(void)
 static void *flush_main(void *arg)
 {
 	(void)arg;
+	__atomic_store_n(&fl.started, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&tr.lock);
 	while (!fl.stop) {
 		struct timespec ts;
@@ -888,8 +890,25 @@ void kvt_trace_flush(void)
 	pthread_mutex_unlock(&tr.lock);
 }
 
+/* A fork while the flush thread is being made waits until it runs its own
+ * code (2 s at most): the thread library and a sanitizer's allocator take
+ * locks while a thread starts, and a child that inherits one held hangs at
+ * its first thread (seen with ASan: a forked child stuck in calloc under
+ * pthread_getattr_np). */
+static void wait_flusher_started(void)
+{
+	for (int i = 0; i < 2000; i++) {
+		int s = __atomic_load_n(&fl.state, __ATOMIC_ACQUIRE);
+		if ((s != FL_STARTING && s != FL_RUNNING) || __atomic_load_n(&fl.started, __ATOMIC_ACQUIRE))
+			return;
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+}
+
 void kvt_trace_fork_prepare(void)
 {
+	wait_flusher_started();
 	kvt_unwind_gate_close();
 	pthread_mutex_lock(&stack_lock);
 	pthread_mutex_lock(&tr.lock);
@@ -914,7 +933,7 @@ static void flusher_fork_child(void)
 {
 	pthread_cond_init(&fl.done, NULL);
 	pthread_cond_init(&fl.wake, NULL);
-	fl.running = fl.stop = fl.kick = 0;
+	fl.running = fl.stop = fl.kick = fl.started = 0;
 	int s = fl.state;
 	fl.state = s == FL_RUNNING || s == FL_STARTING ? FL_WANTED : s;
 #if defined(__SANITIZE_THREAD__)
