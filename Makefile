@@ -27,11 +27,15 @@ LDFLAGS   += $(SANFLAGS)
 # the live counters, tier/ the migration loop, cuda_shim/ the real entry
 # points and kvtier's own driver calls: they go only into the shared object.
 # Everything else (topo/ included) also goes into libkvtier.a for tools and
-# unit tests.
+# unit tests. The offline trace reader (profiler/trace_read.c and
+# trace_replay.c: reading a finished trace back, `kvtier replay`) goes into
+# libkvtier.a only: libkvtier.so holds what runs in the process.
 HOOK_SRCS := $(wildcard preload/hook_*.c) $(wildcard preload/*.S) preload/init.c preload/record.c \
              $(wildcard place/*.c) $(wildcard tier/*.c) $(wildcard cuda_shim/*.c)
-CORE_SRCS := $(filter-out $(HOOK_SRCS),$(wildcard base/*.c preload/*.c topo/*.c profiler/*.c policy/*.c))
+READ_SRCS := profiler/trace_read.c profiler/trace_replay.c
+CORE_SRCS := $(filter-out $(HOOK_SRCS) $(READ_SRCS),$(wildcard base/*.c preload/*.c topo/*.c profiler/*.c policy/*.c))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
+READ_OBJS := $(READ_SRCS:%.c=$(BUILD)/obj/%.o)
 HOOK_OBJS := $(patsubst %.S,$(BUILD)/obj/%.o,$(HOOK_SRCS:%.c=$(BUILD)/obj/%.o))
 LIB_LIBS  := -ldl -lpthread -lunwind -lnuma -lm
 
@@ -70,7 +74,7 @@ $(BUILD)/obj/%.o: %.S
 $(LIBKVTIER): $(CORE_OBJS) $(HOOK_OBJS)
 	$(CC) -shared $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined -o $@ $^ $(LIB_LIBS)
 
-$(LIBCORE): $(CORE_OBJS)
+$(LIBCORE): $(CORE_OBJS) $(READ_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Streaming trace reader (contract in trace_read.h). Every record's length
- * is validated against its type before any field is used. */
+ * is validated against its type before any field is used. Offline only: the
+ * Makefile links it into libkvtier.a (the tool, tests), never libkvtier.so. */
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* A kvtier trace fed through the policy replay core (trace_replay.h). */
+/* A kvtier trace fed through the policy replay core (trace_replay.h).
+ * Offline only: linked into libkvtier.a (the tool, tests), never libkvtier.so. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -649,10 +649,34 @@ static void test_exports(void)
 	free(want);
 }
 
+/* The offline trace reader (profiler/trace_read.c, trace_replay.c) is for
+ * the tool and the tests: the full symbol table of libkvtier.so names none of
+ * its functions, and does name the constructor's kvt_ready (the table is
+ * there and was read whole). */
+static void test_no_reader_inside(void)
+{
+	static struct kvt_child c;
+	const char *argv[] = { "/usr/bin/nm", "--defined-only", lib, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(c.exit_code, 0);
+	CU_ASSERT_FATAL(c.out_len < sizeof c.out - 1);       /* not cut short */
+	static const char *const reader[] = {
+		" kvt_trace_reader_open\n", " kvt_trace_next\n", " kvt_trace_replay\n",
+		" kvt_trace_replay_event\n", " kvt_trace_stop_line\n",
+	};
+	for (size_t i = 0; i < sizeof reader / sizeof reader[0]; i++)
+		if (strstr(c.out, reader[i])) {
+			fprintf(stderr, "offline reader in libkvtier.so:%s", reader[i]);
+			CU_FAIL("offline reader symbol in libkvtier.so");
+		}
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, " kvt_ready\n"));
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
 		{ "exported symbols are exactly the hooks", test_exports },
+		{ "libkvtier.so holds no offline trace reader", test_no_reader_inside },
 		{ "driver API via cuGetProcAddress_v2 (legacy stream)", test_drvapi_legacy },
 		{ "driver API via cuGetProcAddress_v2 (per-thread stream)", test_drvapi_ptsz },
 		{ "KVTIER_DISABLE=1 records nothing, changes nothing", test_disable },
