@@ -104,9 +104,13 @@ static void find_placeable_kinds(void)
 	}
 }
 
-int kvt_place_placing(void)
+/* The counters live in place_account.c; whether rules are in force is
+ * decided here, so the snapshot is taken from this side (place_account.c
+ * never calls up into place.c). */
+void kvt_place_counters(struct kvt_place_counters *out)
 {
-	return placing;
+	kvt_place_account_counters(out);
+	out->placing = placing;
 }
 
 int kvt_place_kind_placeable(uint8_t kind)

@@ -130,7 +130,7 @@ const char *kvt_place_fallback_name(unsigned why)
 	return why < KVT_FB__COUNT ? fallback_names[why] : "?";
 }
 
-void kvt_place_counters(struct kvt_place_counters *out)
+void kvt_place_account_counters(struct kvt_place_counters *out)
 {
 	for (unsigned i = 0; i < KVT_PLACE__COUNT; i++) {
 		out->nr_placed[i] = __atomic_load_n(&nr_placed[i], __ATOMIC_RELAXED);
@@ -143,7 +143,6 @@ void kvt_place_counters(struct kvt_place_counters *out)
 	out->rehomed = __atomic_load_n(&nr_rehomed, __ATOMIC_RELAXED);
 	out->mismatch = __atomic_load_n(&nr_mismatch, __ATOMIC_RELAXED);
 	out->far_node = far_node;
-	out->placing = kvt_place_placing();
 }
 
 void kvt_place_trace_counters(void)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Between the three placement files (not for hooks: they use place.h).
- * place.c decides and calls down into place_act.c (what is done to memory)
- * and place_account.c (what is counted); place_act.c counts through
- * place_account.c. Inside hooks: no malloc, no locks here. */
+ * Calls run one way, top to bottom: place.c decides and calls down into
+ * place_act.c (what is done to memory) and place_account.c (what is
+ * counted); place_act.c counts through place_account.c; place_account.c
+ * calls neither. Inside hooks: no malloc, no locks here. */
 #ifndef KVT_PLACE_INT_H
 #define KVT_PLACE_INT_H
 
@@ -11,9 +12,6 @@
 #include <cuda.h>
 
 struct kvt_topo_choice;
-
-/* place.c: whether rules are in force (0 after a bad KVTIER_POLICY). */
-int kvt_place_placing(void);
 
 /* place_act.c: home managed memory [d, d+size) on far node `node` (a plain
  * host home where the driver keeps none), mapped for the current device
@@ -35,5 +33,8 @@ void kvt_place_count_rehomed(void);
 void kvt_place_count_moved(uint8_t from, uint8_t to, uint64_t bytes);
 void kvt_place_count_mismatch(void);
 void kvt_place_counters_reset(void);
+/* Every field of kvt_place_counters but `placing`, which place.c adds. */
+struct kvt_place_counters;
+void kvt_place_account_counters(struct kvt_place_counters *out);
 
 #endif
