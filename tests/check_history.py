@@ -5,7 +5,8 @@ does now, not in which numbered work period something changed.
 
 Fails (exit 1, one file:line per hit) on numbered work periods and stop
 numbers -- "session N", "sessions N-M", "Session N", "(session N)",
-"stop N" -- in:
+"stop N" -- and lab-notebook phrases (NOTEBOOK below: a variant kept
+only as the story of its trial, work left to a next period) in:
   - README.md and every file under docs/ except docs/notes/ (the one
     labelled log that keeps history);
   - the comments of *.c, *.h, *.S (/* */ and //) and of *.py, *.sh, *.mk,
@@ -23,6 +24,9 @@ import check_common
 
 # One of the words "session", "sessions", "stop", "stops", then a number.
 HISTORY = re.compile(r"\b(sessions?|stops?)\s+#?\d+", re.IGNORECASE)
+# Phrases of a lab notebook: the story of a variant belongs in a commit message.
+NOTEBOOK = re.compile(r"\btried and (not kept|dropped)\b|\bversion tried before\b|"
+                      r"\bleft for the next (session|round)\b", re.IGNORECASE)
 SKIP_DIRS = {".git", "node_modules"}
 C_EXT = (".c", ".h", ".S")
 HASH_EXT = (".py", ".sh", ".mk")
@@ -123,7 +127,7 @@ def hits_in(rel, text):
     else:
         return []
     return [(ln, m.group(0), part.strip()) for ln, part in lines
-            for m in [HISTORY.search(part)] if m]
+            for m in [HISTORY.search(part) or NOTEBOOK.search(part)] if m]
 
 
 def check(root, quiet=False):
@@ -149,13 +153,14 @@ def check(root, quiet=False):
         for h in found:
             print(h)
         print(f"history: {'FAILED' if found else 'ok'} ({len(found)} numbered "
-              "work periods in README, docs or code comments)")
+              "work periods or notebook phrases in README, docs or code comments)")
     return found
 
 
 def self_test():
     """Small trees with one planted line each (or none): the check must agree."""
     s, p = "Sess" + "ion", "st" + "op"      # not a hit in this file itself
+    k = "not " + "kept"
     cases = [
         ("clean", {"README.md": "Run make test.\n",
                    "tier/a.c": f'puts("{s} 3"); /* the step */\n',
@@ -170,6 +175,9 @@ def self_test():
         ("ci", {".ci/run": f"# 33 min ({p} 32)\n"}, 1),
         ("python docstring", {"tests/c.py": f'"""Check.\n{s} 4 added it.\n"""\n'}, 1),
         ("build skipped", {"build/x.c": f"/* {s} 1 */\n"}, 0),
+        ("notebook: dropped variant", {"docs/p.md": f"Tried and {k}: cooling.\n"}, 1),
+        ("notebook: left over", {"tier/s.c": f"/* Left for the next {s.lower()} */\n"}, 1),
+        ("notebook: the log may", {"docs/notes/log.md": f"Tried and {k}: x.\n"}, 0),
     ]
     return check_common.self_test(check, cases, lambda got, want: len(got) == want,
                                    lambda got, want: f"{len(got)} hits, want {want}")
