@@ -191,4 +191,56 @@ void fakecuda_vclock_adopt(void *place);
 void fakecuda_vclock_cancel(void *place);
 void fakecuda_vclock_wake(const void *key);
 
+
+/* ---- kernels a workload defines (fc_kernel.c) ----
+ * A kernel whose body is host code, with a declared parameter layout and
+ * a name: the simulated servers' attention, GEMM and cache kernels.
+ * params[i] declares argument i: its size (1..4096 bytes: a by-value
+ * struct too) and alignment (1, 2, 4, 8 or 16); at most 1024 of them.
+ * cuFuncGetParamInfo answers offset = the previous argument's end rounded
+ * up to this one's alignment (as a compiler packs a kernel's parameter
+ * buffer); cuFuncGetName answers name (copied). NULL on bad input or when
+ * 64 kernels are already defined; handles live until exit. Thread-safe.
+ *
+ * cuLaunchKernel / cuLaunchKernelEx copy size bytes from kernelParams[i]
+ * at the call (the caller may reuse its buffers at once); stream capture
+ * records the node with its copy, and cuGraphKernelNodeGetParams hands
+ * back kernelParams pointing at the node's copies. When the kernel runs
+ * (at submission, or at graph replay: same stream order, engine, launches
+ * counter and FAKECUDA_LAUNCH_NS as the built-in kernels), body gets
+ * args[i] pointing at a private copy of argument i (16-byte aligned block,
+ * laid out as declared; NULL when there are none) and ctx. It runs on the
+ * launching thread under the driver's (recursive) lock, with the launch's
+ * ordinal current, so it must not synchronise, wait or block. A nonzero
+ * return makes the launch (or the graph launch) fail with
+ * CUDA_ERROR_ILLEGAL_ADDRESS, as a built-in kernel's bad access does. */
+struct fakecuda_param { uint32_t size, align; };
+typedef int (*fakecuda_body_fn)(void *const *args, void *ctx);
+CUfunction fakecuda_kernel_define(const char *name, const struct fakecuda_param *params,
+				  unsigned nr, fakecuda_body_fn body, void *ctx);
+
+/* Inside a body only (elsewhere: CUDA_ERROR_NOT_PERMITTED, and
+ * fakecuda_kflops does nothing). 0 or a CUresult.
+ *   fakecuda_kread    copies [ptr, ptr+len) out as the kernel reads it:
+ *                     device memory through the driver's view (host code
+ *                     cannot read it) at HBM cost; managed memory faults,
+ *                     migrates or is read remotely exactly as the touch
+ *                     kernel's accesses; pinned or registered host memory
+ *                     (and its cuMemHostGetDevicePointer address) is read
+ *                     in place over the link: bytes_remote and link time
+ *                     (zero-copy).
+ *   fakecuda_kwrite   the same, writing in's bytes.
+ *   fakecuda_kaccess  the cost and residency effects of such an access,
+ *                     no data (as a touch kernel range).
+ *   fakecuda_kflops   SM time of flops, as fakecuda_compute_kernel charges
+ *                     (FAKECUDA_MMA_PEAK x FAKECUDA_MMA_EFF).
+ * Every byte must lie in memory the driver knows (an allocation, pinned or
+ * registered memory), or nothing is charged and the call returns
+ * CUDA_ERROR_ILLEGAL_ADDRESS (also for a VMM mapping without the access);
+ * len 0 does nothing; a NULL out/in with len > 0: CUDA_ERROR_INVALID_VALUE. */
+int  fakecuda_kread(const void *ptr, void *out, size_t len);
+int  fakecuda_kwrite(void *ptr, const void *in, size_t len);
+int  fakecuda_kaccess(const void *ptr, size_t len, int write);
+void fakecuda_kflops(double flops);
+
 #endif

@@ -7,21 +7,13 @@
  * another ordinal faults and moves to it.
  * The bytes of device memory are reached only through its private view
  * (fc_view), never at the address host code holds.
- * Also the touch kernel, cuLaunchKernel and cuLaunchKernelEx (recorded, not
- * run, on a capturing stream). Callers hold the global lock. */
+ * Also the touch kernel's body and a defined kernel's reads and writes
+ * (fc_kernel.c has the handles and launches). Callers hold the global lock. */
 #include "fc_internal.h"
 
 #include <cupti_activity.h>
 #include <string.h>
 #include <sys/mman.h>
-
-#define FC_KERNEL_MAGIC 0x66636b6eu   /* "fckn" */
-
-enum fc_kfn { FC_KFN_TOUCH, FC_KFN_PAGED, FC_KFN_COMPUTE };
-struct fc_kernel { uint32_t magic; const char *name; enum fc_kfn fn; };
-static struct fc_kernel fc_touch = { FC_KERNEL_MAGIC, "fakecuda_touch", FC_KFN_TOUCH };
-static struct fc_kernel fc_paged = { FC_KERNEL_MAGIC, "fakecuda_paged", FC_KFN_PAGED };
-static struct fc_kernel fc_compute = { FC_KERNEL_MAGIC, "fakecuda_compute", FC_KFN_COMPUTE };
 
 /* Per-call fault bookkeeping: faults are serviced in groups, and all of
  * one call's accesses come from one ordinal. */
@@ -204,22 +196,7 @@ FC_EXPORT int fakecuda_access(const void *ptr, size_t len, int write)
 	return r;
 }
 
-/* ---- kernels ---- */
-
-FC_EXPORT CUfunction fakecuda_touch_kernel(void)
-{
-	return (CUfunction)&fc_touch;
-}
-
-FC_EXPORT CUfunction fakecuda_paged_kernel(void)
-{
-	return (CUfunction)&fc_paged;
-}
-
-FC_EXPORT CUfunction fakecuda_compute_kernel(void)
-{
-	return (CUfunction)&fc_compute;
-}
+/* ---- kernels' memory ---- */
 
 const char *fc_kernel_mem(uintptr_t p, size_t len)
 {
@@ -257,150 +234,49 @@ CUresult fc_touch_run(const struct fakecuda_range *ranges, unsigned nr, int dev)
 	return r == CUDA_SUCCESS ? r : CUDA_ERROR_ILLEGAL_ADDRESS;
 }
 
-/* Argument sizes per kernel (fakecuda.h documents the signatures). */
-static const uint8_t fc_touch_sizes[] = { 8, 4 };
-static const uint8_t fc_paged_sizes[] = { 8, 8, 8, 8, 4, 4, 4, 4, 8, 4 };
-static const uint8_t fc_compute_sizes[] = { 8, 8, 8, 8, 8, 8, 4, 4, 4, 4 };
-
-/* The stand-in's kernel behind handle f, or NULL (not one of its kernels). */
-static const struct fc_kernel *fc_kernel_of(CUfunction f)
+/* Every byte of [addr, addr+len) in memory the driver knows (allocations
+ * may follow one another). */
+static bool fc_kernel_reachable(uintptr_t addr, size_t len)
 {
-	uint32_t magic = 0;
-	if (f)                           /* any handle: misaligned ones too */
-		memcpy(&magic, (const void *)f, sizeof magic);
-	return magic == FC_KERNEL_MAGIC ? (const struct fc_kernel *)f : NULL;
-}
-
-/* Its argument sizes, *n of them. */
-static const uint8_t *fc_kernel_sizes(const struct fc_kernel *k, unsigned *n)
-{
-	*n = k->fn == FC_KFN_PAGED ? sizeof fc_paged_sizes
-	   : k->fn == FC_KFN_COMPUTE ? sizeof fc_compute_sizes : sizeof fc_touch_sizes;
-	return k->fn == FC_KFN_PAGED ? fc_paged_sizes
-	     : k->fn == FC_KFN_COMPUTE ? fc_compute_sizes : fc_touch_sizes;
-}
-
-/* As the driver (12.4+) answers it: offset and size of argument i, packed
- * at natural alignment; CUDA_ERROR_INVALID_VALUE past the last. */
-CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t i, size_t *offset, size_t *size)
-{
-	FC_GUARD("cuFuncGetParamInfo", 0);
-	const struct fc_kernel *k = fc_kernel_of(f);
-	if (!k)
-		return CUDA_ERROR_INVALID_HANDLE;
-	unsigned n;
-	const uint8_t *sz = fc_kernel_sizes(k, &n);
-	if (i >= n || !offset || !size)
-		return CUDA_ERROR_INVALID_VALUE;
-	size_t off = 0;
-	for (size_t j = 0; j <= i; j++) {
-		off = (off + sz[j] - 1) / sz[j] * sz[j];
-		if (j < i)
-			off += sz[j];
+	if (addr + len < addr)
+		return false;
+	while (len) {
+		struct fc_alloc *a = fc_reg_find(addr);
+		if (!a)
+			return false;
+		size_t room = a->base + a->size - addr;
+		if (room >= len)
+			return true;
+		addr += room;
+		len -= room;
 	}
-	*offset = off;
-	*size = sz[i];
-	return CUDA_SUCCESS;
+	return true;
 }
 
-CUresult fc_kernel_args(CUfunction f, void **params, struct fc_kargs *out)
+CUresult fc_kernel_copy(uintptr_t addr, void *buf, size_t len, int write, int dev)
 {
-	const struct fc_kernel *k = fc_kernel_of(f);
-	if (!k)
-		return CUDA_ERROR_INVALID_HANDLE;
-	unsigned n;
-	const uint8_t *sz = fc_kernel_sizes(k, &n);
-	if (!params)
-		return CUDA_ERROR_INVALID_VALUE;
-	*out = (struct fc_kargs){ { 0 } };
-	for (unsigned i = 0; i < n; i++) {
-		if (!params[i])
-			return CUDA_ERROR_INVALID_VALUE;
-		memcpy(&out->v[i], params[i], sz[i]);
-	}
-	return CUDA_SUCCESS;
-}
-
-CUresult fc_kernel_run(CUfunction f, const struct fc_kargs *a, int dev)
-{
-	if (((const struct fc_kernel *)f)->fn == FC_KFN_PAGED)
-		return fc_paged_run(a, dev);
-	if (((const struct fc_kernel *)f)->fn == FC_KFN_COMPUTE)
-		return fc_compute_run(a, dev);
-	return fc_touch_run((const struct fakecuda_range *)(uintptr_t)a->v[0], (unsigned)a->v[1],
-			    dev);
-}
-
-/* On a capturing stream the launch becomes a graph node holding the
- * argument values as they are now (pointers and counts, not the memory
- * behind them: a kernel reads memory when it runs); elsewhere it runs at
- * submission. */
-static CUresult fc_launch(CUfunction f, const struct fc_dims *d, CUstream s, void **params,
-			  void **extra)
-{
-	struct fc_kargs a;
-	CUresult r = fc_kernel_args(f, params, &a);
-	if (r != CUDA_SUCCESS)
-		return r;
-	if (!fc_valid_stream(s) || extra)
-		return CUDA_ERROR_INVALID_VALUE;
-	int dev = fc_stream_dev(s);
-	fc_lock();
-	struct fc_graph *g = fc_stream_capture(s);
-	if (!g) {
-		struct fc_op op;
-		fc_op_begin(&op, s, dev, FC_ENG_SM);
-		r = fc_kernel_run(f, &a, dev);
-		fc_op_end(&op);
-	} else {
-		r = fc_graph_add_kernel(g, f, d, &a, dev);
+	if (!fc_kernel_reachable(addr, len))
+		return CUDA_ERROR_ILLEGAL_ADDRESS;
+	if (!buf)
+		return fc_gpu_access(addr, len, write, dev) == CUDA_SUCCESS
+		     ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_ADDRESS;
+	struct fc_faults f = { 0, 0, dev };
+	CUresult r = CUDA_SUCCESS;
+	char *at = buf;
+	while (len && r == CUDA_SUCCESS) {
+		char *p;
+		size_t n;
+		r = fc_span(addr, len, write, true, &p, &n, &f);
 		if (r != CUDA_SUCCESS)
-			fc_stream_capture_invalidate(s);
+			break;
+		if (write)
+			memcpy(p, at, n);
+		else
+			memcpy(at, p, n);
+		at += n;
+		addr += n;
+		len -= n;
 	}
-	fc_unlock();
-	return r;
-}
-
-CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-				unsigned bx, unsigned by, unsigned bz, unsigned shmem,
-				CUstream s, void **params, void **extra)
-{
-	FC_GUARD("cuLaunchKernel", FC_CTX);
-	struct fc_dims d = { { gx, gy, gz }, { bx, by, bz }, shmem };
-	return fc_launch(f, &d, s, params, extra);
-}
-
-CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-				     unsigned bx, unsigned by, unsigned bz, unsigned shmem,
-				     CUstream s, void **params, void **extra)
-{
-	FC_GUARD("cuLaunchKernel_ptsz", FC_CTX);
-	struct fc_dims d = { { gx, gy, gz }, { bx, by, bz }, shmem };
-	return fc_launch(f, &d, s, params, extra);
-}
-
-/* cuLaunchKernel with its geometry and stream in a config; the launch
- * attributes (clusters, priorities, ...) change nothing here. */
-static CUresult fc_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params,
-			     void **extra)
-{
-	if (!c || (c->numAttrs && !c->attrs))
-		return CUDA_ERROR_INVALID_VALUE;
-	struct fc_dims d = { { c->gridDimX, c->gridDimY, c->gridDimZ },
-			     { c->blockDimX, c->blockDimY, c->blockDimZ }, c->sharedMemBytes };
-	return fc_launch(f, &d, c->hStream, params, extra);
-}
-
-CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
-				  void **kernelParams, void **extra)
-{
-	FC_GUARD("cuLaunchKernelEx", FC_CTX);
-	return fc_launch_ex(config, f, kernelParams, extra);
-}
-
-CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
-				       void **kernelParams, void **extra)
-{
-	FC_GUARD("cuLaunchKernelEx_ptsz", FC_CTX);
-	return fc_launch_ex(config, f, kernelParams, extra);
+	fc_fault_groups(&f);
+	return r == CUDA_SUCCESS ? r : CUDA_ERROR_ILLEGAL_ADDRESS;
 }

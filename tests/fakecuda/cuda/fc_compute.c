@@ -124,6 +124,13 @@ static CUresult fc_compute_body(const struct fc_compute_args *p, int dev)
 	return r;
 }
 
+/* SM time of flops (lock held). */
+void fc_compute_flops(double flops)
+{
+	pthread_once(&fc_mma_once, fc_mma_init);
+	fc_clock_ns((uint64_t)(flops / fc_mma_rate));
+}
+
 CUresult fc_compute_run(const struct fc_kargs *a, int dev)
 {
 	struct fc_compute_args p;
@@ -131,11 +138,10 @@ CUresult fc_compute_run(const struct fc_kargs *a, int dev)
 	if (p.nr_seqs && (!p.table || !p.lens || !p.starts || !p.stride || !p.block_tokens ||
 			  !p.row_bytes))
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_once(&fc_mma_once, fc_mma_init);
 	fc_lock();
 	fc_stats.c.launches++;
 	fc_clock_ns(fc_knobs.launch_ns);
-	fc_clock_ns((uint64_t)((double)p.flops / fc_mma_rate));
+	fc_compute_flops((double)p.flops);
 	CUresult r = fc_compute_body(&p, dev);
 	fc_unlock();
 	return r == CUDA_SUCCESS ? r : CUDA_ERROR_ILLEGAL_ADDRESS;

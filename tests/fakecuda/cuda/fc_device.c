@@ -48,6 +48,21 @@ int fc_current_dev(void)
 	return c ? ((struct fc_ctx *)c)->dev : 0;
 }
 
+bool fc_ctx_push_body(int dev)
+{
+	CUcontext c = fc_current_ctx();
+	if ((c && ((struct fc_ctx *)c)->dev == dev) || !fc_valid_dev(dev) ||
+	    fc_ctx_depth >= (int)FC_ARRAY_SIZE(fc_ctx_stack))
+		return false;
+	fc_ctx_stack[fc_ctx_depth++] = (CUcontext)&fc_primary[dev];
+	return true;
+}
+
+void fc_ctx_pop_body(void)
+{
+	fc_ctx_depth--;
+}
+
 static bool fc_valid_ctx(CUcontext c)
 {
 	return c && ((struct fc_ctx *)c)->magic == FC_CTX_MAGIC;
@@ -438,8 +453,11 @@ static const struct fc_errstr fc_errs[] = {
 	E(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
 	  "pointer does not correspond to a registered memory region"),
 	E(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"),
+	E(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
 	E(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
 	  "operation not permitted when stream is capturing"),
+	E(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+	  "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update"),
 	E(CUDA_ERROR_UNKNOWN, "unknown error"),
 };
 #undef E

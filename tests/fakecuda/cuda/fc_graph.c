@@ -2,10 +2,12 @@
 /* fakecuda graphs — what stream capture records and cuGraphLaunch replays
  * on the SIMULATED driver: a graph is its nodes in capture order (kernel,
  * memset, memcpy), an exec an independent copy of them. A kernel node holds
- * the argument VALUES taken at capture; replay reads the memory they point
- * to when it runs, as a kernel does. No edges, editing, child graphs or
- * conditional nodes. The lists and every graph and exec change only under
- * the global lock.
+ * the argument VALUES taken at capture (its own copy of a defined kernel's
+ * argument bytes); replay reads the memory they point to when it runs, as
+ * a kernel does. Editing: a kernel node's params, in a graph or in an exec,
+ * and cuGraphExecUpdate from a graph of the same shape. No edges, child
+ * graphs or conditional nodes. The lists and every graph and exec change
+ * only under the global lock.
  *
  * Handles are validated by identity against the live lists, never by
  * reading through them. A destroyed graph or exec frees its nodes but keeps
@@ -20,13 +22,17 @@ struct fc_kernel_node {
 	CUfunction func;
 	CUcontext ctx;                        /* current at capture */
 	struct fc_dims dims;
-	struct fc_kargs args;                 /* argument values at capture */
-	void *params[FC_KERNEL_ARGS];         /* kernelParams: &args.v[i] */
+	struct fc_kargs args;                 /* argument values at capture (owned) */
+	void *params[FC_KERNEL_ARGS];         /* a built-in's kernelParams: &args.v[i] */
 };
 
 struct fc_node {
 	CUgraphNodeType type;
 	int dev;                   /* ordinal of the stream it was captured on */
+	/* In an exec: the graph node it was copied from (the handle
+	 * cuGraphExecKernelNodeSetParams names); NULL in a graph. Compared,
+	 * never read through. */
+	const struct fc_node *origin;
 	union {
 		struct fc_kernel_node k;
 		struct { uintptr_t dst, src; size_t bytes; } cp;
@@ -58,6 +64,40 @@ static void fc_node_bind_params(struct fc_node *n)
 		return;
 	for (unsigned i = 0; i < FC_KERNEL_ARGS; i++)
 		n->k.params[i] = &n->k.args.v[i];
+}
+
+/* What a kernel node hands back as kernelParams: a defined kernel's own
+ * pointers into its copy, a built-in's array into args.v. */
+static void **fc_node_kernel_params(struct fc_node *n)
+{
+	return n->k.args.params ? n->k.args.params : n->k.params;
+}
+
+static void fc_node_release(struct fc_node *n)
+{
+	if (n->type == CU_GRAPH_NODE_TYPE_KERNEL)
+		fc_kargs_release(&n->k.args);
+}
+
+/* *dst = src with arguments of its own. CUDA_ERROR_OUT_OF_MEMORY: dst
+ * holds nothing to release. */
+static CUresult fc_node_copy(struct fc_node *dst, const struct fc_node *src)
+{
+	*dst = *src;
+	if (src->type == CU_GRAPH_NODE_TYPE_KERNEL &&
+	    fc_kargs_copy(&dst->k.args, &src->k.args) != CUDA_SUCCESS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	fc_node_bind_params(dst);
+	return CUDA_SUCCESS;
+}
+
+static void fc_exec_free_nodes(struct fc_exec *e)
+{
+	for (size_t i = 0; i < e->nr; i++)
+		fc_node_release(&e->nodes[i]);
+	free(e->nodes);
+	e->nodes = NULL;
+	e->nr = 0;
 }
 
 /* ---- lookups: identity against the live lists ---- */
@@ -99,8 +139,10 @@ struct fc_graph *fc_graph_new(void)
 
 static void fc_graph_free_nodes(struct fc_graph *g)
 {
-	for (size_t i = 0; i < g->nr; i++)
+	for (size_t i = 0; i < g->nr; i++) {
+		fc_node_release(g->nodes[i]);
 		free(g->nodes[i]);
+	}
 	free(g->nodes);
 	g->nodes = NULL;
 	g->nr = g->cap = 0;
@@ -261,7 +303,7 @@ static CUresult fc_kernel_params(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v2 *
 			.blockDimX = k->dims.block[0], .blockDimY = k->dims.block[1],
 			.blockDimZ = k->dims.block[2],
 			.sharedMemBytes = k->dims.shmem,
-			.kernelParams = n->k.params,
+			.kernelParams = fc_node_kernel_params(n),
 			.extra = NULL, .kern = NULL, .ctx = k->ctx,
 		};
 	}
@@ -307,20 +349,22 @@ static CUresult fc_instantiate(CUgraphExec *phExec, CUgraph hGraph, unsigned lon
 	struct fc_graph *g = fc_graph_find(hGraph);
 	struct fc_exec *e = g ? malloc(sizeof *e) : NULL;
 	if (e)
-		*e = (struct fc_exec){ .nr = g->nr };
+		*e = (struct fc_exec){ 0 };
 	if (!g)
 		r = CUDA_ERROR_INVALID_VALUE;
 	else if (!e || (g->nr && !(e->nodes = malloc(g->nr * sizeof *e->nodes))))
 		r = CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; r == CUDA_SUCCESS && i < g->nr; i++) {
+		r = fc_node_copy(&e->nodes[i], g->nodes[i]);
+		if (r == CUDA_SUCCESS)
+			e->nodes[e->nr++].origin = g->nodes[i];
+	}
 	if (r == CUDA_SUCCESS) {
-		for (size_t i = 0; i < g->nr; i++) {
-			e->nodes[i] = *g->nodes[i];
-			fc_node_bind_params(&e->nodes[i]);
-		}
 		e->next = fc_execs;
 		fc_execs = e;
 		*phExec = (CUgraphExec)e;
-	} else {
+	} else if (e) {
+		fc_exec_free_nodes(e);
 		free(e);
 	}
 	fc_unlock();
@@ -399,15 +443,211 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
 		if ((CUgraphExec)e != hGraphExec)
 			continue;
 		*pp = e->next;
-		free(e->nodes);
-		e->nodes = NULL;
-		e->nr = 0;
+		fc_exec_free_nodes(e);
 		e->next = fc_exec_tombs;
 		fc_exec_tombs = e;
 		r = CUDA_SUCCESS;
 		break;
 	}
 	fc_unlock();
+	return r;
+}
+
+/* ---- editing: kernel node params, exec update ---- */
+
+/* The v1 struct as the v2 one (no kern, no ctx). */
+static CUDA_KERNEL_NODE_PARAMS_v2 fc_params_v2(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	return (CUDA_KERNEL_NODE_PARAMS_v2){
+		.func = p->func, .gridDimX = p->gridDimX, .gridDimY = p->gridDimY,
+		.gridDimZ = p->gridDimZ, .blockDimX = p->blockDimX, .blockDimY = p->blockDimY,
+		.blockDimZ = p->blockDimZ, .sharedMemBytes = p->sharedMemBytes,
+		.kernelParams = p->kernelParams, .extra = p->extra,
+	};
+}
+
+/* New params for a kernel node, the arguments copied now from the
+ * caller's kernelParams (before the lock: host code's memory). */
+struct fc_kernel_set { CUfunction func; struct fc_dims dims; struct fc_kargs args; CUcontext ctx; };
+
+static CUresult fc_kernel_set_make(const CUDA_KERNEL_NODE_PARAMS_v2 *p, struct fc_kernel_set *k)
+{
+	if (!p || p->extra)
+		return CUDA_ERROR_INVALID_VALUE;
+	k->func = p->func ? p->func : (CUfunction)p->kern;
+	k->dims = (struct fc_dims){ { p->gridDimX, p->gridDimY, p->gridDimZ },
+				    { p->blockDimX, p->blockDimY, p->blockDimZ },
+				    p->sharedMemBytes };
+	k->ctx = p->ctx;
+	return fc_kernel_args(k->func, p->kernelParams, &k->args);
+}
+
+/* Node n (a kernel node) takes k; its old arguments are released. */
+static void fc_kernel_set_apply(struct fc_node *n, struct fc_kernel_set *k)
+{
+	fc_kargs_release(&n->k.args);
+	n->k.func = k->func;
+	n->k.dims = k->dims;
+	n->k.args = k->args;
+	if (k->ctx)
+		n->k.ctx = k->ctx;
+	k->args = (struct fc_kargs){ .params = NULL };
+	fc_node_bind_params(n);
+}
+
+/* Graph node h, or exec he's copy of graph node h (he non-NULL). */
+static CUresult fc_kernel_node_set(CUgraphExec he, CUgraphNode h,
+				   const CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+	struct fc_kernel_set k;
+	CUresult r = fc_kernel_set_make(p, &k);
+	if (r != CUDA_SUCCESS)
+		return r;
+	struct fc_node *n = NULL;
+	fc_lock();
+	if (!he) {
+		n = fc_node_find(h);
+	} else {
+		struct fc_exec *e = fc_exec_find(he);
+		for (size_t i = 0; e && h && !n && i < e->nr; i++)
+			if (e->nodes[i].origin == (const struct fc_node *)h)
+				n = &e->nodes[i];
+	}
+	if (n && n->type == CU_GRAPH_NODE_TYPE_KERNEL)
+		fc_kernel_set_apply(n, &k);
+	else
+		r = CUDA_ERROR_INVALID_VALUE;
+	fc_unlock();
+	fc_kargs_release(&k.args);
+	return r;
+}
+
+CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
+					       const CUDA_KERNEL_NODE_PARAMS_v2 *nodeParams)
+{
+	FC_GUARD("cuGraphKernelNodeSetParams_v2", 0);
+	return fc_kernel_node_set(NULL, hNode, nodeParams);
+}
+
+CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode hNode,
+					    const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	FC_GUARD("cuGraphKernelNodeSetParams", 0);
+	if (!nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUDA_KERNEL_NODE_PARAMS_v2 p = fc_params_v2(nodeParams);
+	return fc_kernel_node_set(NULL, hNode, &p);
+}
+
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+						   const CUDA_KERNEL_NODE_PARAMS_v2 *nodeParams)
+{
+	FC_GUARD("cuGraphExecKernelNodeSetParams_v2", 0);
+	if (!hGraphExec)
+		return CUDA_ERROR_INVALID_VALUE;
+	return fc_kernel_node_set(hGraphExec, hNode, nodeParams);
+}
+
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	FC_GUARD("cuGraphExecKernelNodeSetParams", 0);
+	if (!hGraphExec || !nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUDA_KERNEL_NODE_PARAMS_v2 p = fc_params_v2(nodeParams);
+	return fc_kernel_node_set(hGraphExec, hNode, &p);
+}
+
+/* Whether g has e's shape (as many nodes, the same type at each place);
+ * if not, why, with the first node of g that differs (NULL: none). */
+static CUgraphExecUpdateResult fc_update_check(const struct fc_exec *e,
+					       const struct fc_graph *g, CUgraphNode *at)
+{
+	size_t n = e->nr < g->nr ? e->nr : g->nr;
+	*at = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (e->nodes[i].type != g->nodes[i]->type) {
+			*at = (CUgraphNode)g->nodes[i];
+			return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+		}
+	}
+	if (e->nr == g->nr)
+		return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+	if (g->nr > n)
+		*at = (CUgraphNode)g->nodes[n];
+	return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+}
+
+/* Every node of e takes the params of g's node at its place (copies made
+ * first: on CUDA_ERROR_OUT_OF_MEMORY e is unchanged). Lock held. */
+static CUresult fc_update_apply(struct fc_exec *e, const struct fc_graph *g)
+{
+	struct fc_node *fresh = e->nr ? malloc(e->nr * sizeof *fresh) : NULL;
+	if (e->nr && !fresh)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	size_t made = 0;
+	for (; made < e->nr; made++)
+		if (fc_node_copy(&fresh[made], g->nodes[made]) != CUDA_SUCCESS)
+			break;
+	if (made < e->nr) {
+		while (made--)
+			fc_node_release(&fresh[made]);
+		free(fresh);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	for (size_t i = 0; i < e->nr; i++) {
+		fc_node_release(&e->nodes[i]);
+		e->nodes[i] = fresh[i];
+		e->nodes[i].origin = g->nodes[i];
+		fc_node_bind_params(&e->nodes[i]);
+	}
+	free(fresh);
+	return CUDA_SUCCESS;
+}
+
+/* In place, when hGraph has the exec's topology (no edges here: its nodes
+ * in order, each of the same type): every node takes the graph's params,
+ * function included. Otherwise the exec is unchanged and the result says
+ * why, as a driver reports it. */
+static CUresult fc_exec_update(CUgraphExec he, CUgraph hg, CUgraphExecUpdateResultInfo *info)
+{
+	if (!info)
+		return CUDA_ERROR_INVALID_VALUE;
+	*info = (CUgraphExecUpdateResultInfo){ CU_GRAPH_EXEC_UPDATE_ERROR, NULL, NULL };
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+	fc_lock();
+	struct fc_exec *e = fc_exec_find(he);
+	struct fc_graph *g = fc_graph_find(hg);
+	if (e && g) {
+		info->result = fc_update_check(e, g, &info->errorNode);
+		r = info->result == CU_GRAPH_EXEC_UPDATE_SUCCESS ? fc_update_apply(e, g)
+			: CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+		if (r == CUDA_ERROR_OUT_OF_MEMORY)
+			info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
+	}
+	fc_unlock();
+	return r;
+}
+
+CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+				      CUgraphExecUpdateResultInfo *resultInfo)
+{
+	FC_GUARD("cuGraphExecUpdate_v2", 0);
+	return fc_exec_update(hGraphExec, hGraph, resultInfo);
+}
+
+/* The CUDA 10.2 ABI: the error node and the result apart. */
+CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+				   CUgraphNode *hErrorNode_out,
+				   CUgraphExecUpdateResult *updateResult_out)
+{
+	FC_GUARD("cuGraphExecUpdate", 0);
+	if (!hErrorNode_out || !updateResult_out)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUgraphExecUpdateResultInfo info;
+	CUresult r = fc_exec_update(hGraphExec, hGraph, &info);
+	*hErrorNode_out = info.errorNode;
+	*updateResult_out = info.result;
 	return r;
 }
 

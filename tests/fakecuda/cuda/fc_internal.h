@@ -242,18 +242,42 @@ CUresult fc_gpu_access(uintptr_t addr, size_t len, int write, int dev);
  * after their arguments are checked; they take the lock themselves, so a
  * graph launch (which holds it) and a stream submission share them. */
 CUresult fc_touch_run(const struct fakecuda_range *ranges, unsigned nr, int dev);
-/* A kernel's arguments as a driver copies them at launch or capture: the
- * raw value of each (zero-extended), at most FC_KERNEL_ARGS. */
+/* A kernel's arguments as a driver copies them at launch or capture (fc_kernel.c).
+ * A built-in kernel's: the raw value of each (zero-extended), at most
+ * FC_KERNEL_ARGS, in v. A defined kernel's (fakecuda_kernel_define): nr
+ * pointers, each to its argument's bytes, in one malloc'd block that holds
+ * the bytes too (params NULL when nr is 0); whoever holds the struct owns
+ * the block: fc_kargs_release frees it, fc_kargs_copy duplicates it. */
 #define FC_KERNEL_ARGS 10
-struct fc_kargs { uint64_t v[FC_KERNEL_ARGS]; };
+struct fc_kargs {
+	uint64_t v[FC_KERNEL_ARGS];
+	void **params;
+	unsigned nr;
+	size_t block_bytes;
+};
 /* The values behind kernelParams for kernel f (CUDA_ERROR_INVALID_HANDLE:
- * not one of ours; CUDA_ERROR_INVALID_VALUE: a NULL parameter slot). */
-CUresult fc_kernel_args(CUfunction f, void **params, struct fc_kargs *out);
+ * not one of ours; CUDA_ERROR_INVALID_VALUE: a NULL parameter slot;
+ * CUDA_ERROR_OUT_OF_MEMORY). */
+CUresult fc_kernel_args(CUfunction f, void *const *params, struct fc_kargs *out);
+CUresult fc_kargs_copy(struct fc_kargs *dst, const struct fc_kargs *src);
+void fc_kargs_release(struct fc_kargs *a);
 /* Run kernel f with those arguments on ordinal dev (takes the lock). */
 CUresult fc_kernel_run(CUfunction f, const struct fc_kargs *a, int dev);
 /* Memory as a kernel reads it: device memory through its view, any other
  * memory the driver or host knows where it is; NULL past an allocation. */
 const char *fc_kernel_mem(uintptr_t addr, size_t len);
+/* A defined kernel's body reading (write 0) or writing [addr, addr+len) on
+ * ordinal dev, the bytes copied to or from buf (buf NULL: accounted only,
+ * as the touch kernel's ranges are). Every byte must lie in memory the
+ * driver knows, or nothing is charged: CUDA_ERROR_ILLEGAL_ADDRESS. */
+CUresult fc_kernel_copy(uintptr_t addr, void *buf, size_t len, int write, int dev);
+/* SM time of flops at FAKECUDA_MMA_PEAK x FAKECUDA_MMA_EFF (fc_compute.c). */
+void fc_compute_flops(double flops);
+/* While a defined kernel's body runs on this thread: ordinal dev's primary
+ * context is current (pushed unless a context of dev already is; no
+ * reference taken). true: pushed, pop it after (fc_device.c). */
+bool fc_ctx_push_body(int dev);
+void fc_ctx_pop_body(void);
 /* The paged-attention kernel's body (fc_paged.c); lock held or not. */
 CUresult fc_paged_run(const struct fc_kargs *a, int dev);
 /* The prefill (compute) kernel's body (fc_compute.c); takes the lock. */
@@ -282,7 +306,8 @@ struct fc_graph *fc_graph_new(void);
 CUgraph fc_graph_publish(struct fc_graph *g);
 void fc_graph_drop(struct fc_graph *g);
 /* Append one node to g, the argument values copied now, as a driver does
- * at capture. CUDA_SUCCESS or CUDA_ERROR_OUT_OF_MEMORY. Lock held. */
+ * at capture: the node takes args' block on success (the caller still owns
+ * it on failure). CUDA_SUCCESS or CUDA_ERROR_OUT_OF_MEMORY. Lock held. */
 CUresult fc_graph_add_kernel(struct fc_graph *g, CUfunction f, const struct fc_dims *d,
 			     const struct fc_kargs *args, int dev);
 CUresult fc_graph_add_copy(struct fc_graph *g, uintptr_t dst, uintptr_t src, size_t n,

@@ -124,6 +124,7 @@ static const struct fc_proc fc_procs[] = {
 	RP("cuLaunchKernel", 4000, cuLaunchKernel, cuLaunchKernel_ptsz),
 	RP("cuLaunchKernelEx", 11060, cuLaunchKernelEx, cuLaunchKernelEx_ptsz),
 	R("cuFuncGetParamInfo", 12040, cuFuncGetParamInfo),
+	R("cuFuncGetName", 12030, cuFuncGetName),
 	R("cuMemAdvise", 8000, cuMemAdvise),
 	R("cuMemAdvise", 12020, cuMemAdvise_v2),
 	RP("cuMemPrefetchAsync", 8000, cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz),
@@ -134,14 +135,21 @@ static const struct fc_proc fc_procs[] = {
 	R("cuPointerGetAttributes", 7000, cuPointerGetAttributes),
 	R("cuIpcGetMemHandle", 4010, cuIpcGetMemHandle),
 	R("cuIpcOpenMemHandle", 11000, cuIpcOpenMemHandle_v2),
-	/* graphs (made by stream capture). cuda.h 12+ maps cuGraphInstantiate
-	 * to cuGraphInstantiateWithFlags; before, two 5-argument ABIs. */
+	/* graphs (made by stream capture; kernel params and execs updatable).
+	 * cuda.h 12+ maps cuGraphInstantiate to cuGraphInstantiateWithFlags;
+	 * before, two 5-argument ABIs. */
 	R("cuGraphCreate", 10000, cuGraphCreate),
 	R("cuGraphDestroy", 10000, cuGraphDestroy),
 	R("cuGraphGetNodes", 10000, cuGraphGetNodes),
 	R("cuGraphNodeGetType", 10000, cuGraphNodeGetType),
 	R("cuGraphKernelNodeGetParams", 10000, cuGraphKernelNodeGetParams),
 	R("cuGraphKernelNodeGetParams", 12000, cuGraphKernelNodeGetParams_v2),
+	R("cuGraphKernelNodeSetParams", 10000, cuGraphKernelNodeSetParams),
+	R("cuGraphKernelNodeSetParams", 12000, cuGraphKernelNodeSetParams_v2),
+	R("cuGraphExecKernelNodeSetParams", 10010, cuGraphExecKernelNodeSetParams),
+	R("cuGraphExecKernelNodeSetParams", 12000, cuGraphExecKernelNodeSetParams_v2),
+	R("cuGraphExecUpdate", 10020, cuGraphExecUpdate),
+	R("cuGraphExecUpdate", 12000, cuGraphExecUpdate_v2),
 	R("cuGraphInstantiate", 10000, cuGraphInstantiate),
 	R("cuGraphInstantiate", 11000, cuGraphInstantiate_v2),
 	R("cuGraphInstantiate", 12000, cuGraphInstantiateWithFlags),

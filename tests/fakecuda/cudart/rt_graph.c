@@ -2,8 +2,9 @@
 /* kvtier test double: the stream-capture and graph half of the stand-in
  * runtime. Each export is one driver call through the entry resolved at
  * start-up (rt_internal.h), so an interposer's resolver hooks see it; the
- * runtime's graph handles are the driver's (cudaGraph_t is a CUgraph, as in
- * the real runtime). Outputs are written only on success. */
+ * runtime's graph handles are the driver's (cudaGraph_t is a CUgraph,
+ * cudaGraphNode_t a CUgraphNode, as in the real runtime). Outputs are
+ * written only on success. */
 #include <stddef.h>
 
 #include "rt_internal.h"
@@ -101,4 +102,103 @@ RT_API cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 	RT_ENTER();
 	RT_NEED(cuGraphDestroy);
 	return rt_ret_cu(rt_drv.cuGraphDestroy((CUgraph)graph));
+}
+
+/* ---- nodes and updates ----------------------------------------------------- */
+
+RT_API cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes)
+{
+	RT_ENTER();
+	RT_NEED(cuGraphGetNodes);
+	return rt_ret_cu(rt_drv.cuGraphGetNodes((CUgraph)graph, (CUgraphNode *)nodes, numNodes));
+}
+
+/* cudaGraphNodeType values equal CUgraphNodeType values. */
+RT_API cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType)
+{
+	RT_ENTER();
+	RT_NEED(cuGraphNodeGetType);
+	if (!pType)
+		return rt_ret(cudaErrorInvalidValue);
+	CUgraphNodeType t;
+	CUresult res = rt_drv.cuGraphNodeGetType((CUgraphNode)node, &t);
+	if (res == CUDA_SUCCESS)
+		*pType = (enum cudaGraphNodeType)t;
+	return rt_ret_cu(res);
+}
+
+/* The runtime's struct is the driver's v1 fields; func is the driver handle
+ * (the stand-in has no fat binaries, as for cudaLaunchKernel). */
+static CUDA_KERNEL_NODE_PARAMS rt_kernel_params(const struct cudaKernelNodeParams *p)
+{
+	return (CUDA_KERNEL_NODE_PARAMS){
+		.func = (CUfunction)p->func,
+		.gridDimX = p->gridDim.x, .gridDimY = p->gridDim.y, .gridDimZ = p->gridDim.z,
+		.blockDimX = p->blockDim.x, .blockDimY = p->blockDim.y,
+		.blockDimZ = p->blockDim.z, .sharedMemBytes = p->sharedMemBytes,
+		.kernelParams = p->kernelParams, .extra = p->extra,
+	};
+}
+
+RT_API cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node,
+						struct cudaKernelNodeParams *pNodeParams)
+{
+	RT_ENTER();
+	RT_NEED(cuGraphKernelNodeGetParams);
+	if (!pNodeParams)
+		return rt_ret(cudaErrorInvalidValue);
+	CUDA_KERNEL_NODE_PARAMS p;
+	CUresult res = rt_drv.cuGraphKernelNodeGetParams((CUgraphNode)node, &p);
+	if (res == CUDA_SUCCESS)
+		*pNodeParams = (struct cudaKernelNodeParams){
+			.func = (void *)p.func,
+			.gridDim = { p.gridDimX, p.gridDimY, p.gridDimZ },
+			.blockDim = { p.blockDimX, p.blockDimY, p.blockDimZ },
+			.sharedMemBytes = p.sharedMemBytes,
+			.kernelParams = p.kernelParams, .extra = p.extra,
+		};
+	return rt_ret_cu(res);
+}
+
+RT_API cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
+						const struct cudaKernelNodeParams *pNodeParams)
+{
+	RT_ENTER();
+	RT_NEED(cuGraphKernelNodeSetParams);
+	if (!pNodeParams)
+		return rt_ret(cudaErrorInvalidValue);
+	CUDA_KERNEL_NODE_PARAMS p = rt_kernel_params(pNodeParams);
+	return rt_ret_cu(rt_drv.cuGraphKernelNodeSetParams((CUgraphNode)node, &p));
+}
+
+RT_API cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec,
+						    cudaGraphNode_t node,
+						    const struct cudaKernelNodeParams *pNodeParams)
+{
+	RT_ENTER();
+	RT_NEED(cuGraphExecKernelNodeSetParams);
+	if (!pNodeParams)
+		return rt_ret(cudaErrorInvalidValue);
+	CUDA_KERNEL_NODE_PARAMS p = rt_kernel_params(pNodeParams);
+	return rt_ret_cu(rt_drv.cuGraphExecKernelNodeSetParams((CUgraphExec)hGraphExec,
+							       (CUgraphNode)node, &p));
+}
+
+/* The CUDA 12 form; the result info is filled on failure too (its enum
+ * and the driver's share their values). */
+RT_API cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
+				       cudaGraphExecUpdateResultInfo *resultInfo)
+{
+	RT_ENTER();
+	RT_NEED(cuGraphExecUpdate);
+	if (!resultInfo)
+		return rt_ret(cudaErrorInvalidValue);
+	CUgraphExecUpdateResultInfo info = { CU_GRAPH_EXEC_UPDATE_ERROR, NULL, NULL };
+	CUresult res = rt_drv.cuGraphExecUpdate((CUgraphExec)hGraphExec, (CUgraph)hGraph, &info);
+	*resultInfo = (cudaGraphExecUpdateResultInfo){
+		.result = (enum cudaGraphExecUpdateResult)info.result,
+		.errorNode = (cudaGraphNode_t)info.errorNode,
+		.errorFromNode = (cudaGraphNode_t)info.errorFromNode,
+	};
+	return rt_ret_cu(res);
 }

@@ -32,6 +32,8 @@
 	X(cuMemFreeHost, "cuMemFreeHost", 2000, 0, PFN_cuMemFreeHost_v2000)                \
 	X(cuMemHostRegister, "cuMemHostRegister", 6050, 0, PFN_cuMemHostRegister_v6050)    \
 	X(cuMemHostUnregister, "cuMemHostUnregister", 4000, 0, PFN_cuMemHostUnregister_v4000) \
+	X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer", 3020, 0,                    \
+	  PFN_cuMemHostGetDevicePointer_v3020)                                                \
 	X(cuMemAllocAsync, "cuMemAllocAsync", 11020, 0, PFN_cuMemAllocAsync_v11020)        \
 	X(cuMemFreeAsync, "cuMemFreeAsync", 11020, 0, PFN_cuMemFreeAsync_v11020)           \
 	X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, 0, PFN_cuMemAllocFromPoolAsync_v11020) \
@@ -55,6 +57,12 @@
 	X(cuGraphLaunch, "cuGraphLaunch", 10000, 0, PFN_cuGraphLaunch_v10000)              \
 	X(cuGraphExecDestroy, "cuGraphExecDestroy", 10000, 0, PFN_cuGraphExecDestroy_v10000) \
 	X(cuGraphDestroy, "cuGraphDestroy", 10000, 0, PFN_cuGraphDestroy_v10000)           \
+	X(cuGraphGetNodes, "cuGraphGetNodes", 10000, 0, PFN_cuGraphGetNodes_v10000)        \
+	X(cuGraphNodeGetType, "cuGraphNodeGetType", 10000, 0, PFN_cuGraphNodeGetType_v10000) \
+	X(cuGraphKernelNodeGetParams, "cuGraphKernelNodeGetParams", 12000, 0, PFN_cuGraphKernelNodeGetParams_v12000) \
+	X(cuGraphKernelNodeSetParams, "cuGraphKernelNodeSetParams", 12000, 0, PFN_cuGraphKernelNodeSetParams_v12000) \
+	X(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams", 12000, 0, PFN_cuGraphExecKernelNodeSetParams_v12000) \
+	X(cuGraphExecUpdate, "cuGraphExecUpdate", 12000, 0, PFN_cuGraphExecUpdate_v12000)  \
 	/* per-thread default stream forms, for the _ptsz / _ptds exports */             \
 	X(cuMemcpy_ptds, "cuMemcpy", 4000, 2, PFN_cuMemcpy_v4000)                          \
 	X(cuMemsetD8_ptds, "cuMemsetD8", 3020, 2, PFN_cuMemsetD8_v3020)                    \

@@ -194,6 +194,20 @@ RT_API cudaError_t cudaHostUnregister(void *ptr)
 	return rt_ret_cu(rt_drv.cuMemHostUnregister(ptr));
 }
 
+/* The device address of mapped pinned memory (UVA: the same address). */
+RT_API cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags)
+{
+	RT_ENTER();
+	RT_NEED(cuMemHostGetDevicePointer);
+	if (!pDevice || !pHost)
+		return rt_ret(cudaErrorInvalidValue);
+	CUdeviceptr d = 0;
+	CUresult res = rt_drv.cuMemHostGetDevicePointer(&d, pHost, flags);
+	if (res == CUDA_SUCCESS)
+		*pDevice = (void *)(uintptr_t)d;
+	return rt_ret_cu(res);
+}
+
 /* ---- copies and fills ----------------------------------------------------- */
 
 static int rt_kind_ok(enum cudaMemcpyKind kind)
