@@ -242,5 +242,9 @@ int  fakecuda_kread(const void *ptr, void *out, size_t len);
 int  fakecuda_kwrite(void *ptr, const void *in, size_t len);
 int  fakecuda_kaccess(const void *ptr, size_t len, int write);
 void fakecuda_kflops(double flops);
+/* The running body's launch grid (gridDimX/Y/Z; 1 1 1 outside a body):
+ * kernels that size their work by the grid (one block per token, per
+ * request) read their count here. */
+void fakecuda_kgrid(unsigned grid[3]);
 
 #endif

@@ -13,8 +13,34 @@
 
 enum sv_alt { SV_NATIVE, SV_OFFLOAD, SV_KVTIER, SV_UVM, SV_ORACLE };
 
+struct sv;
+
+/* A server persona (serve_persona.c, persona_*.c): how one real server's
+ * default path talks to the GPU each step, over the same scheduler. Only
+ * the KV allocations, the per-step uploads and the kernels differ
+ * (docs/workloads.md "Server personas"). */
+enum sv_kv_allocs {
+	SV_KV_ONE,          /* one allocation: every layer's K and V (llama.cpp) */
+	SV_KV_PER_LAYER,    /* one per layer, [K | V] (vLLM's KVCacheTensor) */
+	SV_KV_K_THEN_V,     /* L K buffers, then L V buffers (SGLang's MHA pool) */
+};
+
+struct sv_persona {
+	const char *name;
+	const char *follows;           /* the server and path it reproduces */
+	enum sv_kv_allocs allocs;
+	unsigned lead_rows;            /* rows before slot 0 of each K/V tensor */
+	bool zero_fill;                /* the server zeroes its KV at birth */
+	void (*setup)(struct sv *v);   /* buffers and kernels, after the pool */
+	void (*step)(struct sv *v);    /* one step's uploads and launches */
+};
+
+extern const struct sv_persona *const sv_personas[];
+const struct sv_persona *sv_persona_find(const char *name);
+
 struct sv_opts {
 	enum sv_alt alt;
+	const struct sv_persona *persona;
 	double pool_over_hbm;      /* N: the pool the server asks for / what fits */
 	uint64_t device_bytes;
 	double weights_frac;
@@ -143,8 +169,29 @@ struct sv {
 	struct { char *ptr; size_t len; } weights[WL_MAX_LAYERS * 4 + 1];
 	int nr_weights;
 	/* the GPU-visible pool: region r (2l: K of layer l, 2l+1: V) at
-	 * pool + r * nr_blocks * block_region bytes */
+	 * region[r], block id at region[r] + id * block_region; the persona
+	 * decides the allocations (kv[]) the regions lie in. pool: kv[0] */
 	char *pool;
+	char *region[2 * WL_MAX_LAYERS];
+	struct { char *ptr; size_t len; } kv[2 * WL_MAX_LAYERS];
+	int nr_kv;
+	int region_kv[2 * WL_MAX_LAYERS];          /* the allocation region r lies in */
+	uint64_t kv_ch0[2 * WL_MAX_LAYERS + 1];    /* first 2 MiB chunk of each, counted
+						    * over the allocations in order */
+	uint64_t kv_bytes;                /* the pool's allocations, summed */
+	/* persona kernels (fakecuda_kernel_define and the calls a body makes) */
+	CUfunction (*kdefine)(const char *name, const struct fakecuda_param *params,
+			      unsigned nr, fakecuda_body_fn body, void *ctx);
+	int (*kread)(const void *ptr, void *out, size_t len);
+	int (*kwrite)(void *ptr, const void *in, size_t len);
+	int (*kaccess)(const void *ptr, size_t len, int write);
+	void (*kflops)(double flops);
+	void (*kgrid)(unsigned dim[3]);     /* the running kernel's grid */
+	CUfunction gemm_fn;               /* a layer's dense kernels (personas) */
+	void *ps;                         /* the persona's own state */
+	int32_t *scratch;                 /* kernel bodies' buffer */
+	size_t scratch_n;
+	uint64_t graph_launches, graph_updates;
 	uint32_t nr_blocks;
 	uint64_t block_region;            /* WL_BLOCK_TOKENS * row_bytes */
 	bool managed;
@@ -190,6 +237,33 @@ struct sv {
 };
 
 int sv_serve(struct sv *v);
+double sv_prefill_flops(const struct sv *v);
+void sv_before_kernels(struct sv *v);
+
+/* ---- serve_persona.c: what the personas share ---- */
+void sv_launch(struct sv *v, CUfunction f, void **args);
+CUfunction sv_define(struct sv *v, const char *name, const struct fakecuda_param *p,
+		     unsigned nr, fakecuda_body_fn body);
+int sv_kv_rows(struct sv *v, uintptr_t base, const int32_t *ids, unsigned bt, uint64_t row,
+	       uint32_t start, uint32_t len);
+void sv_launch_grid(struct sv *v, CUfunction f, unsigned grid, void **args);
+void *sv_scratch(struct sv *v, size_t words);     /* int32 words, grown as needed */
+void sv_gemm(struct sv *v, int layer, uint64_t flops);
+void sv_personas_fini(struct sv *v);
+
+/* ---- serve_fa.c: FlashAttention (by-value params) and the KV write ---- */
+struct sv_fa_args {
+	CUdeviceptr q, k, v, table, seqused_k, cu_seqlens_q;
+	uint64_t page_el, row_el;      /* elements (bf16) per block, per token */
+	uint64_t table_stride;         /* table entries per sequence */
+	unsigned page, b;              /* tokens per block; sequences */
+};
+void sv_fa_launch(struct sv *v, int fa3, const struct sv_fa_args *a);
+void sv_cache_write(struct sv *v, const char *name, CUdeviceptr k, CUdeviceptr vv,
+		    CUdeviceptr slots, unsigned ntok, unsigned page);
+void sv_v1_tables_setup(struct sv *v);
+unsigned sv_v1_tables(struct sv *v, bool prefill, int32_t *stage, int32_t *d_table,
+		      int32_t *d_lens, int32_t *d_starts);
 double sv_now_s(struct sv *v);
 void sv_stamp_block(struct sv *v, char *pool, uint32_t nr, uint32_t id, struct sv_key k);
 uint64_t sv_check_block(struct sv *v, const char *pool, uint32_t nr, uint32_t id,

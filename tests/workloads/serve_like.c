@@ -19,6 +19,8 @@
 
 static const char *const sv_alt_names[] = { "native", "offload", "kvtier", "uvm", "oracle" };
 
+extern const struct sv_persona sv_vllm_v1_triton;
+
 /* ---- options ---- */
 
 static void sv_defaults(struct sv_opts *o)
@@ -50,6 +52,9 @@ static void sv_usage(FILE *f)
 "                        (N x cudaMallocManaged), oracle (N x managed, home on the\n"
 "                        host, mapped; each step's chunks prefetched on a\n"
 "                        copy engine, unused ones demoted when HBM is full) [native]\n"
+"  --persona P           how the server talks to the GPU each step: vllm-v2,\n"
+"                        vllm-v1-fa, vllm-v1-triton, sglang, llamacpp\n"
+"                        (docs/workloads.md \"Server personas\")        [%s]\n"
 "  --pool-over-hbm N     N: the pool asked for / the pool that fits       [%.0f]\n"
 "  --device-bytes B      simulated HBM                                  [%" PRIu64 "M]\n"
 "  --weights-frac F      weights / HBM                                  [%.2f]\n"
@@ -71,7 +76,7 @@ static void sv_usage(FILE *f)
 "  --inject-corruption   (test of the verifier) damage one cached block's stamp\n"
 "  --quiet\n"
 "  Exit: 0 ok, 1 error or corruption, 2 usage, 3 out of memory, 77 no simulated GPU.\n",
-		d.pool_over_hbm, d.device_bytes >> 20, d.weights_frac, d.layers, d.row_bytes,
+		d.persona->name, d.pool_over_hbm, d.device_bytes >> 20, d.weights_frac, d.layers, d.row_bytes,
 		d.flops_per_token, d.attn_flops, d.sys_tokens, d.turn_min, d.turn_max, d.out_min,
 		d.out_max, d.max_ctx, d.sessions, d.zipf, d.rate, d.think_s, d.requests,
 		d.max_batch, d.prefill_budget, d.seed);
@@ -110,7 +115,7 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 		{ "zipf", 1, 0, 13 }, { "rate", 1, 0, 14 }, { "think", 1, 0, 15 },
 		{ "requests", 1, 0, 16 }, { "max-batch", 1, 0, 17 }, { "prefill-budget", 1, 0, 18 },
 		{ "seed", 1, 0, 'S' }, { "inject-corruption", 0, 0, 19 }, { "quiet", 0, 0, 'q' },
-		{ "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "persona", 1, 0, 'p' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	int c, idx;
 	while ((c = getopt_long(argc, argv, "qh", lo, &idx)) != -1) {
@@ -128,6 +133,13 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 			o->alt = (enum sv_alt)i;
 			break;
 		}
+		case 'p':
+			if (!(o->persona = sv_persona_find(optarg))) {
+				fprintf(stderr, "serve-like: unknown --persona '%s' (vllm-v2, vllm-v1-fa, "
+					"vllm-v1-triton, sglang, llamacpp)\n", optarg);
+				exit(WL_EXIT_USAGE);
+			}
+			break;
 		case 'N': o->pool_over_hbm = sv_num(n, optarg, 1, 64); break;
 		case 'D': o->device_bytes = (uint64_t)sv_num(n, optarg, 64 << 20, 1e15); break;
 		case 1: o->weights_frac = sv_num(n, optarg, 0, 0.9); break;
@@ -186,6 +198,13 @@ static int sv_init_cuda(struct sv *v)
 		sv_sym(drv, "fakecuda_block_location");
 	CUfunction (*paged)(void) = (CUfunction (*)(void))sv_sym(drv, "fakecuda_paged_kernel");
 	CUfunction (*comp)(void) = (CUfunction (*)(void))sv_sym(drv, "fakecuda_compute_kernel");
+	v->kdefine = (CUfunction (*)(const char *, const struct fakecuda_param *, unsigned,
+				     fakecuda_body_fn, void *))sv_sym(drv, "fakecuda_kernel_define");
+	v->kread = (int (*)(const void *, void *, size_t))sv_sym(drv, "fakecuda_kread");
+	v->kwrite = (int (*)(void *, const void *, size_t))sv_sym(drv, "fakecuda_kwrite");
+	v->kaccess = (int (*)(const void *, size_t, int))sv_sym(drv, "fakecuda_kaccess");
+	v->kflops = (void (*)(double))sv_sym(drv, "fakecuda_kflops");
+	v->kgrid = (void (*)(unsigned *))sv_sym(drv, "fakecuda_kgrid");
 	int (*vjoin)(void) = (int (*)(void))sv_sym(drv, "fakecuda_vclock_join");
 	void (*vhost)(uint64_t) = (void (*)(uint64_t))sv_sym(drv, "fakecuda_vclock_host");
 	if (vjoin && vhost && vjoin() == 0)
@@ -267,6 +286,59 @@ static int sv_weights(struct sv *v)
 	return 0;
 }
 
+/* The KV pool's allocations as the persona's server makes them (one, one
+ * per layer, or L K tensors then L V tensors; PyTorch's servers get whole
+ * 2 MiB units from the caching allocator), each zeroed at birth where the
+ * server zeroes it, and the K and V region of every layer in them. */
+static int sv_kv_alloc(struct sv *v)
+{
+	const struct sv_persona *p = v->o.persona;
+	int L = v->o.layers;
+	uint64_t lead = (uint64_t)p->lead_rows * v->o.row_bytes;
+	uint64_t region = (uint64_t)v->nr_blocks * v->block_region + lead;
+	int per = p->allocs == SV_KV_ONE ? 2 * L : p->allocs == SV_KV_PER_LAYER ? 2 : 1;
+	v->nr_kv = 2 * L / per;
+	for (int i = 0; i < v->nr_kv; i++) {
+		uint64_t bytes = region * (uint64_t)per;
+		if (p->allocs != SV_KV_ONE)
+			bytes = wl_torch_round(bytes);
+		void *ptr;
+		cudaError_t err;
+		if (v->o.alt == SV_UVM || v->o.alt == SV_ORACLE) {
+			err = cudaMallocManaged(&ptr, bytes, cudaMemAttachGlobal);
+			v->managed = true;
+		} else {
+			err = cudaMalloc(&ptr, bytes);
+		}
+		if (err)
+			return sv_oom(v, "the KV pool", bytes, err);
+		if (v->o.alt == SV_ORACLE) {             /* home on the host, mapped */
+			struct cudaMemLocation host = { .type = cudaMemLocationTypeHost, .id = 0 };
+			struct cudaMemLocation dev = { .type = cudaMemLocationTypeDevice, .id = 0 };
+			WL_CK(cudaMemAdvise(ptr, bytes, cudaMemAdviseSetPreferredLocation, host));
+			WL_CK(cudaMemAdvise(ptr, bytes, cudaMemAdviseSetAccessedBy, dev));
+		}
+		if (p->zero_fill) {
+			WL_CK(cudaMemsetAsync(ptr, 0, bytes, v->stream));
+			WL_CK(cudaStreamSynchronize(v->stream));
+		}
+		v->kv[i].ptr = ptr;
+		v->kv[i].len = bytes;
+		v->kv_bytes += bytes;
+		v->kv_ch0[i + 1] = v->kv_ch0[i] + (bytes + WL_CHUNK - 1) / WL_CHUNK;
+	}
+	for (int r = 0; r < 2 * L; r++) {
+		int a = p->allocs == SV_KV_ONE ? 0 : p->allocs == SV_KV_PER_LAYER ? r / 2
+		      : (r % 2) * L + r / 2;
+		uint64_t off = p->allocs == SV_KV_ONE ? (uint64_t)r * region
+			     : p->allocs == SV_KV_PER_LAYER ? (uint64_t)(r % 2) * region : 0;
+		v->region_kv[r] = a;
+		v->region[r] = v->kv[a].ptr + off + lead;
+	}
+	v->pool = v->kv[0].ptr;
+	return 0;
+}
+
 static int sv_pool(struct sv *v)
 {
 	void *act;
@@ -288,21 +360,12 @@ static int sv_pool(struct sv *v)
 	double n = v->o.pool_over_hbm;
 	bool big = v->o.alt == SV_KVTIER || v->o.alt == SV_UVM || v->o.alt == SV_ORACLE;
 	v->nr_blocks = big ? (uint32_t)((double)fit * n) : fit;
-	uint64_t bytes = (uint64_t)v->nr_blocks * block;
-	if (v->o.alt == SV_UVM || v->o.alt == SV_ORACLE) {
-		err = cudaMallocManaged((void **)&v->pool, bytes, cudaMemAttachGlobal);
-		v->managed = true;
-	} else {
-		err = cudaMalloc((void **)&v->pool, bytes);
-	}
-	if (err)
-		return sv_oom(v, "the KV pool", bytes, err);
-	if (v->o.alt == SV_ORACLE) {                 /* home on the host, mapped */
-		struct cudaMemLocation host = { .type = cudaMemLocationTypeHost, .id = 0 };
-		struct cudaMemLocation dev = { .type = cudaMemLocationTypeDevice, .id = 0 };
-		WL_CK(cudaMemAdvise(v->pool, bytes, cudaMemAdviseSetPreferredLocation, host));
-		WL_CK(cudaMemAdvise(v->pool, bytes, cudaMemAdviseSetAccessedBy, dev));
-		v->chunk_mark = calloc(bytes / WL_CHUNK + 2, 1);
+	int rc = sv_kv_alloc(v);
+	if (rc)
+		return rc;
+	uint64_t bytes = v->kv_bytes;
+	if (v->o.alt == SV_ORACLE) {
+		v->chunk_mark = calloc(v->kv_ch0[v->nr_kv] + 2, 1);
 		if (!v->chunk_mark)
 			wl_die("out of host memory");
 	}
@@ -338,20 +401,13 @@ static void sv_tables_init(struct sv *v)
 {
 	unsigned max = (unsigned)v->o.max_batch;
 	v->stride = (v->s.max_stream + WL_BLOCK_TOKENS - 1) / WL_BLOCK_TOKENS + 1;
-	size_t part = (size_t)max * v->stride + 2 * max;
-	WL_CK(cudaMallocHost((void **)&v->stage, 2 * part * sizeof(int32_t)));
-	size_t tb = (size_t)max * v->stride * sizeof(int32_t), lb = max * sizeof(int32_t);
-	WL_CK(cudaMalloc((void **)&v->d_dtable, tb));
-	WL_CK(cudaMalloc((void **)&v->d_ptable, tb));
-	WL_CK(cudaMalloc((void **)&v->d_dlens, lb));
-	WL_CK(cudaMalloc((void **)&v->d_plens, lb));
-	WL_CK(cudaMalloc((void **)&v->d_pstarts, lb));
 	v->run = calloc(max, sizeof *v->run);
 	v->pending = calloc((size_t)v->s.nr, sizeof *v->pending);
 	v->sess_free_s = calloc((size_t)v->s.nr_sess, sizeof *v->sess_free_s);
 	v->sess_busy = calloc((size_t)v->s.nr_sess, sizeof *v->sess_busy);
 	if (!v->run || !v->pending || !v->sess_free_s || !v->sess_busy)
 		wl_die("out of host memory");
+	v->o.persona->setup(v);
 }
 
 /* ---- the end: every cached block's stamps, then the report ---- */
@@ -403,8 +459,8 @@ static void sv_report(struct sv *v)
 	double p50 = sv_pct(ttft, n, 0.5), p99 = sv_pct(ttft, n, 0.99);
 	double q50 = sv_pct(tpot, nt, 0.5), q99 = sv_pct(tpot, nt, 0.99);
 	const char *alt = sv_alt_names[v->o.alt];
-	printf("workload=serve-like\nsimulated=1\nalternative=%s\npool_over_hbm=%.0f\n", alt,
-	       v->o.pool_over_hbm);
+	printf("workload=serve-like\nsimulated=1\npersona=%s\nalternative=%s\npool_over_hbm=%.0f\n",
+	       v->o.persona->name, alt, v->o.pool_over_hbm);
 	printf("seed=%" PRIu64 "\ndevice_bytes=%zu\nkv_budget_bytes=%" PRIu64 "\npool_blocks=%u\n"
 	       "host_blocks=%u\n", v->o.seed, v->dev_total, v->kv_budget, v->nr_blocks, v->nr_host);
 	printf("requests=%d\nsteps=%" PRIu64 "\noutput_tokens=%" PRIu64 "\nprompt_tokens=%" PRIu64
@@ -433,8 +489,8 @@ static void sv_report(struct sv *v)
 	printf("serve: alt=%s pool_over_hbm=%.0f output_tokens_per_s=%.1f requests_per_s=%.2f "
 	       "ttft_ms_p50=%.3f ttft_ms_p99=%.3f tpot_ms_p50=%.4f tpot_ms_p99=%.4f "
 	       "prefix_hit_rate=%.4f bytes_link=%" PRIu64 " tables=device verified=%" PRIu64
-	       " corrupt=%" PRIu64 " simulated=1\n", alt, v->o.pool_over_hbm, tps, rps, p50, p99,
-	       q50, q99, hit, link, v->checked, v->bad);
+	       " corrupt=%" PRIu64 " simulated=1 persona=%s\n", alt, v->o.pool_over_hbm, tps, rps, p50, p99,
+	       q50, q99, hit, link, v->checked, v->bad, v->o.persona->name);
 	free(ttft);
 	free(tpot);
 }

@@ -55,8 +55,12 @@ static void sv_stamp(uint64_t seed, struct sv_key k, int region, unsigned char o
 	wl_pattern(seed, tag * 131 + (uint64_t)region, 0, out + 16, 16);
 }
 
+/* Block id's bytes in region r: of the GPU pool where the persona put the
+ * region, of the host pool (offload) packed region after region. */
 static char *sv_at(struct sv *v, const char *pool, uint32_t nr, uint32_t id, int region)
 {
+	if (pool == v->pool)
+		return v->region[region] + (uint64_t)id * v->block_region;
 	return (char *)pool + ((uint64_t)region * nr + id) * v->block_region;
 }
 
@@ -400,47 +404,9 @@ static double sv_next_send(const struct sv *v)
 	return t;
 }
 
-/* ---- one step's tables and kernels ---- */
+/* ---- one step's kernels (the persona's), with the alternatives' work ---- */
 
-static void sv_launch(struct sv *v, CUfunction f, void **args)
-{
-	CUresult res = v->launch(f, 1, 1, 1, 1, 1, 1, 0, (CUstream)v->stream, args, NULL);
-	if (res != CUDA_SUCCESS)
-		wl_die("cuLaunchKernel failed: CUresult %d", (int)res);
-}
-
-/* Fill the staging rows of the running requests selected by prefill (or
- * not), upload them; returns how many. */
-static unsigned sv_tables(struct sv *v, bool prefill, int32_t *stage, int32_t *d_table,
-			  int32_t *d_lens, int32_t *d_starts)
-{
-	unsigned n = 0, max = (unsigned)v->o.max_batch;
-	int32_t *lens = stage + (size_t)max * v->stride, *starts = lens + max;
-	for (int i = 0; i < v->nr_run; i++) {
-		const struct sv_running *r = &v->run[i];
-		if (r->loading || r->prefill != prefill)
-			continue;
-		int32_t *row = stage + (size_t)n * v->stride;
-		for (uint32_t j = 0; j < r->nblocks; j++)
-			row[j] = (int32_t)r->blocks[j];
-		lens[n] = (int32_t)(prefill ? r->prompt : r->prompt + r->produced);
-		starts[n] = (int32_t)r->start;
-		n++;
-	}
-	if (!n)
-		return 0;
-	size_t tb = (size_t)n * v->stride * sizeof(int32_t), lb = (size_t)n * sizeof(int32_t);
-	WL_CK(cudaMemcpyAsync(d_table, stage, tb, cudaMemcpyHostToDevice, v->stream));
-	WL_CK(cudaMemcpyAsync(d_lens, lens, lb, cudaMemcpyHostToDevice, v->stream));
-	v->bytes_tables += tb + lb;
-	if (d_starts) {
-		WL_CK(cudaMemcpyAsync(d_starts, starts, lb, cudaMemcpyHostToDevice, v->stream));
-		v->bytes_tables += lb;
-	}
-	return n;
-}
-
-static double sv_prefill_flops(const struct sv *v)
+double sv_prefill_flops(const struct sv *v)
 {
 	double f = 0;
 	for (int i = 0; i < v->nr_run; i++) {
@@ -453,18 +419,33 @@ static double sv_prefill_flops(const struct sv *v)
 	return f;
 }
 
+/* Global chunk ch (counted over the pool's allocations in order): its
+ * address and length. */
+static char *sv_chunk(const struct sv *v, uint64_t ch, size_t *len)
+{
+	int i = 0;
+	while (i + 1 < v->nr_kv && ch >= v->kv_ch0[i + 1])
+		i++;
+	uint64_t off = (ch - v->kv_ch0[i]) * WL_CHUNK;
+	*len = (size_t)(v->kv[i].len - off < WL_CHUNK ? v->kv[i].len - off : WL_CHUNK);
+	return v->kv[i].ptr + off;
+}
+
+static void sv_mark_chunk(struct sv *v, const char *p)
+{
+	int i = 0;
+	while (i + 1 < v->nr_kv && !(p >= v->kv[i].ptr && p < v->kv[i].ptr + v->kv[i].len))
+		i++;
+	v->chunk_mark[v->kv_ch0[i] + (uint64_t)(p - v->kv[i].ptr) / WL_CHUNK] = 1;
+}
+
 static bool sv_resident(struct sv *v, uint64_t ch)
 {
 	CUmemLocationType type = CU_MEM_LOCATION_TYPE_INVALID;
 	int id = 0;
-	return !v->block_location(v->pool + ch * WL_CHUNK, &type, &id) &&
+	size_t len;
+	return !v->block_location(sv_chunk(v, ch, &len), &type, &id) &&
 	       type == CU_MEM_LOCATION_TYPE_DEVICE;
-}
-
-static size_t sv_chunk_len(uint64_t total, uint64_t ch)
-{
-	uint64_t end = (ch + 1) * WL_CHUNK < total ? (ch + 1) * WL_CHUNK : total;
-	return (size_t)(end - ch * WL_CHUNK);
 }
 
 /* oracle: the chunks this step's kernels use that are not in HBM are
@@ -485,15 +466,14 @@ static void sv_oracle_prefetch(struct sv *v)
 	uint64_t cap = c.device_capacity_bytes > native + 4 * WL_CHUNK
 		     ? c.device_capacity_bytes - native - 4 * WL_CHUNK : 0;
 	uint64_t room = cap > c.managed_resident_bytes ? (cap - c.managed_resident_bytes) / WL_CHUNK : 0;
-	uint64_t region = (uint64_t)v->nr_blocks * v->block_region;
-	uint64_t total = 2 * (uint64_t)v->o.layers * region, nc = (total + WL_CHUNK - 1) / WL_CHUNK;
+	uint64_t nc = v->kv_ch0[v->nr_kv];
 	memset(v->chunk_mark, 0, nc);
 	for (int i = 0; i < v->nr_run; i++)
 		for (uint32_t j = 0; j < v->run[i].nblocks && !v->run[i].loading; j++)
 			for (int rg = 0; rg < 2 * v->o.layers; rg++) {
-				uint64_t off = rg * region + v->run[i].blocks[j] * v->block_region;
-				v->chunk_mark[off / WL_CHUNK] = 1;
-				v->chunk_mark[(off + v->block_region - 1) / WL_CHUNK] = 1;
+				const char *p = sv_at(v, v->pool, v->nr_blocks, v->run[i].blocks[j], rg);
+				sv_mark_chunk(v, p);
+				sv_mark_chunk(v, p + v->block_region - 1);
 			}
 	struct cudaMemLocation host = { .type = cudaMemLocationTypeHost, .id = 0 };
 	uint64_t victim = 0;
@@ -502,50 +482,33 @@ static void sv_oracle_prefetch(struct sv *v)
 			continue;
 		while (!room && victim < nc) {     /* demote a chunk this step does not use */
 			if (!v->chunk_mark[victim] && sv_resident(v, victim)) {
-				WL_CK(cudaMemPrefetchAsync(v->pool + victim * WL_CHUNK,
-							   sv_chunk_len(total, victim), host, 0,
-							   v->side));
+				size_t len;
+				char *p = sv_chunk(v, victim, &len);
+				WL_CK(cudaMemPrefetchAsync(p, len, host, 0, v->side));
 				room++;
 			}
 			victim++;
 		}
 		if (!room)
 			break;
-		WL_CK(cudaMemPrefetchAsync(v->pool + ch * WL_CHUNK, sv_chunk_len(total, ch), dev, 0,
-					   v->side));
+		size_t len;
+		char *p = sv_chunk(v, ch, &len);
+		WL_CK(cudaMemPrefetchAsync(p, len, dev, 0, v->side));
 		room--;
 	}
 }
 
+/* Called by the persona's step after its uploads, before its first
+ * launch: the oracle's prefetches go on the copy engine behind them. */
+void sv_before_kernels(struct sv *v)
+{
+	if (v->o.alt == SV_ORACLE)
+		sv_oracle_prefetch(v);
+}
+
 static void sv_step_kernels(struct sv *v)
 {
-	unsigned max = (unsigned)v->o.max_batch;
-	size_t part = (size_t)max * v->stride + 2 * max;
-	unsigned np = sv_tables(v, true, v->stage, v->d_ptable, v->d_plens, v->d_pstarts);
-	unsigned nd = sv_tables(v, false, v->stage + part, v->d_dtable, v->d_dlens, NULL);
-	if (v->o.alt == SV_ORACLE)        /* after the tables: they go first on the engine */
-		sv_oracle_prefetch(v);
-	uint64_t region = (uint64_t)v->nr_blocks * v->block_region;
-	uint64_t flops = (uint64_t)(sv_prefill_flops(v) / v->o.layers);
-	v->prefill_flops += flops * (uint64_t)v->o.layers;
-	for (int l = 0; l < v->o.layers; l++) {
-		CUdeviceptr k = (CUdeviceptr)(uintptr_t)(v->pool + 2 * (uint64_t)l * region);
-		CUdeviceptr vv = (CUdeviceptr)(uintptr_t)(v->pool + (2 * (uint64_t)l + 1) * region);
-		unsigned stride = v->stride, bt = SV_BT, row = v->o.row_bytes;
-		if (np) {
-			CUdeviceptr t = (CUdeviceptr)(uintptr_t)v->d_ptable;
-			CUdeviceptr ln = (CUdeviceptr)(uintptr_t)v->d_plens;
-			CUdeviceptr st = (CUdeviceptr)(uintptr_t)v->d_pstarts;
-			void *args[] = { &flops, &k, &vv, &t, &ln, &st, &np, &stride, &bt, &row };
-			sv_launch(v, v->compute_fn, args);
-		}
-		CUdeviceptr t = (CUdeviceptr)(uintptr_t)v->d_dtable;
-		CUdeviceptr ln = (CUdeviceptr)(uintptr_t)v->d_dlens;
-		CUdeviceptr wr = (CUdeviceptr)(uintptr_t)(v->d_weights + 4 * l);
-		unsigned nw = 4;
-		void *args[] = { &k, &vv, &t, &ln, &nd, &stride, &bt, &row, &wr, &nw };
-		sv_launch(v, v->paged_fn, args);
-	}
+	v->o.persona->step(v);
 	if (v->o.alt == SV_OFFLOAD)       /* while the kernels run */
 		sv_store_ahead(v);
 	WL_CK(cudaStreamSynchronize(v->stream));

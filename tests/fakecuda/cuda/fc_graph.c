@@ -657,7 +657,7 @@ static CUresult fc_node_body(const struct fc_node *n)
 {
 	switch (n->type) {
 	case CU_GRAPH_NODE_TYPE_KERNEL:
-		return fc_kernel_run(n->k.func, &n->k.args, n->dev);
+		return fc_kernel_run(n->k.func, &n->k.args, n->dev, n->k.dims.grid);
 	case CU_GRAPH_NODE_TYPE_MEMCPY:
 		return fc_copy_run(n->cp.dst, n->cp.src, n->cp.bytes, n->dev);
 	case CU_GRAPH_NODE_TYPE_MEMSET:

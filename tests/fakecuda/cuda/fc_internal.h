@@ -262,7 +262,8 @@ CUresult fc_kernel_args(CUfunction f, void *const *params, struct fc_kargs *out)
 CUresult fc_kargs_copy(struct fc_kargs *dst, const struct fc_kargs *src);
 void fc_kargs_release(struct fc_kargs *a);
 /* Run kernel f with those arguments on ordinal dev (takes the lock). */
-CUresult fc_kernel_run(CUfunction f, const struct fc_kargs *a, int dev);
+/* grid: the launch's grid, as fakecuda_kgrid reports it to a defined body */
+CUresult fc_kernel_run(CUfunction f, const struct fc_kargs *a, int dev, const unsigned grid[3]);
 /* Memory as a kernel reads it: device memory through its view, any other
  * memory the driver or host knows where it is; NULL past an allocation. */
 const char *fc_kernel_mem(uintptr_t addr, size_t len);

@@ -44,8 +44,10 @@ static struct fc_kernel fc_defined[FC_DEFINED_MAX];
 static unsigned fc_nr_defined;
 static pthread_mutex_t fc_define_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The ordinal of the defined body running on this thread, -1: none. */
+/* The ordinal of the defined body running on this thread, -1: none, and
+ * its launch's grid. */
 static __thread int fc_body_dev = -1;
+static __thread unsigned fc_body_grid[3];
 
 /* Argument sizes of the built-in kernels (fakecuda.h documents them). */
 static const uint8_t fc_touch_sizes[] = { 8, 4 };
@@ -287,7 +289,8 @@ void fc_kargs_release(struct fc_kargs *a)
 /* A defined kernel: one launch's cost, then its body on a copy of the
  * arguments of its own (a graph node's stay as they were captured), with
  * ordinal dev's context current. A nonzero return is an illegal address. */
-static CUresult fc_defined_run(const struct fc_kernel *k, const struct fc_kargs *a, int dev)
+static CUresult fc_defined_run(const struct fc_kernel *k, const struct fc_kargs *a, int dev,
+			       const unsigned grid[3])
 {
 	struct fc_kargs mine;
 	if (fc_kargs_copy(&mine, a) != CUDA_SUCCESS)
@@ -296,10 +299,14 @@ static CUresult fc_defined_run(const struct fc_kernel *k, const struct fc_kargs 
 	fc_stats.c.launches++;
 	fc_clock_ns(fc_knobs.launch_ns);
 	int outer = fc_body_dev;
+	unsigned outer_grid[3];
+	memcpy(outer_grid, fc_body_grid, sizeof outer_grid);
 	bool pushed = fc_ctx_push_body(dev);
 	fc_body_dev = dev;
+	memcpy(fc_body_grid, grid, sizeof fc_body_grid);
 	int rc = k->body(mine.params, k->ctx);
 	fc_body_dev = outer;
+	memcpy(fc_body_grid, outer_grid, sizeof fc_body_grid);
 	if (pushed)
 		fc_ctx_pop_body();
 	fc_unlock();
@@ -307,7 +314,7 @@ static CUresult fc_defined_run(const struct fc_kernel *k, const struct fc_kargs 
 	return rc ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
 
-CUresult fc_kernel_run(CUfunction f, const struct fc_kargs *a, int dev)
+CUresult fc_kernel_run(CUfunction f, const struct fc_kargs *a, int dev, const unsigned grid[3])
 {
 	const struct fc_kernel *k = (const struct fc_kernel *)f;
 	switch (k->fn) {
@@ -316,7 +323,7 @@ CUresult fc_kernel_run(CUfunction f, const struct fc_kargs *a, int dev)
 	case FC_KFN_COMPUTE:
 		return fc_compute_run(a, dev);
 	case FC_KFN_DEFINED:
-		return fc_defined_run(k, a, dev);
+		return fc_defined_run(k, a, dev, grid);
 	default:
 		return fc_touch_run((const struct fakecuda_range *)(uintptr_t)a->v[0],
 				    (unsigned)a->v[1], dev);
@@ -324,6 +331,13 @@ CUresult fc_kernel_run(CUfunction f, const struct fc_kargs *a, int dev)
 }
 
 /* ---- inside a defined body ---- */
+
+/* The running body's launch grid (all 1 outside a body). */
+FC_EXPORT void fakecuda_kgrid(unsigned grid[3])
+{
+	for (int i = 0; i < 3; i++)
+		grid[i] = fc_body_dev < 0 ? 1 : fc_body_grid[i];
+}
 
 FC_EXPORT int fakecuda_kread(const void *ptr, void *out, size_t len)
 {
@@ -398,7 +412,7 @@ static CUresult fc_launch(CUfunction f, const struct fc_dims *d, CUstream s, voi
 	if (!g) {
 		struct fc_op op;
 		fc_op_begin(&op, s, dev, FC_ENG_SM);
-		r = fc_kernel_run(f, &a, dev);
+		r = fc_kernel_run(f, &a, dev, d->grid);
 		fc_op_end(&op);
 	} else {
 		r = fc_graph_add_kernel(g, f, d, &a, dev);
