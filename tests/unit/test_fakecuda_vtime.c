@@ -148,6 +148,43 @@ static void test_kernels_share_sms(void)
 	done();
 }
 
+/* A defined kernel: 1 ms of FLOPs at the default 395e12 FLOP/s. */
+static int body_calls;
+
+static int flops_body(void *const *args, void *ctx)
+{
+	(void)args;
+	(void)ctx;
+	body_calls++;
+	((void (*)(double))dlsym(drv, "fakecuda_kflops"))(3.95e11);
+	return 0;
+}
+
+/* Its body runs at submission (its effects are immediate), and what it
+ * charges is SM time on its stream, after the launch cost: the host does
+ * not wait, its stream ends 2 ms later, and it shares the SMs with a
+ * built-in kernel on another stream. */
+static void test_defined_kernel_time(void)
+{
+	__typeof__(&fakecuda_kernel_define) define =
+		(__typeof__(define))dlsym(drv, "fakecuda_kernel_define");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(define);
+	CUfunction f = define("flops_1ms", NULL, 0, flops_body, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CUstream a = stream(0), b = stream(CU_STREAM_NON_BLOCKING);
+	body_calls = 0;
+	uint64_t t0 = now_ns();
+	CU_ASSERT_EQUAL(D.Launch(f, 1, 1, 1, 1, 1, 1, 0, a, NULL, NULL), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(kernel(b, NULL, 0), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(body_calls, 1);
+	CU_ASSERT_EQUAL(now_ns(), t0);
+	CU_ASSERT_EQUAL(StreamSync(a), CUDA_SUCCESS);
+	CU_ASSERT(NEAR(now_ns() - t0, 2 * LAUNCH_NS));
+	CU_ASSERT_EQUAL(CtxSync(), CUDA_SUCCESS);
+	CU_ASSERT(NEAR(now_ns() - t0, 3 * LAUNCH_NS));
+	done();
+}
+
 /* A kernel that faults stalls for the fault service and the migration. */
 static void test_fault_stalls(void)
 {
@@ -384,6 +421,7 @@ static CU_TestInfo tests_vt[] = {
 	{ "kernel and prefetch on two streams overlap", test_overlap_two_streams },
 	{ "kernel and prefetch on one stream add up", test_one_stream_adds },
 	{ "two kernels share the SMs", test_kernels_share_sms },
+	{ "a defined kernel's body charges its stream", test_defined_kernel_time },
 	{ "a faulting kernel stalls", test_fault_stalls },
 	{ "a kernel waits for a block in flight", test_waits_for_block_in_flight },
 	{ "events order streams", test_event_orders_streams },
