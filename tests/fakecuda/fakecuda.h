@@ -211,7 +211,8 @@ void fakecuda_vclock_wake(const void *key);
  * args[i] pointing at a private copy of argument i (16-byte aligned block,
  * laid out as declared; NULL when there are none) and ctx. It runs on the
  * launching thread under the driver's (recursive) lock, with the launch's
- * ordinal current, so it must not synchronise, wait or block. A nonzero
+ * ordinal current, so it must not synchronise, wait or block, and reaches
+ * device, managed and pinned memory only through the calls below. A nonzero
  * return makes the launch (or the graph launch) fail with
  * CUDA_ERROR_ILLEGAL_ADDRESS, as a built-in kernel's bad access does. */
 struct fakecuda_param { uint32_t size, align; };
