@@ -9,6 +9,9 @@
 # pool placed per step), uvm (an N x managed pool, opt-in: it thrashes for
 # minutes). Prints one table with the targets per row and writes
 # $BUILD/bench-serve.json. Every figure is simulated.
+#   BENCH_SERVE_PERSONAS ("vllm-v2 vllm-v1-fa vllm-v1-triton sglang llamacpp")
+#                        the server personas (serve-like --persona): how the
+#                        server talks to the GPU; one table block each
 #   BENCH_SERVE_RATIOS ("4")   pool sizes N (the issue's set: "2 4 8", ~3x longer)
 #   BENCH_SERVE_ALTS ("native offload kvtier oracle")  add uvm to run it too
 #   BENCH_SERVE_MODE (vtime)  vtime: every row on the device in virtual time
@@ -31,6 +34,7 @@
 # throughput.
 set -u
 BUILD=${BUILD:-build}
+PERSONAS=${BENCH_SERVE_PERSONAS:-"vllm-v2 vllm-v1-fa vllm-v1-triton sglang llamacpp"}
 RATIOS=${BENCH_SERVE_RATIOS:-"4"}
 ALTS=${BENCH_SERVE_ALTS:-"native offload kvtier oracle"}
 MODE=${BENCH_SERVE_MODE:-vtime}
@@ -51,16 +55,21 @@ mkdir -p "$OUT"
 rm -f "$OUT"/*.out "$OUT"/*.err "$OUT"/*.rc "$OUT"/*.wall "$OUT"/*.trace
 start=$(date +%s.%N)
 
+# the server's own offload: llama.cpp's (--no-kv-offload: KV in host
+# memory, attention on the CPU) is not modelled yet
+has_offload() { [ "$1" != llamacpp ]; }
+export -f has_offload
+
 run_one() {
-	local x=$1 alt=$2 base="$OUT/$1-$2" t0 cmd
-	cmd="$BUILD/workloads/serve-like --quiet --alt $alt --pool-over-hbm $x $ARGS"
+	local p=$1 x=$2 alt=$3 base="$OUT/$1-$2-$3" t0 cmd
+	cmd="$BUILD/workloads/serve-like --quiet --persona $p --alt $alt --pool-over-hbm $x $ARGS"
 	t0=$(date +%s.%N)
 	case $alt in
 	kvtier)
 		local pace=""
 		[ "$MODE" = paced ] && pace="FAKECUDA_PACE=$PACE"
 		env $pace timeout "$TMO" $NORAND "$BUILD/kvtier" run --quiet \
-			--trace "$OUT/$x-kvtier.%p.trace" -- $cmd >"$base.out" 2>"$base.err" ;;
+			--trace "$OUT/$p-$x-kvtier.%p.trace" -- $cmd >"$base.out" 2>"$base.err" ;;
 	*)
 		timeout "$TMO" $NORAND $cmd >"$base.out" 2>"$base.err" ;;
 	esac
@@ -70,14 +79,17 @@ run_one() {
 export -f run_one
 export OUT BUILD ARGS PACE TMO MODE NORAND
 
-# native does not depend on N: one run, reported at every N
-for x in $RATIOS; do
-	for a in $ALTS; do
-		[ "$a" = native ] && continue
-		echo "$x $a"
+# native does not depend on N: one run per persona, reported at every N
+for p in $PERSONAS; do
+	case " $ALTS " in *" native "*) echo "$p 1 native" ;; esac
+	for x in $RATIOS; do
+		for a in $ALTS; do
+			[ "$a" = native ] && continue
+			[ "$a" = offload ] && ! has_offload "$p" && continue
+			echo "$p $x $a"
+		done
 	done
-done | { case " $ALTS " in *" native "*) echo "1 native" ;; esac; cat; } |
-	xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1"'
+done | xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"'
 wall_all=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 
 val() { sed -n "s/^$2=//p" "$1" | head -1; }
@@ -90,16 +102,41 @@ else
 fi
 printf 'serve-like defaults%s; the same schedule for every row; kvtier rows: shipped KVTIER_* defaults; %s\n\n' \
 	"${ARGS:+ + $ARGS}" "$how"
-printf '%5s %-8s %12s %8s %9s %9s %9s %9s %6s %10s %7s %s\n' N alt 'out tok/s' 'req/s' \
-	'TTFT p50' 'TTFT p99' 'TPOT p50' 'TPOT p99' hit 'link MiB' wall targets
+# What kvtier's profiler credited, by source, from the trace's end record
+# (prof.source.NAME=CHUNKS): tables, faults (CUPTI), allocation (launch
+# arguments naming an allocation), copy, sample; "none" when nothing.
+evidence() {
+	local t out="" n
+	t=$(ls "$OUT/$1-$2-kvtier."*.trace 2>/dev/null | head -1)
+	[ -n "$t" ] || { echo "-"; return; }
+	for kv in $("$BUILD/kvtier" dump "$t" 2>/dev/null | sed -n 's/^info prof\.source\.\([a-z]*\)=\([0-9]*\).*/\1=\2/p'); do
+		n=${kv#*=}
+		[ "$n" -gt 0 ] 2>/dev/null || continue
+		case ${kv%%=*} in
+		cupti) out="$out faults" ;; launch) out="$out allocation" ;;
+		*) out="$out ${kv%%=*}" ;;
+		esac
+	done
+	out=${out# }
+	echo "${out:-none}" | tr ' ' '+'
+}
+
 echo "[" >"$JSON.tmp"
 first=1
 failed=0
-nat="$OUT/1-native.out"
+for p in $PERSONAS; do
+printf '%s\n' "persona $p"
+printf '%5s %-8s %12s %8s %9s %9s %9s %9s %6s %10s %7s %-22s %s\n' N alt 'out tok/s' 'req/s' \
+	'TTFT p50' 'TTFT p99' 'TPOT p50' 'TPOT p99' hit 'link MiB' wall evidence targets
+nat="$OUT/$p-1-native.out"
 for x in $RATIOS; do
 	for a in $ALTS; do
-		f="$OUT/$x-$a.out"
+		f="$OUT/$p-$x-$a.out"
 		[ "$a" = native ] && f=$nat
+		if [ "$a" = offload ] && ! has_offload "$p"; then
+			printf '%4sx %-8s not modelled for this persona (llama.cpp --no-kv-offload)\n' "$x" "$a"
+			continue
+		fi
 		base=${f%.out}
 		rc=$(cat "$base.rc" 2>/dev/null || echo 99)
 		if [ "$rc" != 0 ]; then
@@ -115,12 +152,13 @@ for x in $RATIOS; do
 		t50=$(val "$f" ttft_ms_p50); t99=$(val "$f" ttft_ms_p99)
 		p50=$(val "$f" tpot_ms_p50); p99=$(val "$f" tpot_ms_p99)
 		hit=$(val "$f" prefix_hit_rate); link=$(val "$f" bytes_link); tab=$(val "$f" tables)
-		verdict=-
+		verdict=- ev=-
 		if [ "$a" = kvtier ]; then
+			ev=$(evidence "$p" "$x")
 			verdict=$(awk -v x="$x" -v k="$tps" -v kt="$t50" \
 				-v n="$(val "$nat" output_tokens_per_s)" -v nt="$(val "$nat" ttft_ms_p50)" \
-				-v o="$(val "$OUT/$x-offload.out" output_tokens_per_s 2>/dev/null)" \
-				-v ot="$(val "$OUT/$x-offload.out" ttft_ms_p50 2>/dev/null)" 'BEGIN {
+				-v o="$(val "$OUT/$p-$x-offload.out" output_tokens_per_s 2>/dev/null)" \
+				-v ot="$(val "$OUT/$p-$x-offload.out" ttft_ms_p50 2>/dev/null)" 'BEGIN {
 				m = ""
 				if (n + 0 > 0 && k < n) m = m sprintf(" below native (%.2fx)", k / n)
 				if (x == 4 && n + 0 > 0) {
@@ -130,13 +168,15 @@ for x in $RATIOS; do
 				if (o + 0 > 0 && k < o) m = m sprintf(" tput %.2fx offload (<1.0)", k / o)
 				print (m == "" ? "met" : "MISSED:" m) }')
 		fi
-		printf '%4sx %-8s %12.0f %8.1f %9.3f %9.3f %9.4f %9.4f %6.3f %10d %6ss %s\n' "$x" "$a" "$tps" \
-			"$rps" "$t50" "$t99" "$p50" "$p99" "$hit" $((link >> 20)) "$(cat "$base.wall")" "$verdict"
+		printf '%4sx %-8s %12.0f %8.1f %9.3f %9.3f %9.4f %9.4f %6.3f %10d %6ss %-22s %s\n' "$x" "$a" "$tps" \
+			"$rps" "$t50" "$t99" "$p50" "$p99" "$hit" $((link >> 20)) "$(cat "$base.wall")" "$ev" "$verdict"
 		[ $first = 1 ] || echo "," >>"$JSON.tmp"
 		first=0
-		printf '  {"pool_over_hbm": %s, "alternative": "%s", "output_tokens_per_s": %s, "requests_per_s": %s, "ttft_ms_p50": %s, "ttft_ms_p99": %s, "tpot_ms_p50": %s, "tpot_ms_p99": %s, "prefix_hit_rate": %s, "bytes_link": %s, "tables": "%s", "targets": "%s", "mode": "%s", "simulated": true}' \
-			"$x" "$a" "$tps" "$rps" "$t50" "$t99" "$p50" "$p99" "$hit" "$link" "$tab" "$verdict" "$MODE" >>"$JSON.tmp"
+		printf '  {"persona": "%s", "pool_over_hbm": %s, "alternative": "%s", "output_tokens_per_s": %s, "requests_per_s": %s, "ttft_ms_p50": %s, "ttft_ms_p99": %s, "tpot_ms_p50": %s, "tpot_ms_p99": %s, "prefix_hit_rate": %s, "bytes_link": %s, "tables": "%s", "evidence": "%s", "targets": "%s", "mode": "%s", "simulated": true}' \
+			"$p" "$x" "$a" "$tps" "$rps" "$t50" "$t99" "$p50" "$p99" "$hit" "$link" "$tab" "$ev" "$verdict" "$MODE" >>"$JSON.tmp"
 	done
+done
+printf '\n'
 done
 printf '\n]\n' >>"$JSON.tmp"
 mv "$JSON.tmp" "$JSON"

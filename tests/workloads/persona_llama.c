@@ -5,7 +5,9 @@
  *   - KV: one buffer for every layer's K and V (cache_k_l0, cache_v_l0,
  *     ...), zeroed at birth; a cell per token (serve-like's block b holds
  *     cells 16b .. 16b+15), no block table.
- *   - Each ubatch (at most 512 tokens) uploads its inputs with a
+ *   - Each ubatch (at most 512 tokens, -ub; halved until the compute
+ *     buffer, which holds a mask as wide as the cache, fits as the pool that
+ *     fits lets 512 fit: a user's setting for a larger cache) uploads its inputs with a
  *     synchronous copy each: token ids, positions, the KQ mask (f32,
  *     n_kv x the tokens padded to 64) and the cells the new K and V go to.
  *   - n_kv is the cells in use plus one, padded to 256 (at least 256):
@@ -33,6 +35,7 @@ struct sv_lc {
 	float *h_mask, *d_mask;
 	int32_t *d_kvmax;
 	size_t mask_cap;
+	unsigned ubatch;           /* tokens per ubatch (-ub) */
 	unsigned n_kv, kv_size;
 	int32_t kv_max;            /* what the mask lets this ubatch see */
 	cudaGraphExec_t exec;
@@ -134,6 +137,19 @@ static void lc_setup(struct sv *v)
 	WL_CK(cudaMalloc((void **)&s->d_kidx, LC_UBATCH * 8));
 	WL_CK(cudaMalloc((void **)&s->d_vidx, LC_UBATCH * 8));
 	WL_CK(cudaMalloc((void **)&s->d_kvmax, 64));
+	/* the KQ mask's worst case, n_ubatch x the whole cache, as the graph
+	 * allocator reserves the compute buffer at start-up */
+	s->ubatch = LC_UBATCH;      /* a larger cache: -ub scaled so the buffer still fits */
+	while (s->ubatch > LC_MASK_PAD &&
+	       (uint64_t)s->ubatch * v->nr_blocks > (uint64_t)LC_UBATCH * v->fit_blocks)
+		s->ubatch /= 2;
+	s->mask_cap = (size_t)s->ubatch * s->kv_size * sizeof(float);
+	WL_CK(cudaMallocHost((void **)&s->h_mask, s->mask_cap));
+	memset(s->h_mask, 0, s->mask_cap);
+	cudaError_t err = cudaMalloc((void **)&s->d_mask, s->mask_cap);
+	if (err)
+		wl_die("llamacpp: the compute buffer's KQ mask (%zu MiB) does not fit: %s",
+		       s->mask_cap >> 20, cudaGetErrorName(err));
 	v->ps = s;
 	lc_kernels(v, s);
 }
@@ -159,7 +175,7 @@ static void lc_upload(struct sv *v, void *dst, const void *src, size_t bytes)
 	/* ggml_backend_cuda_buffer_set_tensor: an async copy, then a sync */
 	WL_CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, v->stream));
 	WL_CK(cudaStreamSynchronize(v->stream));
-	v->bytes_tables += bytes;
+	sv_uploaded(v, bytes);
 }
 
 static void lc_layers(struct sv *v, struct sv_lc *s, unsigned n, unsigned rows, uint64_t flops)
@@ -198,16 +214,6 @@ static void lc_ubatch(struct sv *v, struct sv_lc *s, const int64_t *cells, unsig
 {
 	unsigned rows = (n + LC_MASK_PAD - 1) / LC_MASK_PAD * LC_MASK_PAD;
 	size_t mb = (size_t)rows * s->n_kv * sizeof(float);
-	if (mb > s->mask_cap) {
-		if (s->h_mask) {
-			WL_CK(cudaFreeHost(s->h_mask));
-			WL_CK(cudaFree(s->d_mask));
-		}
-		s->mask_cap = mb;
-		WL_CK(cudaMallocHost((void **)&s->h_mask, mb));
-		WL_CK(cudaMalloc((void **)&s->d_mask, mb));
-		memset(s->h_mask, 0, mb);
-	}
 	for (unsigned i = 0; i < n; i++) {
 		s->h_tok[i] = (int32_t)(cells[i] % 32000);
 		s->h_pos[i] = (int32_t)i;
@@ -274,7 +280,7 @@ static void lc_step(struct sv *v)
 			cells[n++] = (int64_t)r->blocks[j / WL_BLOCK_TOKENS] * WL_BLOCK_TOKENS +
 				     j % WL_BLOCK_TOKENS;
 			np += r->prefill;
-			if (n == LC_UBATCH) {
+			if (n == s->ubatch) {
 				lc_ubatch(v, s, cells, n, maxcell, (uint64_t)(per_tok * np));
 				n = np = maxcell = 0;
 			}

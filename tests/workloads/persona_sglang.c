@@ -291,7 +291,7 @@ static void sg_pass(struct sv *v, struct sv_sg *s, bool extend)
 		unsigned at = extend ? p : (p ? 3 : 0);
 		WL_CK(cudaMemcpyAsync(d + at * max, m + at * max, n * sizeof(int64_t),
 				      cudaMemcpyHostToDevice, v->stream));
-		v->bytes_tables += n * sizeof(int64_t);
+		sv_uploaded(v, n * sizeof(int64_t));
 	}
 	int64_t stride = s->width;
 	int64_t *drpi = d, *dpl = d + max, *del = d + 2 * max, *dsl = d + 3 * max, *dpp = d + 4 * max;

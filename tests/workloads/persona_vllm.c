@@ -189,8 +189,8 @@ static void sv_v1fa_step(struct sv *v)
 			      cudaMemcpyHostToDevice, v->stream));
 	WL_CK(cudaMemcpyAsync(s->d_pos, s->h_pos, t * sizeof(int64_t), cudaMemcpyHostToDevice,
 			      v->stream));
-	v->bytes_tables += tb + b.n * sizeof(int32_t) + (b.n + 1) * sizeof(int32_t) +
-			   t * sizeof(int64_t);
+	sv_uploaded(v, tb + b.n * sizeof(int32_t) + (b.n + 1) * sizeof(int32_t) +
+			   t * sizeof(int64_t));
 	sv_before_kernels(v);
 	sv_slots(v, (int)t, (int)t, s->d_cuq, s->d_pos, s->d_table, v->stride, s->d_slots, b.n);
 	uint64_t flops = (uint64_t)(sv_prefill_flops(v) / v->o.layers);
@@ -484,7 +484,7 @@ static void sv_v2_step(struct sv *v)
 	if (nw) {                                 /* apply_staged_writes */
 		WL_CK(cudaMemcpyAsync(s->d_ids[ring], ids, nids * sizeof(int32_t),
 				      cudaMemcpyHostToDevice, v->stream));
-		v->bytes_tables += nids * sizeof(int32_t);
+		sv_uploaded(v, nids * sizeof(int32_t));
 		int64_t stride = v->stride;
 		void *a[] = { &s->d_table, &stride, &s->du_idx, &s->du_starts, &s->d_ids[ring],
 			      &s->du_cul };
@@ -494,7 +494,7 @@ static void sv_v2_step(struct sv *v)
 			      v->stream));
 	WL_CK(cudaMemcpyAsync(s->d_cuq, s->h_cuq, (b.n + 1) * sizeof(int32_t),
 			      cudaMemcpyHostToDevice, v->stream));
-	v->bytes_tables += (2 * b.n + 1) * sizeof(int32_t);
+	sv_uploaded(v, (2 * b.n + 1) * sizeof(int32_t));
 	int k = 0;
 	while (b.decode_only && k < s->nr_buckets && s->bucket[k] < b.n)
 		k++;
@@ -507,7 +507,7 @@ static void sv_v2_step(struct sv *v)
 		WL_CK(cudaMemcpyAsync(s->d_cuq + b.n + 1, s->h_cuq + b.n + 1,
 				      (width - b.n) * sizeof(int32_t), cudaMemcpyHostToDevice,
 				      v->stream));
-		v->bytes_tables += (width - b.n) * sizeof(int32_t);
+		sv_uploaded(v, (width - b.n) * sizeof(int32_t));
 	}
 	sv_before_kernels(v);
 	int maxreq = (int)width;

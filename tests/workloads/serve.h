@@ -192,6 +192,10 @@ struct sv {
 	int32_t *scratch;                 /* kernel bodies' buffer */
 	size_t scratch_n;
 	uint64_t graph_launches, graph_updates;
+	uint64_t max_upload;              /* the largest one step's uploads summed */
+	uint64_t step_upload;
+	CUfunction kfn[32];               /* the kernels the persona defined */
+	int nr_kfn;
 	uint32_t nr_blocks;
 	uint64_t block_region;            /* WL_BLOCK_TOKENS * row_bytes */
 	bool managed;
@@ -242,6 +246,8 @@ void sv_before_kernels(struct sv *v);
 
 /* ---- serve_persona.c: what the personas share ---- */
 void sv_launch(struct sv *v, CUfunction f, void **args);
+void sv_uploaded(struct sv *v, uint64_t bytes);   /* host-to-device bytes of this step */
+void sv_persona_facts(struct sv *v);              /* kernel names and layouts, as the driver reports them */
 CUfunction sv_define(struct sv *v, const char *name, const struct fakecuda_param *p,
 		     unsigned nr, fakecuda_body_fn body);
 int sv_kv_rows(struct sv *v, uintptr_t base, const int32_t *ids, unsigned bt, uint64_t row,

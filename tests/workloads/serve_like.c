@@ -484,6 +484,10 @@ static void sv_report(struct sv *v)
 	       v->bytes_tables, link, b->faults - a->faults, b->evictions - a->evictions);
 	printf("fresh_blocks=%" PRIu64 "\nfresh_far_bytes=%" PRIu64 "\n", v->fresh_blocks,
 	       v->fresh_far_bytes);
+	printf("table_row_bytes=%zu\nmax_step_upload_bytes=%" PRIu64 "\ngraph_launches=%" PRIu64
+	       "\ngraph_updates=%" PRIu64 "\n", (size_t)v->stride * sizeof(int32_t), v->max_upload,
+	       v->graph_launches, v->graph_updates);
+	sv_persona_facts(v);
 	printf("tables=device\nverified=%" PRIu64 "\ncorrupt=%" PRIu64 "\nresult=%s\n", v->checked,
 	       v->bad, v->bad ? "corrupt" : "ok");
 	printf("serve: alt=%s pool_over_hbm=%.0f output_tokens_per_s=%.1f requests_per_s=%.2f "

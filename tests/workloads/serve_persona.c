@@ -37,6 +37,40 @@ void sv_launch(struct sv *v, CUfunction f, void **args)
 		wl_die("cuLaunchKernel failed: CUresult %d", (int)res);
 }
 
+void sv_uploaded(struct sv *v, uint64_t bytes)
+{
+	v->bytes_tables += bytes;
+	v->step_upload += bytes;
+	if (v->step_upload > v->max_upload)
+		v->max_upload = v->step_upload;
+}
+
+/* What an interposer learns of each kernel the persona launches: its name
+ * and its parameters' offsets and sizes, asked of the driver. */
+void sv_persona_facts(struct sv *v)
+{
+	void *fn_name = NULL, *fn_info = NULL;
+	enum cudaDriverEntryPointQueryResult st;
+	if (cudaGetDriverEntryPointByVersion("cuFuncGetName", &fn_name, 12030, cudaEnableDefault,
+					     &st) || !fn_name ||
+	    cudaGetDriverEntryPointByVersion("cuFuncGetParamInfo", &fn_info, 12040,
+					     cudaEnableDefault, &st) || !fn_info) {
+		cudaGetLastError();
+		return;
+	}
+	PFN_cuFuncGetName_v12030 get_name = (PFN_cuFuncGetName_v12030)fn_name;
+	PFN_cuFuncGetParamInfo_v12040 get_info = (PFN_cuFuncGetParamInfo_v12040)fn_info;
+	for (int i = 0; i < v->nr_kfn; i++) {
+		const char *name = "?";
+		get_name(&name, v->kfn[i]);
+		size_t off, size, n = 0;
+		printf("kernel=%s", name);
+		while (get_info(v->kfn[i], n, &off, &size) == CUDA_SUCCESS)
+			printf("%s%zu:%zu", n++ ? "," : " params=", off, size);
+		printf(" nparams=%zu\n", n);
+	}
+}
+
 void sv_launch_grid(struct sv *v, CUfunction f, unsigned grid, void **args)
 {
 	CUresult res = v->launch(f, grid, 1, 1, 1, 1, 1, 0, (CUstream)v->stream, args, NULL);
@@ -63,6 +97,8 @@ CUfunction sv_define(struct sv *v, const char *name, const struct fakecuda_param
 	CUfunction f = v->kdefine ? v->kdefine(name, p, nr, body, v) : NULL;
 	if (!f)
 		wl_die("fakecuda_kernel_define(%s) failed", name);
+	if (v->nr_kfn < 32)
+		v->kfn[v->nr_kfn++] = f;
 	return f;
 }
 
@@ -172,10 +208,10 @@ unsigned sv_v1_tables(struct sv *v, bool prefill, int32_t *stage, int32_t *d_tab
 	size_t tb = (size_t)n * v->stride * sizeof(int32_t), lb = (size_t)n * sizeof(int32_t);
 	WL_CK(cudaMemcpyAsync(d_table, stage, tb, cudaMemcpyHostToDevice, v->stream));
 	WL_CK(cudaMemcpyAsync(d_lens, lens, lb, cudaMemcpyHostToDevice, v->stream));
-	v->bytes_tables += tb + lb;
+	sv_uploaded(v, tb + lb);
 	if (d_starts) {
 		WL_CK(cudaMemcpyAsync(d_starts, starts, lb, cudaMemcpyHostToDevice, v->stream));
-		v->bytes_tables += lb;
+		sv_uploaded(v, lb);
 	}
 	return n;
 }

@@ -508,6 +508,7 @@ void sv_before_kernels(struct sv *v)
 
 static void sv_step_kernels(struct sv *v)
 {
+	v->step_upload = 0;
 	v->o.persona->step(v);
 	if (v->o.alt == SV_OFFLOAD)       /* while the kernels run */
 		sv_store_ahead(v);
