@@ -222,6 +222,152 @@ static void test_serve_kvtier(void)
 	sv_check_row(&c, "kvtier");
 }
 
+
+/* ---- server personas (docs/workloads.md "Server personas") ---- */
+
+static const char *const sv_personas[] = { "vllm-v2", "vllm-v1-fa", "vllm-v1-triton", "sglang",
+					   "llamacpp" };
+
+/* The kernel= line of the kernel whose name holds part, or NULL. */
+static const char *sv_kernel(const char *out, const char *part)
+{
+	for (const char *p = strstr(out, "kernel="); p; p = strstr(p + 1, "\nkernel=")) {
+		if (*p == '\n')
+			p++;
+		const char *end = strchr(p, '\n');
+		const char *hit = strstr(p, part);
+		if (hit && (!end || hit < end))
+			return p;
+	}
+	return NULL;
+}
+
+/* Parameter i of a kernel= line: offset and size, as the driver reports. */
+static int sv_param(const char *line, int i, unsigned *off, unsigned *size)
+{
+	const char *p = line ? strstr(line, " params=") : NULL;
+	const char *end = line ? strchr(line, '\n') : NULL;
+	if (!p || (end && p > end))
+		return -1;
+	p += 8;
+	for (int k = 0; k < i; k++) {
+		p = strchr(p, ',');
+		if (!p || (end && p > end))
+			return -1;
+		p++;
+	}
+	return sscanf(p, "%u:%u", off, size) == 2 ? 0 : -1;
+}
+
+/* Every persona serves, reuses blocks and verifies them, natively and in
+ * an N x pool under libkvtier; llama.cpp's own offload is refused. */
+static void test_serve_personas_verify(void)
+{
+	for (size_t i = 0; i < sizeof sv_personas / sizeof sv_personas[0]; i++) {
+		static struct kvt_child c;
+		for (int kv = 0; kv < 2; kv++) {
+			const char *args[] = { "--requests", "40", "--persona", sv_personas[i],
+					       "--alt", kv ? "kvtier" : "native", "--pool-over-hbm",
+					       "2", NULL };
+			sv_run(&c, args, kv);
+			CU_ASSERT_EQUAL(c.exit_code, 0);
+			CU_ASSERT_STRING_EQUAL(sv_get(c.out, "persona"), sv_personas[i]);
+			CU_ASSERT_STRING_EQUAL(sv_get(c.out, "result"), "ok");
+			CU_ASSERT_EQUAL(sv_num(c.out, "corrupt"), 0);
+			CU_ASSERT(sv_num(c.out, "verified") > sv_num(c.out, "hit_tokens") / 16);
+			CU_ASSERT(sv_num(c.out, "hit_tokens") > 0);
+			if (c.exit_code)
+				fprintf(stderr, "%s %s: %s\n", sv_personas[i], kv ? "kvtier" : "native",
+					c.err);
+		}
+	}
+	static struct kvt_child c;
+	const char *args[] = { "--requests", "10", "--persona", "llamacpp", "--alt", "offload",
+			       NULL };
+	sv_run(&c, args, false);
+	CU_ASSERT_EQUAL(c.exit_code, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "not modelled"));
+}
+
+/* What an interposer reads of each persona's attention kernel: FA2's
+ * 528-byte Flash_fwd_params and FA3's params struct as one by-value
+ * parameter, llama.cpp's flash_attn_ext with ne11 and nb11 past the 16th
+ * parameter; vllm-v1-triton's built-in kernels define none. */
+static void test_serve_persona_layouts(void)
+{
+	static struct kvt_child c;
+	unsigned off, size;
+	const char *fa[] = { "--requests", "10", "--persona", "vllm-v1-fa", NULL };
+	sv_run(&c, fa, false);
+	const char *k = sv_kernel(c.out, "flash_fwd_splitkv_kernel");
+	CU_ASSERT_PTR_NOT_NULL(k);
+	CU_ASSERT(k && strstr(k, " params=0:528 nparams=1\n") != NULL);
+	CU_ASSERT_PTR_NOT_NULL(sv_kernel(c.out, "reshape_and_cache_flash_kernel"));
+	CU_ASSERT_PTR_NOT_NULL(sv_kernel(c.out, "_compute_slot_mapping_kernel"));
+	for (int i = 0; i < 2; i++) {
+		const char *a[] = { "--requests", "10", "--persona", i ? "sglang" : "vllm-v2", NULL };
+		sv_run(&c, a, false);
+		k = sv_kernel(c.out, "FlashAttnFwdSm90");
+		CU_ASSERT(k && strstr(k, " params=0:1024 nparams=1\n") != NULL);
+		CU_ASSERT_PTR_NOT_NULL(sv_kernel(c.out, i ? "write_req_to_token_pool_triton"
+						       : "_gather_block_tables_kernel"));
+	}
+	const char *lc[] = { "--requests", "10", "--persona", "llamacpp", NULL };
+	sv_run(&c, lc, false);
+	k = sv_kernel(c.out, "flash_attn_ext");
+	CU_ASSERT(k && strstr(k, " nparams=37\n") != NULL);
+	CU_ASSERT(sv_param(k, 22, &off, &size) == 0 && off == 128 && size == 4);   /* ne11 */
+	CU_ASSERT(sv_param(k, 25, &off, &size) == 0 && off == 140 && size == 4);   /* nb11 */
+	CU_ASSERT(sv_param(k, 15, &off, &size) == 0 && size == 12);                /* ne01: uint3 */
+	const char *tr[] = { "--requests", "10", "--persona", "vllm-v1-triton", NULL };
+	sv_run(&c, tr, false);
+	CU_ASSERT_PTR_NULL(strstr(c.out, "kernel="));
+}
+
+/* At max_model_len 131072 (16-token blocks: 32 KiB rows) vLLM V1 uploads
+ * whole rows each step; V2 uploads only appended ids; SGLang request
+ * indices and lengths, never a slot id. */
+static void test_serve_persona_uploads(void)
+{
+	static struct kvt_child c;
+	double up[3], row[3];
+	static const char *const p[] = { "vllm-v1-fa", "vllm-v2", "sglang" };
+	for (int i = 0; i < 3; i++) {
+		const char *a[] = { "--requests", "60", "--persona", p[i], "--max-ctx", "131072", NULL };
+		sv_run(&c, a, false);
+		CU_ASSERT_EQUAL(c.exit_code, 0);
+		up[i] = sv_num(c.out, "max_step_upload_bytes");
+		row[i] = sv_num(c.out, "table_row_bytes");
+		CU_ASSERT_EQUAL(row[i], 32768);
+	}
+	CU_ASSERT(up[0] >= 8 * row[0]);                /* eight or more whole rows in a step */
+	CU_ASSERT(up[1] > 0 && up[1] < row[1] / 2);
+	CU_ASSERT(up[2] > 0 && up[2] <= 5 * 8 * 64);   /* five int64 per request, 64 at most */
+}
+
+/* Decode from CUDA graphs: vllm-v2 and sglang replay graphs captured at
+ * start-up; llama.cpp captures a one-token ubatch and updates the
+ * instantiated graph in place; vllm-v1-fa runs eagerly here. */
+static void test_serve_persona_graphs(void)
+{
+	static struct kvt_child c;
+	for (int i = 0; i < 2; i++) {
+		const char *a[] = { "--requests", "20", "--persona", i ? "sglang" : "vllm-v2", NULL };
+		sv_run(&c, a, false);
+		CU_ASSERT(sv_num(c.out, "graph_launches") > 0);
+	}
+	const char *one[] = { "--sessions", "1", "--requests", "2", "--sys-tokens", "64",
+			      "--turn-min", "100", "--turn-max", "100", "--out-min", "20",
+			      "--out-max", "20", "--persona", "llamacpp", NULL };
+	sv_run(&c, one, false);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT(sv_num(c.out, "graph_launches") >= 2 * 19);
+	CU_ASSERT(sv_num(c.out, "graph_updates") >= 2 * 19 - 1);
+	const char *fa[] = { "--requests", "20", "--persona", "vllm-v1-fa", NULL };
+	sv_run(&c, fa, false);
+	CU_ASSERT_EQUAL(sv_num(c.out, "graph_launches"), 0);
+}
+
 static CU_TestInfo tests_serve[] = {
 	{ "stamps verified after reuse, tables in device memory", test_serve_verifies },
 	{ "a damaged cached block fails the run", test_serve_corruption_detected },
@@ -231,6 +377,10 @@ static CU_TestInfo tests_serve[] = {
 	{ "prefill costs FLOPs / (peak x FAKECUDA_MMA_EFF)", test_serve_prefill_cost },
 	{ "native, offload, uvm and oracle print their rows", test_serve_alternatives },
 	{ "kvtier: OOM alone, a row under libkvtier", test_serve_kvtier },
+	{ "every persona verifies its blocks, natively and under kvtier", test_serve_personas_verify },
+	{ "persona kernels' names and parameter layouts", test_serve_persona_layouts },
+	{ "persona uploads at 131072 tokens of context", test_serve_persona_uploads },
+	{ "persona decode graphs, replayed and updated", test_serve_persona_graphs },
 	CU_TEST_INFO_NULL,
 };
 

@@ -32,7 +32,8 @@ struct sv_sg {
 	/* per step: pinned sources and fresh device tensors (ring) */
 	int64_t *h_meta[SG_RING], *d_meta[SG_RING];   /* rpi, prefix_lens, extend_lens,
 						       * seq_lens, prefix_ptrs: 5 x max */
-	int64_t *d_loc[SG_RING], *d_prefix[SG_RING];
+	int64_t *d_loc[SG_RING], *d_prefix;          /* prefix: grown to the need */
+	size_t prefix_cap;
 	unsigned ring;
 	int64_t *host_loc, *host_prefix;             /* the scheduler's slots, poked */
 	/* forward metadata: page table, cache_seqlens (int32) */
@@ -191,19 +192,18 @@ static void sg_setup(struct sv *v)
 		s->row_of[i] = -1;
 	for (unsigned i = 0; i < max; i++)
 		s->row_q[i] = -1;
-	s->width = v->stride * WL_BLOCK_TOKENS;
+	s->width = v->width * WL_BLOCK_TOKENS;
 	size_t r2t = (size_t)max * s->width * sizeof(int32_t);
 	WL_CK(cudaMalloc((void **)&s->d_r2t, r2t));
 	WL_CK(cudaMemset(s->d_r2t, 0, r2t));
-	unsigned maxtok = (unsigned)v->o.prefill_budget + max;
+	unsigned maxtok = v->max_step_tokens;
 	size_t meta = 5 * (size_t)max * sizeof(int64_t);
 	size_t locb = (size_t)maxtok * sizeof(int64_t);
-	size_t pfx = (size_t)max * s->width * sizeof(int64_t);
+	size_t pfx = (size_t)max * v->s.max_stream * sizeof(int64_t);
 	for (int i = 0; i < SG_RING; i++) {
 		WL_CK(cudaMallocHost((void **)&s->h_meta[i], meta));
 		WL_CK(cudaMalloc((void **)&s->d_meta[i], meta));
 		WL_CK(cudaMalloc((void **)&s->d_loc[i], locb));
-		WL_CK(cudaMalloc((void **)&s->d_prefix[i], pfx));
 	}
 	s->host_loc = malloc(locb);
 	s->host_prefix = malloc(pfx);
@@ -272,7 +272,7 @@ static void sg_pass(struct sv *v, struct sv_sg *s, bool extend)
 		sl[n] = len;
 		pl[n] = first;
 		el[n] = len - first;
-		pp[n] = (uint64_t)(uintptr_t)(s->d_prefix[ring] + npfx);
+		pp[n] = npfx;                  /* made a device pointer below */
 		for (uint32_t j = 0; extend && j < first; j++)
 			s->host_prefix[npfx++] = sg_slot(r, j);
 		for (uint32_t j = first; j < len; j++)
@@ -282,8 +282,16 @@ static void sg_pass(struct sv *v, struct sv_sg *s, bool extend)
 	if (!n)
 		return;
 	/* the GPU allocator's slice and the radix tree's prefix tensors */
+	if (npfx * sizeof(int64_t) > s->prefix_cap) {   /* the caching allocator's new block */
+		if (s->d_prefix)
+			WL_CK(cudaFree(s->d_prefix));
+		s->prefix_cap = npfx * sizeof(int64_t) * 2;
+		WL_CK(cudaMalloc((void **)&s->d_prefix, s->prefix_cap));
+	}
+	for (unsigned i = 0; i < n; i++)
+		pp[i] = (uint64_t)(uintptr_t)(s->d_prefix + pp[i]);
 	if (v->poke(s->d_loc[ring], s->host_loc, ntok * sizeof(int64_t)) ||
-	    (npfx && v->poke(s->d_prefix[ring], s->host_prefix, npfx * sizeof(int64_t))))
+	    (npfx && v->poke(s->d_prefix, s->host_prefix, npfx * sizeof(int64_t))))
 		wl_die("fakecuda_poke failed");
 	int64_t *d = s->d_meta[ring];
 	unsigned parts = extend ? 5 : 1;          /* decode: indices and lengths */

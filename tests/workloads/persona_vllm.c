@@ -146,8 +146,8 @@ static void sv_v1fa_setup(struct sv *v)
 	if (!s)
 		wl_die("out of host memory");
 	unsigned max = (unsigned)v->o.max_batch;
-	s->maxtok = (unsigned)v->o.prefill_budget + max;
-	size_t tb = (size_t)max * v->stride * sizeof(int32_t);
+	s->maxtok = v->max_step_tokens;
+	size_t tb = (size_t)max * v->width * sizeof(int32_t);
 	WL_CK(cudaMallocHost((void **)&s->h_table, tb));
 	WL_CK(cudaMallocHost((void **)&s->h_seqlens, max * sizeof(int32_t)));
 	WL_CK(cudaMallocHost((void **)&s->h_cuq, (max + 1) * sizeof(int32_t)));
@@ -170,7 +170,7 @@ static void sv_v1fa_step(struct sv *v)
 	unsigned t = 0;
 	for (unsigned i = 0; i < b.n; i++) {
 		const struct sv_running *r = &v->run[b.idx[i]];
-		int32_t *row = s->h_table + (size_t)i * v->stride;
+		int32_t *row = s->h_table + (size_t)i * v->width;
 		for (uint32_t j = 0; j < r->nblocks; j++)
 			row[j] = (int32_t)r->blocks[j];
 		uint32_t len = sv_len(r);
@@ -181,7 +181,7 @@ static void sv_v1fa_step(struct sv *v)
 	}
 	if (!b.n)
 		return;
-	size_t tb = (size_t)b.n * v->stride * sizeof(int32_t);
+	size_t tb = (size_t)b.n * v->width * sizeof(int32_t);
 	WL_CK(cudaMemcpyAsync(s->d_table, s->h_table, tb, cudaMemcpyHostToDevice, v->stream));
 	WL_CK(cudaMemcpyAsync(s->d_seqlens, s->h_seqlens, b.n * sizeof(int32_t),
 			      cudaMemcpyHostToDevice, v->stream));
@@ -192,11 +192,11 @@ static void sv_v1fa_step(struct sv *v)
 	sv_uploaded(v, tb + b.n * sizeof(int32_t) + (b.n + 1) * sizeof(int32_t) +
 			   t * sizeof(int64_t));
 	sv_before_kernels(v);
-	sv_slots(v, (int)t, (int)t, s->d_cuq, s->d_pos, s->d_table, v->stride, s->d_slots, b.n);
+	sv_slots(v, (int)t, (int)t, s->d_cuq, s->d_pos, s->d_table, v->width, s->d_slots, b.n);
 	uint64_t flops = (uint64_t)(sv_prefill_flops(v) / v->o.layers);
 	v->prefill_flops += flops * (uint64_t)v->o.layers;
 	for (int l = 0; l < v->o.layers; l++)
-		sv_layer(v, l, flops, 0, s->d_slots, t, s->d_table, v->stride, s->d_seqlens,
+		sv_layer(v, l, flops, 0, s->d_slots, t, s->d_table, v->width, s->d_seqlens,
 			 s->d_cuq, b.n);
 }
 
@@ -371,7 +371,7 @@ static void sv_v2_capture(struct sv *v, struct sv_v2 *s, int k)
 	cudaGraph_t g;
 	WL_CK(cudaStreamBeginCapture(v->stream, cudaStreamCaptureModeThreadLocal));
 	for (int l = 0; l < v->o.layers; l++)
-		sv_layer(v, l, 0, 1, s->d_slots, n, s->d_input_tables, v->stride, s->d_seqlens,
+		sv_layer(v, l, 0, 1, s->d_slots, n, s->d_input_tables, v->width, s->d_seqlens,
 			 s->d_cuq, n);
 	WL_CK(cudaStreamEndCapture(v->stream, &g));
 	WL_CK(cudaGraphInstantiate(&s->exec[k], g, 0));
@@ -390,8 +390,8 @@ static void sv_v2_setup(struct sv *v)
 		s->row_of[i] = -1;
 	for (unsigned i = 0; i < max; i++)
 		s->row_q[i] = -1;
-	s->maxtok = (unsigned)v->o.prefill_budget + max;
-	size_t tb = (size_t)max * v->stride * sizeof(int32_t), ib = max * sizeof(int32_t);
+	s->maxtok = v->max_step_tokens;
+	size_t tb = (size_t)max * v->width * sizeof(int32_t), ib = max * sizeof(int32_t);
 	WL_CK(cudaMalloc((void **)&s->d_table, tb));
 	WL_CK(cudaMemset(s->d_table, 0, tb));
 	WL_CK(cudaMalloc((void **)&s->d_input_tables, tb));
@@ -400,7 +400,7 @@ static void sv_v2_setup(struct sv *v)
 	s->u_cul = sv_uva(ib + sizeof(int32_t), (void **)&s->du_cul);
 	s->u_nblocks = sv_uva(ib, (void **)&s->du_nblocks);
 	s->u_computed = sv_uva(ib, (void **)&s->du_computed);
-	size_t idsb = (size_t)max * v->stride * sizeof(int32_t);
+	size_t idsb = (size_t)max * v->width * sizeof(int32_t);
 	for (int i = 0; i < SV_RING; i++) {
 		WL_CK(cudaMallocHost((void **)&s->h_ids[i], idsb));
 		WL_CK(cudaMalloc((void **)&s->d_ids[i], idsb));
@@ -485,7 +485,7 @@ static void sv_v2_step(struct sv *v)
 		WL_CK(cudaMemcpyAsync(s->d_ids[ring], ids, nids * sizeof(int32_t),
 				      cudaMemcpyHostToDevice, v->stream));
 		sv_uploaded(v, nids * sizeof(int32_t));
-		int64_t stride = v->stride;
+		int64_t stride = v->width;
 		void *a[] = { &s->d_table, &stride, &s->du_idx, &s->du_starts, &s->d_ids[ring],
 			      &s->du_cul };
 		sv_launch_grid(v, sv_v2_fn[0], nw, a);
@@ -514,10 +514,10 @@ static void sv_v2_step(struct sv *v)
 	void *pa[] = { &s->d_map[ring], &s->d_cuq, &s->du_computed, &s->d_pos, &s->d_seqlens,
 		       &maxreq };
 	sv_launch_grid(v, sv_v2_fn[1], b.n + 1, pa);
-	int64_t stride = v->stride;
+	int64_t stride = v->width;
 	void *ga[] = { &s->d_map[ring], &s->d_table, &s->d_input_tables, &stride, &s->du_nblocks };
 	sv_launch_grid(v, sv_v2_fn[2], b.n, ga);
-	sv_slots(v, (int)t, (int)width, s->d_cuq, s->d_pos, s->d_input_tables, v->stride,
+	sv_slots(v, (int)t, (int)width, s->d_cuq, s->d_pos, s->d_input_tables, v->width,
 		 s->d_slots, b.n);
 	if (graph) {
 		WL_CK(cudaGraphLaunch(s->exec[k], v->stream));
@@ -527,7 +527,7 @@ static void sv_v2_step(struct sv *v)
 	uint64_t flops = (uint64_t)(sv_prefill_flops(v) / v->o.layers);
 	v->prefill_flops += flops * (uint64_t)v->o.layers;
 	for (int l = 0; l < v->o.layers; l++)
-		sv_layer(v, l, flops, 1, s->d_slots, t, s->d_input_tables, v->stride, s->d_seqlens,
+		sv_layer(v, l, flops, 1, s->d_slots, t, s->d_input_tables, v->width, s->d_seqlens,
 			 s->d_cuq, b.n);
 }
 

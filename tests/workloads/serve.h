@@ -218,7 +218,11 @@ struct sv {
 	 * spent on its virtual clock (fakecuda_vclock_host) */
 	void (*vhost)(uint64_t ns);
 	/* block tables: pinned staging, device copies */
-	unsigned stride;
+	unsigned stride;                  /* entries of vllm-v1-triton's rows: the longest stream */
+	unsigned max_step_tokens;         /* tokens one step computes, at most */
+	unsigned width;                   /* the other personas' rows: cdiv(max_model_len
+					   * = --max-ctx, 16), a multiple of 8 (vLLM's
+					   * max_num_blocks_per_req) */
 	int32_t *stage;
 	int32_t *d_dtable, *d_dlens, *d_ptable, *d_plens, *d_pstarts;
 	struct fakecuda_range *d_weights;

@@ -19,7 +19,7 @@
 
 static const char *const sv_alt_names[] = { "native", "offload", "kvtier", "uvm", "oracle" };
 
-extern const struct sv_persona sv_vllm_v1_triton;
+extern const struct sv_persona sv_vllm_v2, sv_vllm_v1_triton, sv_llamacpp;
 
 /* ---- options ---- */
 
@@ -32,6 +32,7 @@ static void sv_defaults(struct sv_opts *o)
 		.turn_min = 256, .turn_max = 1536, .out_min = 128, .out_max = 512,
 		.max_ctx = 8192, .sessions = 24, .zipf = 0.8, .rate = 130, .think_s = 0.03,
 		.requests = 400, .max_batch = 64, .prefill_budget = 8192, .seed = 1,
+		.persona = &sv_vllm_v2,
 	};
 }
 
@@ -166,6 +167,11 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 		case 'h': sv_usage(stdout); exit(WL_EXIT_OK);
 		default: sv_usage(stderr); exit(WL_EXIT_USAGE);
 		}
+	}
+	if (o->persona == &sv_llamacpp && o->alt == SV_OFFLOAD) {
+		fprintf(stderr, "serve-like: --persona llamacpp --alt offload: llama.cpp's own "
+			"offload (--no-kv-offload) is not modelled yet\n");
+		exit(WL_EXIT_USAGE);
 	}
 	if (optind < argc || o->turn_min > o->turn_max || o->out_min > o->out_max ||
 	    o->sys_tokens % WL_BLOCK_TOKENS ||
@@ -401,6 +407,12 @@ static void sv_tables_init(struct sv *v)
 {
 	unsigned max = (unsigned)v->o.max_batch;
 	v->stride = (v->s.max_stream + WL_BLOCK_TOKENS - 1) / WL_BLOCK_TOKENS + 1;
+	/* the prefill budget, or one longer prompt alone, and one token a decode */
+	v->max_step_tokens = (unsigned)v->o.prefill_budget + v->s.max_stream + max;
+	v->width = ((unsigned)v->o.max_ctx + WL_BLOCK_TOKENS - 1) / WL_BLOCK_TOKENS;
+	v->width = (v->width + 7) / 8 * 8;
+	if (v->width < v->stride)
+		v->width = v->stride;
 	v->run = calloc(max, sizeof *v->run);
 	v->pending = calloc((size_t)v->s.nr, sizeof *v->pending);
 	v->sess_free_s = calloc((size_t)v->s.nr_sess, sizeof *v->sess_free_s);
@@ -485,7 +497,8 @@ static void sv_report(struct sv *v)
 	printf("fresh_blocks=%" PRIu64 "\nfresh_far_bytes=%" PRIu64 "\n", v->fresh_blocks,
 	       v->fresh_far_bytes);
 	printf("table_row_bytes=%zu\nmax_step_upload_bytes=%" PRIu64 "\ngraph_launches=%" PRIu64
-	       "\ngraph_updates=%" PRIu64 "\n", (size_t)v->stride * sizeof(int32_t), v->max_upload,
+	       "\ngraph_updates=%" PRIu64 "\n", (size_t)(v->o.persona == &sv_vllm_v1_triton ? v->stride : v->width) * sizeof(int32_t),
+	       v->max_upload,
 	       v->graph_launches, v->graph_updates);
 	sv_persona_facts(v);
 	printf("tables=device\nverified=%" PRIu64 "\ncorrupt=%" PRIu64 "\nresult=%s\n", v->checked,
