@@ -8,7 +8,7 @@ SV_SRCS := tests/workloads/serve_like.c tests/workloads/serve_run.c \
 	   tests/workloads/serve_cache.c tests/workloads/serve_sched.c \
 	   tests/workloads/serve_persona.c tests/workloads/serve_fa.c \
 	   tests/workloads/persona_vllm.c tests/workloads/persona_sglang.c \
-	   tests/workloads/persona_llama.c
+	   tests/workloads/persona_llama.c tests/workloads/persona_hybrid.c
 SV_OBJS := $(SV_SRCS:%.c=$(BUILD)/obj/%.o)
 SV_BIN  := $(BUILD)/workloads/serve-like
 # mk/serve.mk is read before mk/workloads.mk: wl_*.o named here

@@ -14,6 +14,8 @@
 enum sv_alt { SV_NATIVE, SV_OFFLOAD, SV_KVTIER, SV_UVM, SV_ORACLE };
 
 struct sv;
+struct sv_req;
+struct sv_running;
 
 /* A server persona (serve_persona.c, persona_*.c): how one real server's
  * default path talks to the GPU each step, over the same scheduler. Only
@@ -33,6 +35,16 @@ struct sv_persona {
 	bool zero_fill;                /* the server zeroes its KV at birth */
 	void (*setup)(struct sv *v);   /* buffers and kernels, after the pool */
 	void (*step)(struct sv *v);    /* one step's uploads and launches */
+	/* a persona with a KV pool of its own beside serve-like's (hybrid:
+	 * the sliding-window layers'); NULL for the others */
+	int (*pools)(struct sv *v, uint64_t kv_bytes);  /* sizes and allocates every
+							 * pool, sets nr_blocks, fit_blocks,
+							 * kv_budget, kv_regions */
+	uint32_t (*hits)(struct sv *v, const struct sv_req *q, uint32_t blocks);
+							/* of a cached prefix, what it can use */
+	bool (*admit)(struct sv *v, uint32_t qi, uint32_t hit_blocks);  /* false: wait */
+	void (*finish)(struct sv *v, const struct sv_running *r);
+	void (*sweep)(struct sv *v);                    /* the end: check its cached blocks */
 };
 
 extern const struct sv_persona *const sv_personas[];
@@ -46,6 +58,8 @@ struct sv_opts {
 	double weights_frac;
 	double act_frac;
 	int layers;
+	int window;                /* hybrid: sliding-window tokens */
+	bool full_first;           /* hybrid: the full-attention pool first */
 	unsigned row_bytes;        /* per token per layer, K (and V) */
 	double flops_per_token;    /* prefill: 2 x parameters */
 	double attn_flops;         /* prefill: per new token per context token */
@@ -175,6 +189,8 @@ struct sv {
 	char *region[2 * WL_MAX_LAYERS];
 	struct { char *ptr; size_t len; } kv[2 * WL_MAX_LAYERS];
 	int nr_kv;
+	int kv_regions;                   /* regions of serve-like's block pool (2 x layers,
+					   * or the persona's) */
 	int region_kv[2 * WL_MAX_LAYERS];          /* the allocation region r lies in */
 	uint64_t kv_ch0[2 * WL_MAX_LAYERS + 1];    /* first 2 MiB chunk of each, counted
 						    * over the allocations in order */
@@ -276,6 +292,9 @@ unsigned sv_v1_tables(struct sv *v, bool prefill, int32_t *stage, int32_t *d_tab
 		      int32_t *d_lens, int32_t *d_starts);
 double sv_now_s(struct sv *v);
 void sv_stamp_block(struct sv *v, char *pool, uint32_t nr, uint32_t id, struct sv_key k);
+/* One region's stamp of a block at `at` (a persona's own pool). */
+void sv_stamp_at(struct sv *v, char *at, struct sv_key k, int region);
+uint64_t sv_check_at(struct sv *v, const char *at, uint32_t id, struct sv_key k, int region);
 uint64_t sv_check_block(struct sv *v, const char *pool, uint32_t nr, uint32_t id,
 			struct sv_key k);
 

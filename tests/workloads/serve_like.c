@@ -19,7 +19,7 @@
 
 static const char *const sv_alt_names[] = { "native", "offload", "kvtier", "uvm", "oracle" };
 
-extern const struct sv_persona sv_vllm_v2, sv_vllm_v1_triton, sv_llamacpp;
+extern const struct sv_persona sv_vllm_v2, sv_vllm_v1_triton, sv_llamacpp, sv_hybrid;
 
 /* ---- options ---- */
 
@@ -32,7 +32,7 @@ static void sv_defaults(struct sv_opts *o)
 		.turn_min = 256, .turn_max = 1536, .out_min = 128, .out_max = 512,
 		.max_ctx = 8192, .sessions = 24, .zipf = 0.8, .rate = 130, .think_s = 0.03,
 		.requests = 400, .max_batch = 64, .prefill_budget = 8192, .seed = 1,
-		.persona = &sv_vllm_v2,
+		.persona = &sv_vllm_v2, .window = 1024,
 	};
 }
 
@@ -54,8 +54,11 @@ static void sv_usage(FILE *f)
 "                        host, mapped; each step's chunks prefetched on a\n"
 "                        copy engine, unused ones demoted when HBM is full) [native]\n"
 "  --persona P           how the server talks to the GPU each step: vllm-v2,\n"
-"                        vllm-v1-fa, vllm-v1-triton, sglang, llamacpp\n"
+"                        vllm-v1-fa, vllm-v1-triton, sglang, llamacpp, hybrid\n"
 "                        (docs/workloads.md \"Server personas\")        [%s]\n"
+"  --window N            hybrid: sliding-window tokens (multiple of 16)   [%d]\n"
+"  --kv-order O          hybrid: windows (TensorRT-LLM: window pool, then\n"
+"                        full) or full-first (then the window pool)  [windows]\n"
 "  --pool-over-hbm N     N: the pool asked for / the pool that fits       [%.0f]\n"
 "  --device-bytes B      simulated HBM                                  [%" PRIu64 "M]\n"
 "  --weights-frac F      weights / HBM                                  [%.2f]\n"
@@ -77,7 +80,7 @@ static void sv_usage(FILE *f)
 "  --inject-corruption   (test of the verifier) damage one cached block's stamp\n"
 "  --quiet\n"
 "  Exit: 0 ok, 1 error or corruption, 2 usage, 3 out of memory, 77 no simulated GPU.\n",
-		d.persona->name, d.pool_over_hbm, d.device_bytes >> 20, d.weights_frac, d.layers, d.row_bytes,
+		d.persona->name, d.window, d.pool_over_hbm, d.device_bytes >> 20, d.weights_frac, d.layers, d.row_bytes,
 		d.flops_per_token, d.attn_flops, d.sys_tokens, d.turn_min, d.turn_max, d.out_min,
 		d.out_max, d.max_ctx, d.sessions, d.zipf, d.rate, d.think_s, d.requests,
 		d.max_batch, d.prefill_budget, d.seed);
@@ -116,9 +119,11 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 		{ "zipf", 1, 0, 13 }, { "rate", 1, 0, 14 }, { "think", 1, 0, 15 },
 		{ "requests", 1, 0, 16 }, { "max-batch", 1, 0, 17 }, { "prefill-budget", 1, 0, 18 },
 		{ "seed", 1, 0, 'S' }, { "inject-corruption", 0, 0, 19 }, { "quiet", 0, 0, 'q' },
-		{ "persona", 1, 0, 'p' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
+		{ "persona", 1, 0, 'p' }, { "help", 0, 0, 'h' }, { "window", 1, 0, 20 },
+		{ "kv-order", 1, 0, 21 }, { 0, 0, 0, 0 },
 	};
 	int c, idx;
+	bool layers_set = false;
 	while ((c = getopt_long(argc, argv, "qh", lo, &idx)) != -1) {
 		const char *n = c == '?' ? "" : lo[idx].name;
 		switch (c) {
@@ -137,14 +142,22 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 		case 'p':
 			if (!(o->persona = sv_persona_find(optarg))) {
 				fprintf(stderr, "serve-like: unknown --persona '%s' (vllm-v2, vllm-v1-fa, "
-					"vllm-v1-triton, sglang, llamacpp)\n", optarg);
+					"vllm-v1-triton, sglang, llamacpp, hybrid)\n", optarg);
 				exit(WL_EXIT_USAGE);
 			}
 			break;
 		case 'N': o->pool_over_hbm = sv_num(n, optarg, 1, 64); break;
 		case 'D': o->device_bytes = (uint64_t)sv_num(n, optarg, 64 << 20, 1e15); break;
 		case 1: o->weights_frac = sv_num(n, optarg, 0, 0.9); break;
-		case 2: o->layers = (int)sv_num(n, optarg, 1, WL_MAX_LAYERS); break;
+		case 2: o->layers = (int)sv_num(n, optarg, 1, WL_MAX_LAYERS); layers_set = true; break;
+		case 20: o->window = (int)sv_num(n, optarg, 16, 1 << 24); break;
+		case 21:
+			if (strcmp(optarg, "windows") && strcmp(optarg, "full-first")) {
+				fprintf(stderr, "serve-like: --kv-order must be windows or full-first\n");
+				exit(WL_EXIT_USAGE);
+			}
+			o->full_first = !strcmp(optarg, "full-first");
+			break;
 		case 3: o->row_bytes = (unsigned)sv_num(n, optarg, 64, 1 << 20); break;
 		case 4: o->flops_per_token = sv_num(n, optarg, 0, 1e15); break;
 		case 5: o->attn_flops = sv_num(n, optarg, 0, 1e12); break;
@@ -171,6 +184,18 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 	if (o->persona == &sv_llamacpp && o->alt == SV_OFFLOAD) {
 		fprintf(stderr, "serve-like: --persona llamacpp --alt offload: llama.cpp's own "
 			"offload (--no-kv-offload) is not modelled yet\n");
+		exit(WL_EXIT_USAGE);
+	}
+	if (o->persona == &sv_hybrid && o->alt == SV_OFFLOAD) {
+		fprintf(stderr, "serve-like: --persona hybrid --alt offload: vLLM's "
+			"OffloadingConnector does not support hybrid (sliding-window) models\n");
+		exit(WL_EXIT_USAGE);
+	}
+	if (o->persona == &sv_hybrid && !layers_set)
+		o->layers = 2;                   /* one sliding-window, one full layer */
+	if (o->persona == &sv_hybrid && (o->layers < 2 || o->window % WL_BLOCK_TOKENS)) {
+		fprintf(stderr, "serve-like: --persona hybrid needs --layers >= 2 and --window a "
+			"multiple of %d\n", WL_BLOCK_TOKENS);
 		exit(WL_EXIT_USAGE);
 	}
 	if (optind < argc || o->turn_min > o->turn_max || o->out_min > o->out_max ||
@@ -359,16 +384,24 @@ static int sv_pool(struct sv *v)
 	if (want <= non_kv)
 		wl_die("no memory left for the KV pool");
 	v->block_region = (uint64_t)WL_BLOCK_TOKENS * v->o.row_bytes;
-	uint64_t block = 2ull * v->o.layers * v->block_region;
-	uint32_t fit = (uint32_t)((want - non_kv) / block);
-	v->kv_budget = (uint64_t)fit * block;
-	v->fit_blocks = fit;
+	v->kv_regions = 2 * v->o.layers;
 	double n = v->o.pool_over_hbm;
-	bool big = v->o.alt == SV_KVTIER || v->o.alt == SV_UVM || v->o.alt == SV_ORACLE;
-	v->nr_blocks = big ? (uint32_t)((double)fit * n) : fit;
-	int rc = sv_kv_alloc(v);
-	if (rc)
-		return rc;
+	int rc;
+	if (v->o.persona->pools) {
+		if ((rc = v->o.persona->pools(v, want - non_kv)))
+			return rc;
+	} else {
+		uint64_t block = (uint64_t)v->kv_regions * v->block_region;
+		uint32_t fit = (uint32_t)((want - non_kv) / block);
+		v->kv_budget = (uint64_t)fit * block;
+		v->fit_blocks = fit;
+		bool big = v->o.alt == SV_KVTIER || v->o.alt == SV_UVM || v->o.alt == SV_ORACLE;
+		v->nr_blocks = big ? (uint32_t)((double)fit * n) : fit;
+		if ((rc = sv_kv_alloc(v)))
+			return rc;
+	}
+	uint32_t fit = v->fit_blocks;
+	uint64_t block = (uint64_t)v->kv_regions * v->block_region;
 	uint64_t bytes = v->kv_bytes;
 	if (v->o.alt == SV_ORACLE) {
 		v->chunk_mark = calloc(v->kv_ch0[v->nr_kv] + 2, 1);
@@ -432,6 +465,8 @@ static void sv_sweep(struct sv *v)
 	for (uint32_t i = 0; i < v->hostp.nr; i++)
 		if (v->hostp.b[i].keyed)
 			sv_check_block(v, v->host, v->nr_host, i, v->hostp.b[i].key);
+	if (v->o.persona->sweep)
+		v->o.persona->sweep(v);
 }
 
 static int sv_cmp(const void *a, const void *b)
@@ -483,7 +518,7 @@ static void sv_report(struct sv *v)
 	       v->prefill_flops);
 	printf("running_kv_max_bytes=%" PRIu64 "\nsteps_running_kv_over_fit=%" PRIu64
 	       "\nsteps_running_kv_over_fit_1_5=%" PRIu64 "\n",
-	       (uint64_t)v->running_blocks_max * 2 * (uint64_t)v->o.layers * v->block_region,
+	       (uint64_t)v->running_blocks_max * (uint64_t)v->kv_regions * v->block_region,
 	       v->steps_over_fit, v->steps_over_fit15);
 	printf("output_tokens_per_s=%.1f\nrequests_per_s=%.2f\nttft_ms_p50=%.3f\nttft_ms_p99=%.3f\n"
 	       "tpot_ms_p50=%.4f\ntpot_ms_p99=%.4f\nprefix_hit_rate=%.4f\n", tps, rps, p50, p99,

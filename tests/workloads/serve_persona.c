@@ -14,10 +14,11 @@
 #include "serve.h"
 
 extern const struct sv_persona sv_vllm_v1_triton, sv_vllm_v1_fa, sv_vllm_v2, sv_sglang,
-	sv_llamacpp;
+	sv_llamacpp, sv_hybrid;
 
 const struct sv_persona *const sv_personas[] = {
-	&sv_vllm_v2, &sv_vllm_v1_fa, &sv_vllm_v1_triton, &sv_sglang, &sv_llamacpp, NULL,
+	&sv_vllm_v2, &sv_vllm_v1_fa, &sv_vllm_v1_triton, &sv_sglang, &sv_llamacpp, &sv_hybrid,
+	NULL,
 };
 
 const struct sv_persona *sv_persona_find(const char *name)

@@ -64,34 +64,41 @@ static char *sv_at(struct sv *v, const char *pool, uint32_t nr, uint32_t id, int
 	return (char *)pool + ((uint64_t)region * nr + id) * v->block_region;
 }
 
-void sv_stamp_block(struct sv *v, char *pool, uint32_t nr, uint32_t id, struct sv_key k)
+void sv_stamp_at(struct sv *v, char *at, struct sv_key k, int region)
 {
 	unsigned char st[32];
-	for (int r = 0; r < 2 * v->o.layers; r++) {
-		sv_stamp(v->o.seed, k, r, st);
-		if (v->poke(sv_at(v, pool, nr, id, r), st, sizeof st))
-			wl_die("fakecuda_poke failed at block %u", id);
-	}
+	sv_stamp(v->o.seed, k, region, st);
+	if (v->poke(at, st, sizeof st))
+		wl_die("fakecuda_poke failed at %p", (void *)at);
+}
+
+uint64_t sv_check_at(struct sv *v, const char *at, uint32_t id, struct sv_key k, int region)
+{
+	unsigned char st[32], got[32];
+	sv_stamp(v->o.seed, k, region, st);
+	v->checked++;
+	if (!v->peek(at, got, sizeof got) && !memcmp(st, got, sizeof st))
+		return 0;
+	if (v->bad < 8)
+		fprintf(stderr, "%s: CORRUPTION: block %u region %d (session %d, "
+			"conversation %u, block %u of its stream) lost its stamp\n",
+			v->prog, id, region, k.sess == SV_NONE ? -1 : (int)k.sess, k.gen, k.idx);
+	v->bad++;
+	return 1;
+}
+
+void sv_stamp_block(struct sv *v, char *pool, uint32_t nr, uint32_t id, struct sv_key k)
+{
+	for (int r = 0; r < v->kv_regions; r++)
+		sv_stamp_at(v, sv_at(v, pool, nr, id, r), k, r);
 }
 
 uint64_t sv_check_block(struct sv *v, const char *pool, uint32_t nr, uint32_t id,
 			struct sv_key k)
 {
-	unsigned char st[32], got[32];
 	uint64_t bad = 0;
-	for (int r = 0; r < 2 * v->o.layers; r++) {
-		sv_stamp(v->o.seed, k, r, st);
-		v->checked++;
-		if (v->peek(sv_at(v, pool, nr, id, r), got, sizeof got) || memcmp(st, got, sizeof st)) {
-			if (v->bad + bad < 8)
-				fprintf(stderr, "%s: CORRUPTION: block %u region %d (session %d, "
-					"conversation %u, block %u of its stream) lost its stamp\n",
-					v->prog, id, r, k.sess == SV_NONE ? -1 : (int)k.sess, k.gen,
-					k.idx);
-			bad++;
-		}
-	}
-	v->bad += bad;
+	for (int r = 0; r < v->kv_regions; r++)
+		bad += sv_check_at(v, sv_at(v, pool, nr, id, r), id, k, r);
 	return bad;
 }
 
@@ -159,7 +166,7 @@ static void sv_side_wait(struct sv *v)
  * the side stream (the OffloadingConnector's transfers). */
 static void sv_copy_block(struct sv *v, bool out, uint32_t gpu_id, uint32_t host_id)
 {
-	for (int r = 0; r < 2 * v->o.layers; r++) {
+	for (int r = 0; r < v->kv_regions; r++) {
 		char *g = sv_at(v, v->pool, v->nr_blocks, gpu_id, r);
 		char *h = sv_at(v, v->host, v->nr_host, host_id, r);
 		WL_CK(cudaMemcpyAsync(out ? h : g, out ? g : h, v->block_region,
@@ -167,9 +174,9 @@ static void sv_copy_block(struct sv *v, bool out, uint32_t gpu_id, uint32_t host
 				      v->side));
 	}
 	if (out)
-		v->bytes_offload_out += 2ull * v->o.layers * v->block_region;
+		v->bytes_offload_out += (uint64_t)v->kv_regions * v->block_region;
 	else
-		v->bytes_offload_in += 2ull * v->o.layers * v->block_region;
+		v->bytes_offload_in += (uint64_t)v->kv_regions * v->block_region;
 }
 
 /* ---- offload: stores ahead of eviction, blocks freed once stored ---- */
@@ -250,7 +257,7 @@ static uint32_t sv_take_gpu(struct sv *v)
 	if (id == SV_NONE)
 		wl_die("block pool exhausted (admission should have waited)");
 	v->fresh_blocks++;
-	for (int r = 0; r < 2 * v->o.layers; r++) {
+	for (int r = 0; r < v->kv_regions; r++) {
 		CUmemLocationType type = CU_MEM_LOCATION_TYPE_INVALID;
 		int dev = 0;
 		if (!v->block_location(sv_at(v, v->pool, v->nr_blocks, id, r), &type, &dev) &&
@@ -278,6 +285,15 @@ static uint32_t sv_lookup(struct sv *v, const struct sv_req *q, uint32_t prompt,
 		}
 		if (v->o.alt != SV_OFFLOAD || sv_pool_find(&v->hostp, k) == SV_NONE)
 			break;
+	}
+	uint32_t cached = j;
+	if (v->o.persona->hits && (j = v->o.persona->hits(v, q, cached)) != cached) {
+		*gpu_hits = *queued_hits = 0;            /* recount what it can use */
+		for (uint32_t i = 0; i < j; i++) {
+			uint32_t id = sv_pool_find(&v->gpu, sv_key_of(v, q, i));
+			*gpu_hits += id != SV_NONE;
+			*queued_hits += id != SV_NONE && v->gpu.b[id].queued;
+		}
 	}
 	return j;
 }
@@ -310,6 +326,8 @@ static bool sv_admit(struct sv *v, int qi)
 		if (!sv_enough(v, need - gpu_hits, false))
 			return false;
 	}
+	if (v->o.persona->admit && !v->o.persona->admit(v, (uint32_t)qi, hit_blocks))
+		return false;
 	struct sv_running *r = &v->run[v->nr_run];
 	*r = (struct sv_running){ .q = (uint32_t)qi, .nblocks = need, .prompt = prompt,
 				  .start = hit_blocks * SV_BT, .prefill = true };
@@ -470,7 +488,7 @@ static void sv_oracle_prefetch(struct sv *v)
 	memset(v->chunk_mark, 0, nc);
 	for (int i = 0; i < v->nr_run; i++)
 		for (uint32_t j = 0; j < v->run[i].nblocks && !v->run[i].loading; j++)
-			for (int rg = 0; rg < 2 * v->o.layers; rg++) {
+			for (int rg = 0; rg < v->kv_regions; rg++) {
 				const char *p = sv_at(v, v->pool, v->nr_blocks, v->run[i].blocks[j], rg);
 				sv_mark_chunk(v, p);
 				sv_mark_chunk(v, p + v->block_region - 1);
@@ -532,6 +550,8 @@ static void sv_finish(struct sv *v, int i, double now)
 	}
 	for (uint32_t j = r->nblocks; j-- > 0;)    /* the stream's head evicted last */
 		sv_pool_unref(&v->gpu, r->blocks[j]);
+	if (v->o.persona->finish)
+		v->o.persona->finish(v, r);
 	free(r->blocks);
 	v->sess_busy[q->sess] = false;
 	v->sess_free_s[q->sess] = now + v->o.think_s;
