@@ -325,6 +325,10 @@ static bool sv_admit(struct sv *v, int qi)
 		sv_side_flush(v);
 		if (!sv_enough(v, need - gpu_hits, false))
 			return false;
+		/* the stores took host blocks: a host hit counted above may be gone */
+		hit_blocks = sv_lookup(v, q, prompt, &gpu_hits, &queued_hits);
+		if (need - gpu_hits > v->gpu.queued - queued_hits)
+			return false;
 	}
 	if (v->o.persona->admit && !v->o.persona->admit(v, (uint32_t)qi, hit_blocks))
 		return false;
