@@ -198,7 +198,7 @@ static unsigned layout_values(void **params, const struct kvt_param_layout *lay,
 		const char *arg = params[i];
 		if (!arg)
 			break;
-		if (lay->four & (1u << i)) {   /* a scalar: a stride the block tables may need */
+		if (lay->four & (1ull << i)) { /* a scalar: a stride the block tables may need */
 			uint32_t v;
 			memcpy(&v, arg, 4);
 			if (v >= 2 && v <= KVT_SCALAR_MAX && ns < KVT_TABLE_SCALARS)
@@ -211,7 +211,8 @@ static unsigned layout_values(void **params, const struct kvt_param_layout *lay,
 			if (user_pointer(v))
 				val[nr++] = v;
 			else if (v >= 2 && v <= KVT_SCALAR_MAX && ns < KVT_TABLE_SCALARS)
-				scal[ns++] = (uint64_t)i << 32 | v;
+				/* keyed by where it sits: parameter and word */
+				scal[ns++] = (uint64_t)((i * 67 + k) & 0xff) << 32 | v;
 		}
 	}
 	*nscal = ns;

@@ -2,7 +2,12 @@
 /* Kernel parameter layouts (profiler/params.c): for each CUfunction the
  * launch scan sees, how many parameters it takes and how many 8-byte words
  * of each may be read, asked once of the driver (cuFuncGetParamInfo, CUDA
- * 12.4+) and kept in a lock-free table. With a layout the scan reads
+ * 12.4+) and kept in a lock-free table. Parameters past the sixteenth and
+ * structs passed by value are read whole, up to KVT_PARAM_MAX parameters
+ * and KVT_PARAM_WORDS words each (FlashAttention's params struct, 528
+ * bytes and more, holds the block table pointer far past its first 64;
+ * llama.cpp's attention kernel takes its KV extent as parameters 23 and
+ * 26). With a layout the scan reads
  * kernelParams[i] and the words behind it directly, exactly the bytes the
  * driver itself reads for the launch: no system call. Without one (an older
  * driver, a handle it does not know, a full table) the caller falls back to
@@ -14,13 +19,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KVT_PARAM_MAX       16    /* parameters a layout describes */
-#define KVT_PARAM_WORDS     8     /* 8-byte words read of one parameter (a struct's first 64 bytes) */
+#define KVT_PARAM_MAX       64    /* parameters a layout describes */
+#define KVT_PARAM_WORDS     255   /* 8-byte words read of one parameter (a by-value
+				   * struct up to 2040 bytes) */
 
 struct kvt_param_layout {
 	uint32_t nr;                          /* parameters described, <= KVT_PARAM_MAX */
 	uint8_t words[KVT_PARAM_MAX];         /* 8-byte words of parameter i that may be read */
-	uint16_t four;                        /* bit i: parameter i is 4 bytes (a scalar) */
+	uint64_t four;                        /* bit i: parameter i is 4 bytes (a scalar) */
 };
 
 /* fn(func, i, &size): 0 with *size the byte size of parameter i of func;

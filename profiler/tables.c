@@ -51,6 +51,8 @@ struct tslot {
 	uint64_t copied_at;             /* atomic: copy_clock at its last copy read */
 	uint32_t lens_last;             /* atomic: of a trimmed table, which of the pair a step
 					 * copies last: LENS_AFTER, LENS_BEFORE, 0 = not seen yet */
+	uint32_t lens_of;               /* atomic: another table's lengths (its trim names
+					 * this slot): its values are not block ids */
 	/* migrator only */
 	uint32_t seen_gen;
 	unsigned nc, turn;
@@ -138,6 +140,7 @@ static int take(struct tslot *t, uint64_t old, uint64_t dst)
 	ST(t->untrimmed, 0);
 	ST(t->copied_at, 0);
 	ST(t->lens_last, 0);
+	ST(t->lens_of, 0);
 	for (unsigned k = 0; k < KVT_TABLE_SCALARS; k++)
 		ST(t->scal[k], 0);
 	ADD(t->gen, 1);
@@ -417,6 +420,14 @@ static void stamp_trimmed(int T, const int *tab, unsigned nt, const uint64_t *sc
 		if (!trim)
 			return;
 		ST(t->trim, trim);
+	}
+	/* the lengths, and per-sequence metadata of the same batch beside them
+	 * (n or n + 1 int32: FlashAttention's cu_seqlens_q), are not ids */
+	uint32_t lb = LD(slots[(trim & 0xff) - 1].raw_bytes);
+	for (unsigned j = 0; j < nt; j++) {
+		uint32_t b = LD(slots[tab[j]].raw_bytes);
+		if (tab[j] != T && lb && (b == lb || b == lb + 4) && !LD(slots[tab[j]].lens_of))
+			ST(slots[tab[j]].lens_of, 1);
 	}
 	uint32_t gen = LD(t->raw_gen), was = LD(t->stamped_gen);
 	if (gen == was || !__atomic_compare_exchange_n(&t->stamped_gen, &was, gen, 0,
@@ -713,8 +724,9 @@ static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned n
 	ADD(st.accepted, 1);
 	ST(st.stride, best->s);
 	kvt_debug("tables: a layout accepted: stride %llu bytes (%.0f of %.0f faults explained, "
-		  "z %.1f, kappa %.2f)", (unsigned long long)best->s, best->k, best->n, z,
-		  kvt_tcand_kappa(best));
+		  "z %.1f, kappa %.2f; table of %u bytes at %#llx)", (unsigned long long)best->s,
+		  best->k, best->n, z, kvt_tcand_kappa(best), LD(t->raw_bytes),
+		  (unsigned long long)LD(t->dst));
 }
 
 /* The accepted layout, its chunks marked in bits, against this epoch's
@@ -773,6 +785,14 @@ static unsigned prepare(int i, uint32_t now, struct base *b, unsigned *nl)
 	*nl = 0;
 	if (!LD(t->dst) || !LD(t->wanted))
 		return 0;
+	if (LD(t->lens_of)) {              /* lengths, not ids: no layout, no credit */
+		if (t->stride) {
+			t->stride = 0;
+			ST(t->stride_pub, 0);
+			ST(t->trusted, 0);
+		}
+		return 0;
+	}
 	unsigned nb = bases_of(i, LD(t->gen), now, b);
 	*nl = nb ? live_ids(t) : 0;
 	return *nl ? nb : 0;

@@ -14,9 +14,10 @@ static const size_t sizes[8][20] = {
 	{ 8, 16, 4, 8, 72, 0 },            /* 5 parameters, one 72-byte struct */
 	{ 4, 4, 0 },                       /* no readable word */
 	{ 0 },                             /* no parameter at all */
-	{ 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 0 },   /* 19 */
+	{ 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 4, 0 },   /* 19 */
 	{ 12, 0 },                         /* 12 bytes: one whole word */
-	{ 8, 0 }, { 8, 0 }, { 8, 0 },
+	{ 528, 8, 4096, 0 },               /* FA2's params struct; a 4 KiB one: capped */
+	{ 8, 0 }, { 8, 0 },
 };
 static unsigned nr_asked;
 
@@ -46,7 +47,7 @@ static void test_layout_decoded(void)
 	setup();
 	CU_ASSERT_EQUAL_FATAL(kvt_param_layout(0x1000, &l), 1);
 	CU_ASSERT_EQUAL(l.nr, 5);
-	const uint8_t want[5] = { 1, 2, 0, 1, KVT_PARAM_WORDS };  /* 72 bytes: capped */
+	const uint8_t want[5] = { 1, 2, 0, 1, 9 };              /* a 72-byte struct: whole */
 	CU_ASSERT_EQUAL(memcmp(l.words, want, 5), 0);
 	CU_ASSERT_EQUAL(l.words[5], 0);
 	CU_ASSERT_EQUAL(l.four, 1u << 2);                       /* the 4-byte scalar */
@@ -55,11 +56,18 @@ static void test_layout_decoded(void)
 	CU_ASSERT_EQUAL(l.words[0] + l.words[1], 0);
 	CU_ASSERT_EQUAL(l.four, 3);
 	CU_ASSERT_EQUAL_FATAL(kvt_param_layout(0x1003, &l), 1);
-	CU_ASSERT_EQUAL(l.nr, KVT_PARAM_MAX);                   /* 19: the first 16 */
-	CU_ASSERT_EQUAL(l.words[KVT_PARAM_MAX - 1], 1);
+	CU_ASSERT_EQUAL(l.nr, 19);                              /* past the 16th */
+	CU_ASSERT_EQUAL(l.words[17], 1);
+	CU_ASSERT_EQUAL(l.words[18], 0);
+	CU_ASSERT_EQUAL(l.four, 1ull << 18);
 	CU_ASSERT_EQUAL_FATAL(kvt_param_layout(0x1004, &l), 1);
 	CU_ASSERT_EQUAL(l.words[0], 1);
 	CU_ASSERT_EQUAL(l.four, 0);                             /* 12 bytes is not a scalar */
+	CU_ASSERT_EQUAL_FATAL(kvt_param_layout(0x1005, &l), 1);
+	CU_ASSERT_EQUAL(l.nr, 3);
+	CU_ASSERT_EQUAL(l.words[0], 66);                        /* 528 bytes, all of them */
+	CU_ASSERT_EQUAL(l.words[1], 1);
+	CU_ASSERT_EQUAL(l.words[2], KVT_PARAM_WORDS);           /* 4 KiB: capped */
 }
 
 /* No layout: the driver does not know it, it has no parameter (a handle
