@@ -9,7 +9,7 @@
 # pool placed per step), uvm (an N x managed pool, opt-in: it thrashes for
 # minutes). Prints one table with the targets per row and writes
 # $BUILD/bench-serve.json. Every figure is simulated.
-#   BENCH_SERVE_PERSONAS ("vllm-v2 vllm-v1-fa vllm-v1-triton sglang llamacpp")
+#   BENCH_SERVE_PERSONAS ("vllm-v2 vllm-v1-fa vllm-v1-triton sglang llamacpp hybrid")
 #                        the server personas (serve-like --persona): how the
 #                        server talks to the GPU; one table block each
 #   BENCH_SERVE_RATIOS ("4")   pool sizes N (the set: "2 4 8", ~3x longer)
@@ -34,7 +34,7 @@
 # throughput.
 set -u
 BUILD=${BUILD:-build}
-PERSONAS=${BENCH_SERVE_PERSONAS:-"vllm-v2 vllm-v1-fa vllm-v1-triton sglang llamacpp"}
+PERSONAS=${BENCH_SERVE_PERSONAS:-"vllm-v2 vllm-v1-fa vllm-v1-triton sglang llamacpp hybrid"}
 RATIOS=${BENCH_SERVE_RATIOS:-"4"}
 ALTS=${BENCH_SERVE_ALTS:-"native offload kvtier oracle"}
 MODE=${BENCH_SERVE_MODE:-vtime}
@@ -56,8 +56,13 @@ rm -f "$OUT"/*.out "$OUT"/*.err "$OUT"/*.rc "$OUT"/*.wall "$OUT"/*.trace
 start=$(date +%s.%N)
 
 # the server's own offload: llama.cpp's (--no-kv-offload: KV in host
-# memory, attention on the CPU) is not modelled yet
-has_offload() { [ "$1" != llamacpp ]; }
+# memory, attention on the CPU) is not modelled yet; hybrid models have
+# none (vLLM's OffloadingConnector does not take them)
+has_offload() {
+	case $1 in
+	llamacpp|hybrid) return 1 ;;
+	esac
+}
 export -f has_offload
 
 run_one() {
@@ -134,7 +139,10 @@ for x in $RATIOS; do
 		f="$OUT/$p-$x-$a.out"
 		[ "$a" = native ] && f=$nat
 		if [ "$a" = offload ] && ! has_offload "$p"; then
-			printf '%4sx %-8s not modelled for this persona (llama.cpp --no-kv-offload)\n' "$x" "$a"
+			case $p in
+			hybrid) printf '%4sx %-8s none: the server has no KV offload for hybrid models\n' "$x" "$a" ;;
+			*) printf '%4sx %-8s not modelled for this persona (llama.cpp --no-kv-offload)\n' "$x" "$a" ;;
+			esac
 			continue
 		fi
 		base=${f%.out}
