@@ -35,6 +35,14 @@
  *            free memory it reported; until then later bursts (further
  *            pools) are armed, down to a member of the first confirmed
  *            pool / pool_member_div. A pool KV at birth spends it at once.
+ *   tail     once the arming is spent by pools, one more burst may be a
+ *            late pool (a second cache, an indexer's, a draft model's,
+ *            made after the main KV took most of free memory): if it
+ *            starts within burst_gap_ns of the last pool member, its
+ *            members of at least free/tail_free_div are MAYBE, and it is
+ *            confirmed only by a zero fill of a whole member or a
+ *            per-layer run, never by shares of free memory (workspaces
+ *            and compute buffers after the pools are neither).
  *   unarmed: never KV at birth; a large allocation among the first
  *            early_large, >= total/late_total_div, zero-filled in full before
  *            the next large allocation is reported LATE (llama.cpp's shape);
@@ -62,6 +70,7 @@ void kvt_policy_cls_config_default(struct kvt_policy_cls_config *c)
 		.fill_share_pct = 10,
 		.pools_done_pct = 80,
 		.pool_member_div = 8,
+		.tail_free_div = 64,
 		.early_large = 8,
 		.late_total_div = 64,
 	};
@@ -120,12 +129,33 @@ static bool share_of_free(const struct kvt_policy_cls *c, uint64_t bytes,
 
 /* bytes more are KV: the arming ends once the pools fill the free memory
  * (pools_done_pct of it; 0 = at the first confirmation). */
+static void pools_done(struct kvt_policy_cls *c)
+{
+	c->arm_left = 0;
+	/* a late pool may follow; not after a late pool itself */
+	c->tail_open = c->cfg.tail_free_div && c->free_at_arm && !c->burst.tail;
+}
+
 static void count_kv(struct kvt_policy_cls *c, uint64_t bytes)
 {
 	c->kv_since_arm += bytes;
 	if (!c->free_at_arm || !c->cfg.pools_done_pct ||
 	    share_of_free(c, c->kv_since_arm, c->cfg.pools_done_pct))
-		c->arm_left = 0;
+		pools_done(c);
+}
+
+/* The floor of a late pool's members, and whether one may start or is
+ * still unconfirmed. */
+static uint64_t tail_floor(const struct kvt_policy_cls *c)
+{
+	uint64_t floor = c->free_at_arm / c->cfg.tail_free_div;
+	return floor > c->large_bytes ? floor : c->large_bytes;
+}
+
+static bool tail_armed(const struct kvt_policy_cls *c)
+{
+	const struct kvt_policy_cls_burst *b = &c->burst;
+	return c->tail_open || (b->open && b->tail && !b->confirmed);
 }
 
 /* Verdict on every pending member; the burst stays open only if confirmed. */
@@ -186,12 +216,17 @@ static uint64_t armed_confirms(const struct kvt_policy_cls *c)
 	for (unsigned s = 0; s < b->nr_sizes; s++) {
 		bool zeroed = false;
 		unsigned n = nr_of_size(b, b->sizes[s], &zeroed);
+		if (b->tail) {                  /* a late pool: zeroed, or a run */
+			if (zeroed || n >= c->cfg.burst_confirm)
+				by = b->sizes[s];
+			continue;
+		}
 		if (zeroed && share_of_free(c, b->sizes[s] * n, c->cfg.fill_share_pct))
 			return CONFIRM_ALL;
 		if (n >= c->cfg.burst_confirm || (zeroed && n >= 2))
 			by = b->sizes[s];
 	}
-	if (share_of_free(c, pending_bytes(b), c->cfg.pool_share_pct))
+	if (!b->tail && share_of_free(c, pending_bytes(b), c->cfg.pool_share_pct))
 		return CONFIRM_ALL;
 	return by;
 }
@@ -250,6 +285,9 @@ static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 		       uint64_t t_ns, uint64_t id, bool follows_pool)
 {
 	struct kvt_policy_cls_burst *b = &c->burst;
+	bool tail = c->tail_open && !c->arm_left && b->open && b->confirmed &&
+		    t_ns - b->last_t_ns <= c->cfg.burst_gap_ns && size >= tail_floor(c);
+	c->tail_open = false;
 	memset(b, 0, sizeof *b);
 	b->open = true;
 	b->kind = kind;
@@ -259,16 +297,17 @@ static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 	b->nr = 1;
 	b->last_t_ns = t_ns;
 	b->last_id = id;
-	b->armed = c->arm_left > 0;
-	if (b->armed)
+	b->armed = c->arm_left > 0 || tail;
+	b->tail = tail;
+	if (c->arm_left)
 		c->arm_left--;
 	if (b->armed) {
-		if (share_of_free(c, size, c->cfg.pool_share_pct)) {
+		if (!tail && share_of_free(c, size, c->cfg.pool_share_pct)) {
 			/* a packed cache, or the last and largest of a pool
 			 * set: nothing of its size is left to come */
 			b->confirmed = true;
 			c->kv_since_arm += size;
-			c->arm_left = 0;
+			pools_done(c);
 			c->after_pool = true;
 			return KVT_KV_YES;
 		}
@@ -316,6 +355,12 @@ int kvt_policy_cls_alloc(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 	int kv;
 	if (kind >= KVT_KIND__COUNT || !(KV_KINDS & (1u << kind)) ||
 	    size < size_floor(c))
+		return KVT_KV_NO;
+	/* while a late pool may start, what is under its floor is ignored,
+	 * but for the last members of the confirmed pool */
+	if (tail_armed(c) && size < tail_floor(c) &&
+	    !(b->open && b->confirmed && !b->tail && b->kind == kind &&
+	      joins(b, size)))
 		return KVT_KV_NO;
 	c->late_open = false;   /* the zero-fill window closes */
 	bool follows_pool = c->after_pool;
@@ -430,6 +475,7 @@ void kvt_policy_cls_meminfo(struct kvt_policy_cls *c, uint64_t free_bytes,
 		if (c->burst.open && !c->burst.confirmed && c->burst.nr_pending)
 			settle(c, KVT_VERDICT_REFUTED, out);
 		c->arm_left = c->cfg.arm_bursts;
+		c->tail_open = false;
 		c->free_at_arm = free_bytes;
 		c->kv_since_arm = 0;
 		c->pool_floor_bytes = 0;

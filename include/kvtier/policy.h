@@ -226,6 +226,11 @@ struct kvt_policy_cls_config {
 	unsigned pool_member_div;    /* then a candidate may be as small as a
 				      * member of the confirmed pool / N (8;
 				      * 0 = the free-memory floor only) */
+	unsigned tail_free_div;      /* once the pools are done, one more burst (a late
+				      * pool: a second cache, a draft model's, an
+				      * indexer's) of members >= free/N, confirmed
+				      * only by a zero fill or a per-layer run
+				      * (64; 0 = none) */
 	unsigned early_large;        /* late (unarmed) KV only among the first N large allocations (8) */
 	unsigned late_total_div;     /* late KV must be >= total/N (64) */
 };
@@ -242,6 +247,7 @@ struct kvt_policy_cls_member {
 struct kvt_policy_cls_burst {
 	bool open;
 	bool armed;                  /* started as the first large alloc after an arming meminfo */
+	bool tail;                   /* armed as the late pool after the pools were done */
 	bool confirmed;
 	uint8_t kind;
 	uint64_t size;               /* the last member's size */
@@ -267,6 +273,9 @@ struct kvt_policy_cls {
 	/* unarmed candidate for a late (zero-fill) verdict: the last large alloc */
 	bool late_open;
 	uint64_t late_id, late_size, late_nth;
+	/* the pools since the arming are done: the next burst may be a late
+	 * pool (tail_free_div), if it starts within burst_gap_ns of them */
+	bool tail_open;
 	/* the last large alloc was a pool KV at birth or late: the next one
 	 * may be late KV whatever its size (a second single-buffer cache) */
 	bool after_pool;

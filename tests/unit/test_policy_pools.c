@@ -171,23 +171,76 @@ static void test_distinct_sizes(void)
 }
 
 /*   free 20G: [10G base, KV at birth][1G swa, zeroed][2G compute]
- *   the buffer right after a single-buffer pool, zero-filled in full, is
- *   late KV whatever its size; the one after it, not zero-filled, is not */
-static void test_second_cache_late(void)
+ *   the arming is spent by the first buffer; the next, within the burst
+ *   gap and >= free/64, is a late pool: provisional, confirmed by its zero
+ *   fill (placed, not just reported late); the one after it is not */
+static void test_second_cache_tail(void)
 {
 	armed(20 * G);
 	CU_ASSERT_EQUAL(alloc(10 * G, 80), KVT_KV_YES);      /* 50% of free */
 	CU_ASSERT_EQUAL(cls.arm_left, 0u);
-	CU_ASSERT_EQUAL(alloc(1 * G, 81), KVT_KV_NO);
+	CU_ASSERT_TRUE(cls.tail_open);
+	CU_ASSERT_EQUAL(alloc(1 * G, 81), KVT_KV_MAYBE);
 	zero(81, 1 * G);
 	CU_ASSERT_EQUAL(out.nr, 1u);
-	CU_ASSERT_EQUAL(verdict(81), KVT_VERDICT_LATE);
+	CU_ASSERT_EQUAL(verdict(81), KVT_VERDICT_CONFIRMED);
+	CU_ASSERT_FALSE(cls.tail_open);                      /* one late pool */
 	CU_ASSERT_EQUAL(alloc(2 * G, 82), KVT_KV_NO);        /* compute buffer */
 	CU_ASSERT_EQUAL(alloc(3 * G, 83), KVT_KV_NO);
-	zero(82, 2 * G);                                     /* too late: closed */
+	zero(82, 2 * G);
 	CU_ASSERT_EQUAL(out.nr, 0u);
-	zero(83, 3 * G);                                     /* not after a pool */
+	zero(83, 3 * G);
 	CU_ASSERT_EQUAL(out.nr, 0u);
+}
+
+/*   free 100G: [2G K]x41 (82G: the pools are done) | 64M 1G ... | [4G draft]x3
+ *   the late pool's members are >= free/64 (1.6G): smaller allocations are
+ *   ignored and keep it open; a per-layer run of the late size confirms it,
+ *   the first member included; then nothing more is armed */
+static void test_late_pool_run(void)
+{
+	armed(100 * G);
+	for (uint64_t id = 100; id < 141; id++)
+		alloc(2 * G, id);
+	CU_ASSERT_EQUAL(cls.arm_left, 0u);
+	CU_ASSERT_TRUE(cls.tail_open);
+	CU_ASSERT_EQUAL(alloc(2 * G, 141), KVT_KV_YES);      /* the pool's last layers */
+	CU_ASSERT_EQUAL(alloc(64 * M, 142), KVT_KV_NO);      /* under the floor */
+	CU_ASSERT_EQUAL(alloc(1 * G, 143), KVT_KV_NO);
+	CU_ASSERT_TRUE(cls.tail_open);
+	CU_ASSERT_EQUAL(alloc(4 * G, 144), KVT_KV_MAYBE);
+	CU_ASSERT_EQUAL(alloc(4 * G, 145), KVT_KV_MAYBE);
+	CU_ASSERT_EQUAL(alloc(4 * G, 146), KVT_KV_YES);
+	CU_ASSERT_EQUAL(verdict(144), KVT_VERDICT_CONFIRMED);
+	CU_ASSERT_EQUAL(verdict(145), KVT_VERDICT_CONFIRMED);
+	CU_ASSERT_EQUAL(alloc(4 * G, 147), KVT_KV_YES);
+	CU_ASSERT_EQUAL(alloc(3 * G, 148), KVT_KV_NO);       /* no second late pool */
+}
+
+/*   free 100G: [60G pool, KV at birth] | [4G workspace] [4G] [2G]
+ *   a late pool is never confirmed by its share of free memory: a single
+ *   workspace after the pools is refuted (here by a fifth size); a
+ *   candidate more than burst_gap_ns after the pools is not armed (a
+ *   zero-filled one is still reported late, as before) */
+static void test_late_pool_refuted(void)
+{
+	armed(100 * G);
+	CU_ASSERT_EQUAL(alloc(60 * G, 150), KVT_KV_YES);
+	CU_ASSERT_EQUAL(alloc(4 * G, 151), KVT_KV_MAYBE);    /* a workspace? */
+	CU_ASSERT_EQUAL(alloc(2 * G, 152), KVT_KV_MAYBE);    /* joins: a 2nd size */
+	memset(&out, 0, sizeof out);
+	kvt_policy_cls_free(&cls, 152, t_ns += 1000, &out);
+	CU_ASSERT_EQUAL(verdict(152), KVT_VERDICT_REFUTED);
+	for (unsigned i = 0; i < 3; i++)                     /* sizes 5, 6, 7, 8 G */
+		alloc((5 + i) * G, 153 + i);
+	CU_ASSERT_EQUAL(alloc(8 * G, 156), KVT_KV_NO);       /* a 5th size ends it */
+	CU_ASSERT_EQUAL(verdict(151), KVT_VERDICT_REFUTED);
+	armed(100 * G);
+	CU_ASSERT_EQUAL(alloc(60 * G, 160), KVT_KV_YES);
+	t_ns += 6000000000ull;                               /* 6 s later */
+	CU_ASSERT_EQUAL(alloc(4 * G, 161), KVT_KV_NO);
+	zero(161, 4 * G);                                    /* reported only */
+	CU_ASSERT_EQUAL(verdict(161), KVT_VERDICT_LATE);
 }
 
 static CU_TestInfo pool_tests[] = {
@@ -198,7 +251,9 @@ static CU_TestInfo pool_tests[] = {
 	{ "a smaller pool after a confirmed one", test_pool_floor },
 	{ "a free refutes its size, a new query the rest", test_free_and_requery },
 	{ "distinct sizes once each never confirm", test_distinct_sizes },
-	{ "a second single-buffer cache after a pool is late KV", test_second_cache_late },
+	{ "a second cache after a pool KV at birth is a late pool", test_second_cache_tail },
+	{ "a late pool after the pools are done: a per-layer run", test_late_pool_run },
+	{ "a late pool is never confirmed by size; not after the gap", test_late_pool_refuted },
 	CU_TEST_INFO_NULL,
 };
 
