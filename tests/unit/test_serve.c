@@ -289,6 +289,80 @@ static void test_serve_personas_verify(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "not modelled"));
 }
 
+/* The hybrid persona (persona_hybrid.c): a sliding-window and a
+ * full-attention pool, in TensorRT-LLM's order (window pool first) and in
+ * llama.cpp's (full first, both zeroed: the window pool comes after the
+ * main KV took most of free memory). Natively and under libkvtier it
+ * serves and verifies; under libkvtier its trace, replayed through the
+ * default policy (kvtier replay), has exactly two KV allocations, both
+ * placed on the far tier (managed:cxl, at birth or on confirmation). */
+static void test_serve_hybrid(void)
+{
+	static struct kvt_child c, rp;
+	static char lib[512], fake[512], ldpath[600], pre[600], tr[600], trace[256], bin[512];
+	CU_ASSERT_EQUAL_FATAL(kvt_preload_env(lib, fake, ldpath, pre), 0);
+	snprintf(trace, sizeof trace, "%s/kvt-hybrid-%d.trace",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", trace);
+	snprintf(bin, sizeof bin, "%s", kvt_path("workloads/serve-like"));
+	for (int order = 0; order < 2; order++) {
+		const char *ko = order ? "full-first" : "windows";
+		const char *nat[] = { "--requests", "40", "--persona", "hybrid", "--kv-order", ko,
+				      NULL };
+		sv_run(&c, nat, false);
+		CU_ASSERT_EQUAL(c.exit_code, 0);
+		CU_ASSERT_STRING_EQUAL(sv_get(c.out, "result"), "ok");
+		CU_ASSERT_EQUAL(sv_num(c.out, "corrupt"), 0);
+		CU_ASSERT(sv_num(c.out, "verified") > 0);
+		CU_ASSERT_EQUAL(sv_num(c.out, "window_layers"), 1);
+		CU_ASSERT_EQUAL(sv_num(c.out, "full_layers"), 1);
+		CU_ASSERT(sv_num(c.out, "window_pool_bytes") > 0);
+		CU_ASSERT(sv_num(c.out, "window_pool_bytes") < sv_num(c.out, "full_pool_bytes") / 4);
+		CU_ASSERT(sv_num(c.out, "window_blocks_released") > 0);
+		if (c.exit_code)
+			fprintf(stderr, "hybrid %s native: %s\n", ko, c.err);
+
+		const char *argv[] = { bin, "--quiet", "--requests", "40", "--persona", "hybrid",
+				       "--kv-order", ko, "--alt", "kvtier", "--pool-over-hbm", "2",
+				       NULL };
+		char ld[600];
+		snprintf(ld, sizeof ld, "LD_LIBRARY_PATH=%s", fake);
+		const char *env[] = { ld, "FAKECUDA_RECLAIM=0", pre, tr, "KVTIER_POLICY=", NULL };
+		unlink(trace);
+		CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&c, argv, env, SV_LIMIT_S), 0);
+		CU_ASSERT_EQUAL(c.exit_code, 0);
+		CU_ASSERT_STRING_EQUAL(sv_get(c.out, "result"), "ok");
+		CU_ASSERT_EQUAL(sv_num(c.out, "corrupt"), 0);
+		CU_ASSERT(sv_num(c.out, "hit_tokens") > 0);
+		CU_ASSERT(sv_num(c.out, "window_hit_blocks") > 0);   /* window blocks reused, checked */
+		CU_ASSERT(sv_num(c.out, "verified") > sv_num(c.out, "hit_tokens") / 16);
+		if (c.exit_code)
+			fprintf(stderr, "hybrid %s kvtier: %s\n", ko, c.err);
+
+		const char *rargv[] = { kvt_path("kvtier"), "replay", trace, NULL };
+		CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&rp, rargv, NULL, SV_LIMIT_S), 0);
+		unsigned kv = 0, far = 0;
+		for (const char *p = rp.out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+			const char *e = strchr(p, '\n') ? strchr(p, '\n') : p + strlen(p);
+			const char *m = strstr(p, "[kv");
+			if (!m || m > e)
+				continue;
+			kv++;
+			const char *cxl = strstr(p, "managed:cxl");
+			far += cxl && cxl < e;
+		}
+		CU_ASSERT_EQUAL(kv, 2u);
+		CU_ASSERT_EQUAL(far, 2u);
+		if (kv != 2 || far != 2)
+			fprintf(stderr, "hybrid %s: kvtier replay:\n%s\n", ko, rp.out);
+		unlink(trace);
+	}
+	const char *off[] = { "--requests", "10", "--persona", "hybrid", "--alt", "offload", NULL };
+	sv_run(&c, off, false);
+	CU_ASSERT_EQUAL(c.exit_code, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "does not support hybrid"));
+}
+
 /* What an interposer reads of each persona's attention kernel: FA2's
  * 528-byte Flash_fwd_params and FA3's params struct as one by-value
  * parameter, llama.cpp's flash_attn_ext with ne11 and nb11 past the 16th
@@ -378,6 +452,7 @@ static CU_TestInfo tests_serve[] = {
 	{ "native, offload, uvm and oracle print their rows", test_serve_alternatives },
 	{ "kvtier: OOM alone, a row under libkvtier", test_serve_kvtier },
 	{ "every persona verifies its blocks, natively and under kvtier", test_serve_personas_verify },
+	{ "hybrid: two KV pools, verified, both placed under kvtier", test_serve_hybrid },
 	{ "persona kernels' names and parameter layouts", test_serve_persona_layouts },
 	{ "persona uploads at 131072 tokens of context", test_serve_persona_uploads },
 	{ "persona decode graphs, replayed and updated", test_serve_persona_graphs },
