@@ -55,12 +55,12 @@ mkdir -p "$OUT"
 rm -f "$OUT"/*.out "$OUT"/*.err "$OUT"/*.rc "$OUT"/*.wall "$OUT"/*.trace
 start=$(date +%s.%N)
 
-# the server's own offload: llama.cpp's (--no-kv-offload: KV in host
-# memory, attention on the CPU) is not modelled yet; hybrid models have
-# none (vLLM's OffloadingConnector does not take them)
+# the server's own offload (serve-like's host pool of N-1 x; llamacpp: its
+# --no-kv-offload, the N x cache in host memory, attention on the CPU);
+# hybrid models have none (vLLM's OffloadingConnector does not take them)
 has_offload() {
 	case $1 in
-	llamacpp|hybrid) return 1 ;;
+	hybrid) return 1 ;;
 	esac
 }
 export -f has_offload
@@ -139,10 +139,7 @@ for x in $RATIOS; do
 		f="$OUT/$p-$x-$a.out"
 		[ "$a" = native ] && f=$nat
 		if [ "$a" = offload ] && ! has_offload "$p"; then
-			case $p in
-			hybrid) printf '%4sx %-8s none: the server has no KV offload for hybrid models\n' "$x" "$a" ;;
-			*) printf '%4sx %-8s not modelled for this persona (llama.cpp --no-kv-offload)\n' "$x" "$a" ;;
-			esac
+			printf '%4sx %-8s none: the server has no KV offload for hybrid models\n' "$x" "$a"
 			continue
 		fi
 		base=${f%.out}

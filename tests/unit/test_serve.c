@@ -260,7 +260,8 @@ static int sv_param(const char *line, int i, unsigned *off, unsigned *size)
 }
 
 /* Every persona serves, reuses blocks and verifies them, natively and in
- * an N x pool under libkvtier; llama.cpp's own offload is refused. */
+ * an N x pool under libkvtier; llama.cpp's own offload (--no-kv-offload)
+ * too, from an N x cache in host memory that no kernel reads. */
 static void test_serve_personas_verify(void)
 {
 	for (size_t i = 0; i < sizeof sv_personas / sizeof sv_personas[0]; i++) {
@@ -282,11 +283,59 @@ static void test_serve_personas_verify(void)
 		}
 	}
 	static struct kvt_child c;
-	const char *args[] = { "--requests", "10", "--persona", "llamacpp", "--alt", "offload",
-			       NULL };
+	const char *args[] = { "--requests", "40", "--persona", "llamacpp", "--alt", "offload",
+			       "--pool-over-hbm", "2", NULL };
 	sv_run(&c, args, false);
-	CU_ASSERT_EQUAL(c.exit_code, 2);
-	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "not modelled"));
+	sv_check_row(&c, "offload");
+	CU_ASSERT_EQUAL(sv_num(c.out, "corrupt"), 0);
+	CU_ASSERT(sv_num(c.out, "verified") > sv_num(c.out, "hit_tokens") / 16);
+	CU_ASSERT(sv_num(c.out, "hit_tokens") > 0);
+	CU_ASSERT_STRING_EQUAL(sv_get(c.out, "kv_memory"), "host");
+	/* the N x cache: twice the blocks the budget holds, no host pool */
+	CU_ASSERT_EQUAL(sv_num(c.out, "pool_blocks"),
+			2 * (sv_num(c.out, "kv_budget_bytes") / (2.0 * 16 * 2048)));
+	CU_ASSERT_EQUAL(sv_num(c.out, "host_blocks"), 0);
+	CU_ASSERT_PTR_NULL(sv_kernel(c.out, "flash_attn_ext"));    /* attention on the CPU */
+	CU_ASSERT_PTR_NULL(sv_kernel(c.out, "k_set_rows"));
+	CU_ASSERT_PTR_NOT_NULL(sv_kernel(c.out, "gemm"));
+}
+
+/* llama.cpp --no-kv-offload charges its CPU attention: one session, two
+ * turns (164 prompt tokens, then 284 with 176 cached; 20 out each): 2
+ * prefill and 38 decode ubatches, 310 new rows. Turn 1's ubatches see
+ * cells [0, 256), turn 2's [0, 512) (its new blocks follow turn 1's cached
+ * ones); per ubatch the CPU reads K and V of those cells and writes the
+ * new rows: 2 x 2048 x (20 x 256 + 20 x 512 + 310) bytes. Without virtual
+ * time the steps are the same at any bandwidth, so halving it lengthens
+ * the run by exactly the CPU time charged at the first (printed to 1 us);
+ * Q, K and V go down and the output up: 4 x 310 rows on the link besides
+ * the token and position uploads. */
+static void test_serve_llamacpp_cpu_attention(void)
+{
+	static struct kvt_child c;
+	double span[2], tpot[2], cpu_s[2];
+	for (int i = 0; i < 2; i++) {
+		const char *a[] = { "--sessions", "1", "--requests", "2", "--sys-tokens", "64",
+				    "--turn-min", "100", "--turn-max", "100", "--out-min", "20",
+				    "--out-max", "20", "--persona", "llamacpp", "--alt", "offload",
+				    "--cpu-attn-gbps", i ? "200" : "400", NULL };
+		sv_run(&c, a, false);
+		CU_ASSERT_EQUAL(c.exit_code, 0);
+		CU_ASSERT_EQUAL(sv_num(c.out, "steps"), 40);
+		CU_ASSERT_EQUAL(sv_num(c.out, "cpu_attn_bytes"),
+				2.0 * 2048 * (20 * 256 + 20 * 512 + 310));
+		CU_ASSERT_EQUAL(sv_num(c.out, "bytes_tables"), 2 * 4 * 310);
+		CU_ASSERT_EQUAL(sv_num(c.out, "bytes_link"), 4 * 310 * 2048 + 2 * 4 * 310);
+		span[i] = sv_num(c.out, "span_s");
+		tpot[i] = sv_num(c.out, "tpot_ms_p50");
+		cpu_s[i] = sv_num(c.out, "cpu_attn_s");
+		CU_ASSERT_DOUBLE_EQUAL(cpu_s[i], sv_num(c.out, "cpu_attn_bytes") /
+				       (i ? 200e9 : 400e9), 1e-6);
+	}
+	CU_ASSERT(cpu_s[0] > 100e-6);
+	CU_ASSERT_DOUBLE_EQUAL(cpu_s[1], 2 * cpu_s[0], 2e-6);
+	CU_ASSERT_DOUBLE_EQUAL(span[1] - span[0], cpu_s[0], 2e-6);
+	CU_ASSERT(tpot[1] > tpot[0]);
 }
 
 /* The hybrid persona (persona_hybrid.c): a sliding-window and a
@@ -452,6 +501,7 @@ static CU_TestInfo tests_serve[] = {
 	{ "native, offload, uvm and oracle print their rows", test_serve_alternatives },
 	{ "kvtier: OOM alone, a row under libkvtier", test_serve_kvtier },
 	{ "every persona verifies its blocks, natively and under kvtier", test_serve_personas_verify },
+	{ "llamacpp --alt offload charges CPU attention", test_serve_llamacpp_cpu_attention },
 	{ "hybrid: two KV pools, verified, both placed under kvtier", test_serve_hybrid },
 	{ "persona kernels' names and parameter layouts", test_serve_persona_layouts },
 	{ "persona uploads at 131072 tokens of context", test_serve_persona_uploads },

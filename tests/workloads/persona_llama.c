@@ -18,6 +18,13 @@
  *   - A single-token ubatch runs from a CUDA graph, captured each time and
  *     applied to the instantiated one with cudaGraphExecUpdate; larger
  *     ubatches run eagerly (llama.cpp turns graphs off above one token).
+ *   - --alt offload is llama.cpp's own, --no-kv-offload: the cache (N x the
+ *     cells that fit) in plain host memory (serve_like.c), and each layer's
+ *     set_rows and flash_attn_ext on the CPU backend: the GPU runs the dense
+ *     kernels, Q, K and V go down and the attention output up (one copy per
+ *     tensor), and the step waits for the CPU reading K and V cells
+ *     [0, KV_max) at --cpu-attn-gbps. No mask, cell index or KV_max work on
+ *     the GPU; eager (the splits change the CUDA graph every call).
  * Test infrastructure: stdio and exit() are fine here. */
 #include <math.h>
 #include <stdlib.h>
@@ -34,6 +41,7 @@ struct sv_lc {
 	int64_t *h_idx, *d_kidx, *d_vidx;
 	float *h_mask, *d_mask;
 	int32_t *d_kvmax;
+	char *h_act, *d_act;       /* host KV: Q, K, V down, the output up (a part each) */
 	size_t mask_cap;
 	unsigned ubatch;           /* tokens per ubatch (-ub) */
 	unsigned n_kv, kv_size;
@@ -123,6 +131,21 @@ static void lc_kernels(struct sv *v, struct sv_lc *s)
 			     fa, LC_NPARAM, lc_fa_body);
 }
 
+/* --no-kv-offload: the mask, the cell indices and the attention are the
+ * CPU backend's (its compute buffer in the CUDA host buffer type, pinned);
+ * the GPU's compute buffer holds the activations that cross. A ubatch
+ * stays 512 tokens: no mask as wide as the cache in device memory. */
+static void lc_setup_host(struct sv *v, struct sv_lc *s)
+{
+	size_t act = 4 * (size_t)s->ubatch * v->o.row_bytes;
+	s->mask_cap = (size_t)s->ubatch * s->kv_size * sizeof(float);
+	WL_CK(cudaMallocHost((void **)&s->h_mask, s->mask_cap));
+	memset(s->h_mask, 0, s->mask_cap);
+	WL_CK(cudaMallocHost((void **)&s->h_act, act));
+	WL_CK(cudaMalloc((void **)&s->d_act, act));
+	v->ps = s;
+}
+
 static void lc_setup(struct sv *v)
 {
 	struct sv_lc *s = calloc(1, sizeof *s);
@@ -134,12 +157,17 @@ static void lc_setup(struct sv *v)
 	WL_CK(cudaMallocHost((void **)&s->h_idx, LC_UBATCH * 8));
 	WL_CK(cudaMalloc((void **)&s->d_tok, LC_UBATCH * 8));
 	WL_CK(cudaMalloc((void **)&s->d_pos, LC_UBATCH * 8));
+	s->ubatch = LC_UBATCH;
+	if (v->host_kv) {
+		lc_setup_host(v, s);
+		return;
+	}
 	WL_CK(cudaMalloc((void **)&s->d_kidx, LC_UBATCH * 8));
 	WL_CK(cudaMalloc((void **)&s->d_vidx, LC_UBATCH * 8));
 	WL_CK(cudaMalloc((void **)&s->d_kvmax, 64));
 	/* the KQ mask's worst case, n_ubatch x the whole cache, as the graph
-	 * allocator reserves the compute buffer at start-up */
-	s->ubatch = LC_UBATCH;      /* a larger cache: -ub scaled so the buffer still fits */
+	 * allocator reserves the compute buffer at start-up; a larger cache:
+	 * -ub scaled so the buffer still fits */
 	while (s->ubatch > LC_MASK_PAD &&
 	       (uint64_t)s->ubatch * v->nr_blocks > (uint64_t)LC_UBATCH * v->fit_blocks)
 		s->ubatch /= 2;
@@ -208,6 +236,32 @@ static void lc_layers(struct sv *v, struct sv_lc *s, unsigned n, unsigned rows, 
 	}
 }
 
+/* --no-kv-offload, a layer after another: the GPU's dense kernels; Q, K
+ * and V of the ubatch to the CPU backend (ggml_backend_sched copies each
+ * input of a split; Q taken one K row wide); the CPU writes the new K and
+ * V rows into the host cache and its flash_attn_ext reads K and V cells
+ * [0, KV_max); the output goes back up. The GPU waits for the CPU: the
+ * step takes the GPU's time plus the CPU's, bytes / --cpu-attn-gbps. */
+static void lc_layers_host(struct sv *v, struct sv_lc *s, unsigned n, uint64_t flops)
+{
+	size_t row = v->o.row_bytes, part = (size_t)s->ubatch * row, len = (size_t)n * row;
+	unsigned extent = (unsigned)s->kv_max < s->n_kv ? (unsigned)s->kv_max : s->n_kv;
+	uint64_t bytes = 2 * ((uint64_t)extent + n) * row;
+	double t = (double)bytes / (v->o.cpu_attn_gbps * 1e9);
+	for (int l = 0; l < v->o.layers; l++) {
+		sv_gemm(v, l, flops);
+		for (int i = 0; i < 3; i++)
+			WL_CK(cudaMemcpyAsync(s->h_act + i * part, s->d_act + i * part, len,
+					      cudaMemcpyDeviceToHost, v->stream));
+		WL_CK(cudaStreamSynchronize(v->stream));
+		sv_host_work(v, t);
+		v->cpu_attn_bytes += bytes;
+		v->cpu_attn_s += t;
+		WL_CK(cudaMemcpyAsync(s->d_act + 3 * part, s->h_act + 3 * part, len,
+				      cudaMemcpyHostToDevice, v->stream));
+	}
+}
+
 /* One ubatch: tokens [t0, t0 + n) of the step's list. */
 static void lc_ubatch(struct sv *v, struct sv_lc *s, const int64_t *cells, unsigned n,
 		      uint32_t maxcell, uint64_t flops)
@@ -221,10 +275,14 @@ static void lc_ubatch(struct sv *v, struct sv_lc *s, const int64_t *cells, unsig
 	}
 	lc_upload(v, s->d_tok, s->h_tok, n * sizeof(int32_t));
 	lc_upload(v, s->d_pos, s->h_pos, n * sizeof(int32_t));
+	s->kv_max = (int32_t)((maxcell + LC_KQ_STRIDE) / LC_KQ_STRIDE * LC_KQ_STRIDE);
+	if (v->host_kv) {               /* the mask and the cells stay on the host */
+		lc_layers_host(v, s, n, flops);
+		return;
+	}
 	lc_upload(v, s->d_mask, s->h_mask, mb);
 	lc_upload(v, s->d_kidx, s->h_idx, n * sizeof(int64_t));
 	lc_upload(v, s->d_vidx, s->h_idx, n * sizeof(int64_t));
-	s->kv_max = (int32_t)((maxcell + LC_KQ_STRIDE) / LC_KQ_STRIDE * LC_KQ_STRIDE);
 	int ne30 = (int)s->n_kv, nr = (int)rows, one = 1;
 	void *ka[] = { &s->d_mask, &s->d_kvmax, &ne30, &nr, &one };
 	if (n > 1) {
@@ -296,6 +354,7 @@ const struct sv_persona sv_llamacpp = {
 	.follows = "llama.cpp server, unified KV cache, flash attention",
 	.allocs = SV_KV_ONE,
 	.zero_fill = true,
+	.host_kv_offload = true,
 	.setup = lc_setup,
 	.step = lc_step,
 };

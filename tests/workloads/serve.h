@@ -33,6 +33,10 @@ struct sv_persona {
 	enum sv_kv_allocs allocs;
 	unsigned lead_rows;            /* rows before slot 0 of each K/V tensor */
 	bool zero_fill;                /* the server zeroes its KV at birth */
+	/* --alt offload is the server's own: the whole N x pool in plain host
+	 * memory, attention on the CPU, no host pool of serve-like's
+	 * (llama.cpp --no-kv-offload); false: serve-like's OffloadingConnector */
+	bool host_kv_offload;
 	void (*setup)(struct sv *v);   /* buffers and kernels, after the pool */
 	void (*step)(struct sv *v);    /* one step's uploads and launches */
 	/* a persona with a KV pool of its own beside serve-like's (hybrid:
@@ -70,6 +74,7 @@ struct sv_opts {
 	int sessions;
 	double zipf;
 	double rate;               /* requests per simulated second */
+	double cpu_attn_gbps;      /* host_kv: the CPU's attention read bandwidth, GB/s */
 	double think_s;            /* least gap between a session's turns */
 	int requests;
 	int max_batch;             /* running requests */
@@ -215,6 +220,9 @@ struct sv {
 	uint32_t nr_blocks;
 	uint64_t block_region;            /* WL_BLOCK_TOKENS * row_bytes */
 	bool managed;
+	bool host_kv;                     /* the pool is plain host memory (the persona's
+					   * own offload): stamps are read and written
+					   * directly, no kernel touches it */
 	struct sv_pool gpu;
 	/* offload: pinned host pool of (N-1)x, same layout per slot */
 	char *host;
@@ -228,6 +236,8 @@ struct sv {
 	double *sess_free_s;              /* a session's next turn may be sent from */
 	bool *sess_busy;
 	double idle_s;
+	double host_s;                    /* host work charged with virtual time off
+					   * (sv_host_work), part of sv_now_s */
 	uint64_t v0_ns;
 	double pace;
 	/* FAKECUDA_VTIME: the host thread is in the simulation; idle time is
@@ -254,6 +264,9 @@ struct sv {
 	 * the device when taken (a managed pool only): old contents a tier
 	 * below the server moves in only for the kernel to overwrite them */
 	uint64_t fresh_blocks, fresh_far_bytes;
+	uint64_t cpu_attn_bytes;          /* host_kv: KV bytes the CPU's attention read
+					   * and wrote, and the time charged for them */
+	double cpu_attn_s;
 	uint64_t checked, bad;
 	int done;
 	bool corrupted;
@@ -291,6 +304,9 @@ void sv_v1_tables_setup(struct sv *v);
 unsigned sv_v1_tables(struct sv *v, bool prefill, int32_t *stage, int32_t *d_table,
 		      int32_t *d_lens, int32_t *d_starts);
 double sv_now_s(struct sv *v);
+/* Host work of s seconds the GPU waits for (the persona's CPU ops): on the
+ * host thread's virtual clock, or added to sv_now_s without virtual time. */
+void sv_host_work(struct sv *v, double s);
 void sv_stamp_block(struct sv *v, char *pool, uint32_t nr, uint32_t id, struct sv_key k);
 /* One region's stamp of a block at `at` (a persona's own pool). */
 void sv_stamp_at(struct sv *v, char *at, struct sv_key k, int region);

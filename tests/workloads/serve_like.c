@@ -32,7 +32,7 @@ static void sv_defaults(struct sv_opts *o)
 		.turn_min = 256, .turn_max = 1536, .out_min = 128, .out_max = 512,
 		.max_ctx = 8192, .sessions = 24, .zipf = 0.8, .rate = 130, .think_s = 0.03,
 		.requests = 400, .max_batch = 64, .prefill_budget = 8192, .seed = 1,
-		.persona = &sv_vllm_v2, .window = 1024,
+		.persona = &sv_vllm_v2, .window = 1024, .cpu_attn_gbps = 400,
 	};
 }
 
@@ -48,7 +48,9 @@ static void sv_usage(FILE *f)
 "  LRU prefix cache. docs/workloads.md \"Serving: multi-turn prefix reuse\".\n"
 "\n"
 "  --alt A               native (the pool that fits), offload (that pool + a pinned\n"
-"                        host pool of N-1 x, copies on eviction and hit), kvtier\n"
+"                        host pool of N-1 x, copies on eviction and hit; llamacpp:\n"
+"                        its own, --no-kv-offload: an N x pool in host memory,\n"
+"                        attention on the CPU), kvtier\n"
 "                        (an N x pool from cudaMalloc: run it under kvtier), uvm\n"
 "                        (N x cudaMallocManaged), oracle (N x managed, home on the\n"
 "                        host, mapped; each step's chunks prefetched on a\n"
@@ -59,6 +61,8 @@ static void sv_usage(FILE *f)
 "  --window N            hybrid: sliding-window tokens (multiple of 16)   [%d]\n"
 "  --kv-order O          hybrid: windows (TensorRT-LLM: window pool, then\n"
 "                        full) or full-first (then the window pool)  [windows]\n"
+"  --cpu-attn-gbps G     llamacpp --alt offload: GB/s the CPU's attention reads\n"
+"                        KV at (assumed: 2-socket DDR5 server)          [%.0f]\n"
 "  --pool-over-hbm N     N: the pool asked for / the pool that fits       [%.0f]\n"
 "  --device-bytes B      simulated HBM                                  [%" PRIu64 "M]\n"
 "  --weights-frac F      weights / HBM                                  [%.2f]\n"
@@ -80,7 +84,7 @@ static void sv_usage(FILE *f)
 "  --inject-corruption   (test of the verifier) damage one cached block's stamp\n"
 "  --quiet\n"
 "  Exit: 0 ok, 1 error or corruption, 2 usage, 3 out of memory, 77 no simulated GPU.\n",
-		d.persona->name, d.window, d.pool_over_hbm, d.device_bytes >> 20, d.weights_frac, d.layers, d.row_bytes,
+		d.persona->name, d.window, d.cpu_attn_gbps, d.pool_over_hbm, d.device_bytes >> 20, d.weights_frac, d.layers, d.row_bytes,
 		d.flops_per_token, d.attn_flops, d.sys_tokens, d.turn_min, d.turn_max, d.out_min,
 		d.out_max, d.max_ctx, d.sessions, d.zipf, d.rate, d.think_s, d.requests,
 		d.max_batch, d.prefill_budget, d.seed);
@@ -120,7 +124,7 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 		{ "requests", 1, 0, 16 }, { "max-batch", 1, 0, 17 }, { "prefill-budget", 1, 0, 18 },
 		{ "seed", 1, 0, 'S' }, { "inject-corruption", 0, 0, 19 }, { "quiet", 0, 0, 'q' },
 		{ "persona", 1, 0, 'p' }, { "help", 0, 0, 'h' }, { "window", 1, 0, 20 },
-		{ "kv-order", 1, 0, 21 }, { 0, 0, 0, 0 },
+		{ "kv-order", 1, 0, 21 }, { "cpu-attn-gbps", 1, 0, 22 }, { 0, 0, 0, 0 },
 	};
 	int c, idx;
 	bool layers_set = false;
@@ -158,6 +162,7 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 			}
 			o->full_first = !strcmp(optarg, "full-first");
 			break;
+		case 22: o->cpu_attn_gbps = sv_num(n, optarg, 0.001, 1e6); break;
 		case 3: o->row_bytes = (unsigned)sv_num(n, optarg, 64, 1 << 20); break;
 		case 4: o->flops_per_token = sv_num(n, optarg, 0, 1e15); break;
 		case 5: o->attn_flops = sv_num(n, optarg, 0, 1e12); break;
@@ -180,11 +185,6 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 		case 'h': sv_usage(stdout); exit(WL_EXIT_OK);
 		default: sv_usage(stderr); exit(WL_EXIT_USAGE);
 		}
-	}
-	if (o->persona == &sv_llamacpp && o->alt == SV_OFFLOAD) {
-		fprintf(stderr, "serve-like: --persona llamacpp --alt offload: llama.cpp's own "
-			"offload (--no-kv-offload) is not modelled yet\n");
-		exit(WL_EXIT_USAGE);
 	}
 	if (o->persona == &sv_hybrid && o->alt == SV_OFFLOAD) {
 		fprintf(stderr, "serve-like: --persona hybrid --alt offload: vLLM's "
@@ -317,6 +317,26 @@ static int sv_weights(struct sv *v)
 	return 0;
 }
 
+/* The persona's own offload (llama.cpp --no-kv-offload): its KV tensors go
+ * to the CPU backend's buffer type, ggml_backend_cpu_buffer_type() (src/
+ * llama-kv-cache.cpp), one ggml_aligned_malloc of plain pageable memory,
+ * not the CUDA host type's cudaMallocHost; ggml_backend_buffer_clear is a
+ * memset. No driver call: the GPU never reads it. */
+static int sv_kv_host_alloc(struct sv *v, void **ptr, uint64_t bytes)
+{
+	if (posix_memalign(ptr, 64, bytes)) {
+		printf("workload=serve-like\nalternative=offload\npool_over_hbm=%.0f\nresult=oom\n",
+		       v->o.pool_over_hbm);
+		fprintf(stderr, "serve-like: out of host memory for the KV cache (%" PRIu64
+			" MiB)\n", bytes >> 20);
+		return WL_EXIT_OOM;
+	}
+	if (v->o.persona->zero_fill)
+		memset(*ptr, 0, bytes);
+	v->host_kv = true;
+	return 0;
+}
+
 /* The KV pool's allocations as the persona's server makes them (one, one
  * per layer, or L K tensors then L V tensors; PyTorch's servers get whole
  * 2 MiB units from the caching allocator), each zeroed at birth where the
@@ -335,7 +355,12 @@ static int sv_kv_alloc(struct sv *v)
 			bytes = wl_torch_round(bytes);
 		void *ptr;
 		cudaError_t err;
-		if (v->o.alt == SV_UVM || v->o.alt == SV_ORACLE) {
+		int rc;
+		if (v->o.alt == SV_OFFLOAD && p->host_kv_offload) {
+			if ((rc = sv_kv_host_alloc(v, &ptr, bytes)))
+				return rc;
+			err = cudaSuccess;
+		} else if (v->o.alt == SV_UVM || v->o.alt == SV_ORACLE) {
 			err = cudaMallocManaged(&ptr, bytes, cudaMemAttachGlobal);
 			v->managed = true;
 		} else {
@@ -349,7 +374,7 @@ static int sv_kv_alloc(struct sv *v)
 			WL_CK(cudaMemAdvise(ptr, bytes, cudaMemAdviseSetPreferredLocation, host));
 			WL_CK(cudaMemAdvise(ptr, bytes, cudaMemAdviseSetAccessedBy, dev));
 		}
-		if (p->zero_fill) {
+		if (p->zero_fill && !v->host_kv) {
 			WL_CK(cudaMemsetAsync(ptr, 0, bytes, v->stream));
 			WL_CK(cudaStreamSynchronize(v->stream));
 		}
@@ -395,7 +420,8 @@ static int sv_pool(struct sv *v)
 		uint32_t fit = (uint32_t)((want - non_kv) / block);
 		v->kv_budget = (uint64_t)fit * block;
 		v->fit_blocks = fit;
-		bool big = v->o.alt == SV_KVTIER || v->o.alt == SV_UVM || v->o.alt == SV_ORACLE;
+		bool big = v->o.alt == SV_KVTIER || v->o.alt == SV_UVM || v->o.alt == SV_ORACLE ||
+			   (v->o.alt == SV_OFFLOAD && v->o.persona->host_kv_offload);
 		v->nr_blocks = big ? (uint32_t)((double)fit * n) : fit;
 		if ((rc = sv_kv_alloc(v)))
 			return rc;
@@ -408,7 +434,7 @@ static int sv_pool(struct sv *v)
 		if (!v->chunk_mark)
 			wl_die("out of host memory");
 	}
-	if (v->o.alt == SV_OFFLOAD && n > 1) {
+	if (v->o.alt == SV_OFFLOAD && n > 1 && !v->host_kv) {
 		v->nr_host = (uint32_t)((double)fit * (n - 1));
 		uint64_t hb = (uint64_t)v->nr_host * block;
 		err = cudaMallocHost((void **)&v->host, hb);
@@ -432,7 +458,7 @@ static int sv_pool(struct sv *v)
 	v->store_ahead = (uint32_t)v->o.prefill_budget / WL_BLOCK_TOKENS;
 	wl_log(&(struct wl){ .o.quiet = v->o.quiet }, "KV pool %u blocks (%.0f MiB, %s), fits %u; "
 	       "host pool %u blocks", v->nr_blocks, (double)bytes / (1 << 20),
-	       v->managed ? "managed" : "cudaMalloc", fit, v->nr_host);
+	       v->managed ? "managed" : v->host_kv ? "host memory" : "cudaMalloc", fit, v->nr_host);
 	return 0;
 }
 
@@ -535,6 +561,9 @@ static void sv_report(struct sv *v)
 	       "\ngraph_updates=%" PRIu64 "\n", (size_t)(v->o.persona == &sv_vllm_v1_triton ? v->stride : v->width) * sizeof(int32_t),
 	       v->max_upload,
 	       v->graph_launches, v->graph_updates);
+	if (v->host_kv)
+		printf("kv_memory=host\ncpu_attn_gbps=%.3f\ncpu_attn_bytes=%" PRIu64
+		       "\ncpu_attn_s=%.6f\n", v->o.cpu_attn_gbps, v->cpu_attn_bytes, v->cpu_attn_s);
 	sv_persona_facts(v);
 	printf("tables=device\nverified=%" PRIu64 "\ncorrupt=%" PRIu64 "\nresult=%s\n", v->checked,
 	       v->bad, v->bad ? "corrupt" : "ok");

@@ -24,7 +24,17 @@ double sv_now_s(struct sv *v)
 {
 	struct fakecuda_counters c;
 	v->get_counters(&c);
-	return (double)(c.virtual_ns - v->v0_ns) / 1e9 + v->idle_s;
+	return (double)(c.virtual_ns - v->v0_ns) / 1e9 + v->idle_s + v->host_s;
+}
+
+void sv_host_work(struct sv *v, double s)
+{
+	if (s <= 0)
+		return;
+	if (v->vhost)                   /* the GPU's next work is submitted after it */
+		v->vhost((uint64_t)llround(s * 1e9));
+	else                            /* the device's clock is the GPU's work alone */
+		v->host_s += s;
 }
 
 static void sv_idle_until(struct sv *v, double t)
@@ -64,11 +74,29 @@ static char *sv_at(struct sv *v, const char *pool, uint32_t nr, uint32_t id, int
 	return (char *)pool + ((uint64_t)region * nr + id) * v->block_region;
 }
 
+/* The pool's bytes, quietly: the driver's store, or plain host memory
+ * (host_kv: a persona's own offload, which no kernel reads) directly. */
+static int sv_kv_poke(struct sv *v, char *at, const void *in, size_t len)
+{
+	if (!v->host_kv)
+		return v->poke(at, in, len);
+	memcpy(at, in, len);
+	return 0;
+}
+
+static int sv_kv_peek(struct sv *v, const char *at, void *out, size_t len)
+{
+	if (!v->host_kv)
+		return v->peek(at, out, len);
+	memcpy(out, at, len);
+	return 0;
+}
+
 void sv_stamp_at(struct sv *v, char *at, struct sv_key k, int region)
 {
 	unsigned char st[32];
 	sv_stamp(v->o.seed, k, region, st);
-	if (v->poke(at, st, sizeof st))
+	if (sv_kv_poke(v, at, st, sizeof st))
 		wl_die("fakecuda_poke failed at %p", (void *)at);
 }
 
@@ -77,7 +105,7 @@ uint64_t sv_check_at(struct sv *v, const char *at, uint32_t id, struct sv_key k,
 	unsigned char st[32], got[32];
 	sv_stamp(v->o.seed, k, region, st);
 	v->checked++;
-	if (!v->peek(at, got, sizeof got) && !memcmp(st, got, sizeof st))
+	if (!sv_kv_peek(v, at, got, sizeof got) && !memcmp(st, got, sizeof st))
 		return 0;
 	if (v->bad < 8)
 		fprintf(stderr, "%s: CORRUPTION: block %u region %d (session %d, "
@@ -549,7 +577,7 @@ static void sv_finish(struct sv *v, int i, double now)
 		sv_pool_set_key(&v->gpu, r->blocks[j], sv_key_of(v, q, j));
 	if (v->o.inject_corruption && !v->corrupted && full) {
 		unsigned char x = 0xee;            /* one byte of a cached stamp */
-		v->poke(v->pool + (uint64_t)r->blocks[0] * v->block_region + 20, &x, 1);
+		sv_kv_poke(v, v->pool + (uint64_t)r->blocks[0] * v->block_region + 20, &x, 1);
 		v->corrupted = true;
 	}
 	for (uint32_t j = r->nblocks; j-- > 0;)    /* the stream's head evicted last */
