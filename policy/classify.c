@@ -42,7 +42,11 @@
  *            members of at least free/tail_free_div are MAYBE, and it is
  *            confirmed only by a zero fill of a whole member or a
  *            per-layer run, never by shares of free memory (workspaces
- *            and compute buffers after the pools are neither).
+ *            and compute buffers after the pools are neither). Off by
+ *            default (tail_free_div 0): the placement is decided at the
+ *            allocation, before any zero fill, so a compute buffer right
+ *            after a KV buffer (llama.cpp's, and llamacpp-like's at a fifth
+ *            of its KV) would be placed in managed memory until refuted.
  *   unarmed: never KV at birth; a large allocation among the first
  *            early_large, >= total/late_total_div, zero-filled in full before
  *            the next large allocation is reported LATE (llama.cpp's shape);
@@ -70,7 +74,7 @@ void kvt_policy_cls_config_default(struct kvt_policy_cls_config *c)
 		.fill_share_pct = 10,
 		.pools_done_pct = 80,
 		.pool_member_div = 8,
-		.tail_free_div = 64,
+		.tail_free_div = 0,    /* late pools: off (see above) */
 		.early_large = 8,
 		.late_total_div = 64,
 	};
@@ -148,7 +152,14 @@ static void count_kv(struct kvt_policy_cls *c, uint64_t bytes)
  * still unconfirmed. */
 static uint64_t tail_floor(const struct kvt_policy_cls *c)
 {
+	/* and at least 1/12 of the pools before it: a second cache, an
+	 * indexer's or a sliding-window pool is (gpt-oss's window pool is
+	 * 1/8 of its full one, DeepSeek V3.2's indexer cache 1/5); a compute
+	 * buffer or a workspace after a KV buffer sized to fill the memory
+	 * is not (llama.cpp's: a few percent) */
 	uint64_t floor = c->free_at_arm / c->cfg.tail_free_div;
+	uint64_t rel = c->kv_since_arm / 12;
+	floor = floor > rel ? floor : rel;
 	return floor > c->large_bytes ? floor : c->large_bytes;
 }
 

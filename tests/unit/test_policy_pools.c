@@ -17,14 +17,28 @@ static struct kvt_policy_cls_verdicts out;
 static uint64_t t_ns;
 
 /* Weights in, then a query of `free_bytes` on a 140 GiB device: armed. */
-static void armed(uint64_t free_bytes)
+static struct kvt_policy_cls_config tail_cfg;   /* late pools on (off by default) */
+
+static void armed_cfg(uint64_t free_bytes, const struct kvt_policy_cls_config *cfg)
 {
-	kvt_policy_cls_init(&cls, NULL);
+	kvt_policy_cls_init(&cls, cfg);
 	t_ns = 1000;
 	for (uint64_t i = 0; i < 10; i++)
 		kvt_policy_cls_alloc(&cls, KVT_KIND_DEVICE, (100 + i) * M, t_ns += 1000,
 				     900 + i, NULL);
 	kvt_policy_cls_meminfo(&cls, free_bytes, 140 * G, t_ns += 1000, NULL);
+}
+
+static void armed(uint64_t free_bytes)
+{
+	armed_cfg(free_bytes, NULL);
+}
+
+static void armed_tail(uint64_t free_bytes)
+{
+	kvt_policy_cls_config_default(&tail_cfg);
+	tail_cfg.tail_free_div = 64;
+	armed_cfg(free_bytes, &tail_cfg);
 }
 
 static int alloc(uint64_t size, uint64_t id)
@@ -176,7 +190,7 @@ static void test_distinct_sizes(void)
  *   fill (placed, not just reported late); the one after it is not */
 static void test_second_cache_tail(void)
 {
-	armed(20 * G);
+	armed_tail(20 * G);
 	CU_ASSERT_EQUAL(alloc(10 * G, 80), KVT_KV_YES);      /* 50% of free */
 	CU_ASSERT_EQUAL(cls.arm_left, 0u);
 	CU_ASSERT_TRUE(cls.tail_open);
@@ -193,53 +207,54 @@ static void test_second_cache_tail(void)
 	CU_ASSERT_EQUAL(out.nr, 0u);
 }
 
-/*   free 100G: [2G K]x41 (82G: the pools are done) | 64M 1G ... | [4G draft]x3
- *   the late pool's members are >= free/64 (1.6G): smaller allocations are
- *   ignored and keep it open; a per-layer run of the late size confirms it,
- *   the first member included; then nothing more is armed */
+/*   free 100G: [2G K]x41 (82G: the pools are done) | 64M 1G ... | [8G draft]x3
+ *   the late pool's members are >= free/64 and >= 1/12 of the pools before
+ *   it (84G: 7G): smaller allocations are ignored and keep it open; a
+ *   per-layer run of the late size confirms it, the first member included;
+ *   then nothing more is armed */
 static void test_late_pool_run(void)
 {
-	armed(100 * G);
+	armed_tail(100 * G);
 	for (uint64_t id = 100; id < 141; id++)
 		alloc(2 * G, id);
 	CU_ASSERT_EQUAL(cls.arm_left, 0u);
 	CU_ASSERT_TRUE(cls.tail_open);
 	CU_ASSERT_EQUAL(alloc(2 * G, 141), KVT_KV_YES);      /* the pool's last layers */
 	CU_ASSERT_EQUAL(alloc(64 * M, 142), KVT_KV_NO);      /* under the floor */
-	CU_ASSERT_EQUAL(alloc(1 * G, 143), KVT_KV_NO);
+	CU_ASSERT_EQUAL(alloc(4 * G, 143), KVT_KV_NO);       /* a compute buffer's share */
 	CU_ASSERT_TRUE(cls.tail_open);
-	CU_ASSERT_EQUAL(alloc(4 * G, 144), KVT_KV_MAYBE);
-	CU_ASSERT_EQUAL(alloc(4 * G, 145), KVT_KV_MAYBE);
-	CU_ASSERT_EQUAL(alloc(4 * G, 146), KVT_KV_YES);
+	CU_ASSERT_EQUAL(alloc(8 * G, 144), KVT_KV_MAYBE);
+	CU_ASSERT_EQUAL(alloc(8 * G, 145), KVT_KV_MAYBE);
+	CU_ASSERT_EQUAL(alloc(8 * G, 146), KVT_KV_YES);
 	CU_ASSERT_EQUAL(verdict(144), KVT_VERDICT_CONFIRMED);
 	CU_ASSERT_EQUAL(verdict(145), KVT_VERDICT_CONFIRMED);
-	CU_ASSERT_EQUAL(alloc(4 * G, 147), KVT_KV_YES);
-	CU_ASSERT_EQUAL(alloc(3 * G, 148), KVT_KV_NO);       /* no second late pool */
+	CU_ASSERT_EQUAL(alloc(8 * G, 147), KVT_KV_YES);
+	CU_ASSERT_EQUAL(alloc(9 * G, 148), KVT_KV_NO);       /* no second late pool */
 }
 
-/*   free 100G: [60G pool, KV at birth] | [4G workspace] [4G] [2G]
+/*   free 100G: [60G pool, KV at birth] | [6G workspace] [5G] ...
  *   a late pool is never confirmed by its share of free memory: a single
  *   workspace after the pools is refuted (here by a fifth size); a
  *   candidate more than burst_gap_ns after the pools is not armed (a
  *   zero-filled one is still reported late, as before) */
 static void test_late_pool_refuted(void)
 {
-	armed(100 * G);
+	armed_tail(100 * G);
 	CU_ASSERT_EQUAL(alloc(60 * G, 150), KVT_KV_YES);
-	CU_ASSERT_EQUAL(alloc(4 * G, 151), KVT_KV_MAYBE);    /* a workspace? */
-	CU_ASSERT_EQUAL(alloc(2 * G, 152), KVT_KV_MAYBE);    /* joins: a 2nd size */
+	CU_ASSERT_EQUAL(alloc(6 * G, 151), KVT_KV_MAYBE);    /* a workspace? */
+	CU_ASSERT_EQUAL(alloc(5 * G, 152), KVT_KV_MAYBE);    /* joins: a 2nd size */
 	memset(&out, 0, sizeof out);
 	kvt_policy_cls_free(&cls, 152, t_ns += 1000, &out);
 	CU_ASSERT_EQUAL(verdict(152), KVT_VERDICT_REFUTED);
-	for (unsigned i = 0; i < 3; i++)                     /* sizes 5, 6, 7, 8 G */
-		alloc((5 + i) * G, 153 + i);
-	CU_ASSERT_EQUAL(alloc(8 * G, 156), KVT_KV_NO);       /* a 5th size ends it */
+	for (unsigned i = 0; i < 3; i++)                     /* sizes 7, 8, 9 G */
+		alloc((7 + i) * G, 153 + i);
+	CU_ASSERT_EQUAL(alloc(10 * G, 156), KVT_KV_NO);      /* a 5th size ends it */
 	CU_ASSERT_EQUAL(verdict(151), KVT_VERDICT_REFUTED);
-	armed(100 * G);
+	armed_tail(100 * G);
 	CU_ASSERT_EQUAL(alloc(60 * G, 160), KVT_KV_YES);
 	t_ns += 6000000000ull;                               /* 6 s later */
-	CU_ASSERT_EQUAL(alloc(4 * G, 161), KVT_KV_NO);
-	zero(161, 4 * G);                                    /* reported only */
+	CU_ASSERT_EQUAL(alloc(6 * G, 161), KVT_KV_NO);
+	zero(161, 6 * G);                                    /* reported only */
 	CU_ASSERT_EQUAL(verdict(161), KVT_VERDICT_LATE);
 }
 
