@@ -29,6 +29,7 @@
 #define RECHECK_FAULTS 64              /* a window of this many faults rechecks a layout */
 #define LENS_AFTER     1               /* a step copies the table, then its lengths */
 #define LENS_BEFORE    2               /* the lengths, then the table */
+#define OFFSETS_COPIES 4               /* copies that judge a table offsets */
 
 struct tslot {
 	uint64_t dst;                   /* atomic: the table's device address, 0 = free */
@@ -53,6 +54,9 @@ struct tslot {
 					 * copies last: LENS_AFTER, LENS_BEFORE, 0 = not seen yet */
 	uint32_t lens_of;               /* atomic: another table's lengths (its trim names
 					 * this slot): its values are not block ids */
+	uint32_t offsets;               /* atomic: every copy read so far was 0, then never
+					 * decreasing (cu_seqlens_q, query_start_loc): offsets,
+					 * not ids, once OFFSETS_COPIES copies say so */
 	/* migrator only */
 	uint32_t seen_gen;
 	unsigned nc, turn;
@@ -141,6 +145,7 @@ static int take(struct tslot *t, uint64_t old, uint64_t dst)
 	ST(t->copied_at, 0);
 	ST(t->lens_last, 0);
 	ST(t->lens_of, 0);
+	ST(t->offsets, 1);
 	for (unsigned k = 0; k < KVT_TABLE_SCALARS; k++)
 		ST(t->scal[k], 0);
 	ADD(t->gen, 1);
@@ -279,6 +284,19 @@ static void step_ready(int i)
 	}
 }
 
+/* Whether n int32 start at 0 and never decrease: the shape of a batch's
+ * offsets (cumulative token counts), which a block table's rows keep only
+ * by chance, and not for long. */
+static int offsets_like(const int32_t *v, uint32_t n)
+{
+	if (n < 2 || v[0] != 0)
+		return 0;
+	for (uint32_t i = 1; i < n; i++)
+		if (v[i] < v[i - 1])
+			return 0;
+	return 1;
+}
+
 /* A host-to-device copy into application device memory from host memory
  * that is not tracked: a candidate table. */
 static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
@@ -306,6 +324,8 @@ static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
 	if (!got)
 		return;                            /* unreadable: nothing learned */
 	ST(t->raw_bytes, (uint32_t)got);
+	if (LD(t->offsets) && !offsets_like(raw, (uint32_t)(got / 4)))
+		ST(t->offsets, 0);
 	ADD(t->raw_gen, 1);
 	ST(t->copied_at, __atomic_add_fetch(&copy_clock, 1, __ATOMIC_ACQ_REL));
 	ADD(st.copies_read, 1);
@@ -785,7 +805,10 @@ static unsigned prepare(int i, uint32_t now, struct base *b, unsigned *nl)
 	*nl = 0;
 	if (!LD(t->dst) || !LD(t->wanted))
 		return 0;
-	if (LD(t->lens_of)) {              /* lengths, not ids: no layout, no credit */
+	if (LD(t->offsets) && LD(t->raw_gen) < OFFSETS_COPIES)
+		return 0;                  /* offsets so far: not judged yet */
+	if (LD(t->lens_of) || LD(t->offsets)) {
+		/* lengths or offsets, not ids: no layout, no credit */
 		if (t->stride) {
 			t->stride = 0;
 			ST(t->stride_pub, 0);

@@ -134,6 +134,38 @@ static void test_learns_and_credits(void)
 	CU_ASSERT_EQUAL(heat_at(KV + NB * S + 3000 * S), 0);
 }
 
+/* A table every copy of which starts at 0 and never decreases (a batch's
+ * cu_seqlens_q, query_start_loc) is offsets: no layout is learned from it,
+ * even where the faults fall on the rows its values would name as ids. */
+static void test_offsets_never_ids(void)
+{
+	setup();
+	static uint32_t off[512];
+	for (unsigned i = 0; i < 512; i++)
+		off[i] = 2 * i;
+	struct kvt_tables_info in;
+	for (unsigned e = 0; e < 8; e++) {
+		step(off, 512, 3 + e);
+		faults_on(off, 300, 7);
+		kvt_src_tables.poll();
+	}
+	kvt_tables_info(&in);
+	CU_ASSERT(in.copies_read >= 5);
+	CU_ASSERT_EQUAL(in.accepted, 0);
+	CU_ASSERT_FALSE(kvt_tables_covers(kvt_heat_find(KV)));
+	/* the same values out of order are ids: learned */
+	setup();
+	for (unsigned i = 0; i < 512; i++)
+		off[i] = (uint32_t)((i * 7919u) % 1024u);
+	for (unsigned e = 0; e < 8; e++) {
+		step(off, 512, 3 + e);
+		faults_on(off, 300, 7);
+		kvt_src_tables.poll();
+	}
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.accepted, 1);
+}
+
 /* Faults that the table's ids do not explain (another tensor's rows):
  * no layout is trusted, the spread stays. */
 static void test_unexplained_never_trusted(void)
@@ -572,6 +604,7 @@ static void test_bad_source(void)
 int main(void)
 {
 	CU_TestInfo tests[] = {
+		{ "offsets (0, never decreasing) are never ids", test_offsets_never_ids },
 		{ "layout learned from scalars and faults; named chunks credited", test_learns_and_credits },
 		{ "ids that explain no fault are never trusted", test_unexplained_never_trusted },
 		{ "a layout the faults stop agreeing with is dropped", test_dropped_when_faults_disagree },
