@@ -5,6 +5,8 @@
 # $BUILD/bench-serve.json (jq only), dated and with the commit. Everything
 # outside the markers is left byte for byte. `make bench` runs it after
 # bench-serve; by hand: tests/bench/serve_readme.sh [bench-serve.json [README.md]].
+# SERVE_ROWS=all writes every row (docs/performance.md has them); the
+# default keeps README short: the 4x rows of native, offload and kvtier.
 # Exit: 0 written (or no jq), 1 missing JSON or markers.
 set -u
 BUILD=${BUILD:-build}
@@ -25,7 +27,8 @@ fi
 DATE=$(date -u -r "$JSON" +%Y-%m-%dT%H:%MZ)
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" '
+ROWS=${SERVE_ROWS:-readme}
+section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" --arg rows "$ROWS" '
   def n($d): if . == null then "-" else (. * pow(10; $d) | round / pow(10; $d) | tostring) end;
   def mib: if . == null then "-" else (. / 1048576 | round | tostring) end;
   def verdict: if . == null or . == "-" then "" elif startswith("met") then "met"
@@ -34,7 +37,7 @@ section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" '
   "",
   "| persona | pool ÷ HBM | alternative | output tok/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | prefix hits | link MiB | evidence | targets |",
   "|---|---|---|---|---|---|---|---|---|---|",
-  ( group_by(.persona // "vllm-v1-triton") | sort_by(.[0].persona | if . == "vllm-v2" then 0 elif . == "vllm-v1-fa" then 1 elif . == "vllm-v1-triton" then 2 elif . == "sglang" then 3 elif . == "llamacpp" then 4 elif . == "hybrid" then 5 else 6 end) | .[] |
+  ( map(select($rows == "all" or ((.pool_over_hbm == 4 or .alternative == "native") and .alternative != "oracle"))) | group_by(.persona // "vllm-v1-triton") | sort_by(.[0].persona | if . == "vllm-v2" then 0 elif . == "vllm-v1-fa" then 1 elif . == "vllm-v1-triton" then 2 elif . == "sglang" then 3 elif . == "llamacpp" then 4 elif . == "hybrid" then 5 else 6 end) | .[] |
     ((map(select(.alternative == "native")) | .[0:1]) + map(select(.alternative != "native")))[] |
     "| \(.persona // "vllm-v1-triton") | \(if .alternative == "native" then "1" else (.pool_over_hbm | tostring) end)× | \(.alternative) | \(.output_tokens_per_s | n(0)) | \(.ttft_ms_p50 | n(2)) / \(.ttft_ms_p99 | n(1)) | \(.tpot_ms_p50 | n(3)) / \(.tpot_ms_p99 | n(3)) | \(.prefix_hit_rate | n(3)) | \(.bytes_link | mib) | \(if (.evidence // "-") == "-" then "" else (.evidence | gsub("\\+"; ", ")) end) | \(.targets | verdict) |" )
 ' "$JSON") || { echo "serve_readme: $JSON did not parse" >&2; exit 1; }
