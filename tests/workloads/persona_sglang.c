@@ -237,21 +237,8 @@ static void sg_setup(struct sv *v)
 
 static int sg_row(struct sv *v, struct sv_sg *s, const struct sv_running *r)
 {
-	if (s->row_of[r->q] >= 0)
-		return s->row_of[r->q];
-	for (int i = 0; i < v->o.max_batch; i++) {
-		int q = s->row_q[i];
-		bool live = false;
-		for (int j = 0; q >= 0 && j < v->nr_run && !live; j++)
-			live = v->run[j].q == (uint32_t)q;
-		if (q >= 0 && !live)
-			s->row_of[q] = s->row_q[i] = -1;
-		if (s->row_q[i] < 0) {
-			s->row_q[i] = (int)r->q;
-			return s->row_of[r->q] = i;
-		}
-	}
-	wl_die("sglang: no free req_to_token row");
+	bool fresh;
+	return sv_request_row(v, s->row_of, s->row_q, r->q, &fresh);
 }
 
 /* One forward pass over the running requests that prefill (extend) or

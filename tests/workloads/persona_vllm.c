@@ -426,30 +426,14 @@ static void sv_v2_setup(struct sv *v)
 		sv_v2_capture(v, s, k);
 }
 
-/* Rows of requests that finished are free again; a new request takes one. */
+/* The request's row; a new one starts with no ids written. */
 static int sv_v2_row(struct sv *v, struct sv_v2 *s, const struct sv_running *r)
 {
-	int row = s->row_of[r->q];
-	if (row >= 0)
-		return row;
-	unsigned max = (unsigned)v->o.max_batch;
-	for (unsigned i = 0; i < max; i++) {
-		int q = s->row_q[i];
-		bool live = false;
-		for (int j = 0; q >= 0 && j < v->nr_run && !live; j++)
-			live = v->run[j].q == (uint32_t)q;
-		if (q >= 0 && !live) {
-			s->row_of[q] = -1;
-			s->row_q[i] = -1;
-		}
-		if (s->row_q[i] < 0) {
-			s->row_q[i] = (int)r->q;
-			s->row_of[r->q] = (int)i;
-			s->written[i] = 0;
-			return (int)i;
-		}
-	}
-	wl_die("vllm-v2: no free request row");
+	bool fresh;
+	int row = sv_request_row(v, s->row_of, s->row_q, r->q, &fresh);
+	if (fresh)
+		s->written[row] = 0;
+	return row;
 }
 
 static void sv_v2_step(struct sv *v)

@@ -280,7 +280,8 @@ void sv_before_kernels(struct sv *v);
 /* ---- serve_persona.c: what the personas share ---- */
 void sv_launch(struct sv *v, CUfunction f, void **args);
 void sv_uploaded(struct sv *v, uint64_t bytes);   /* host-to-device bytes of this step */
-void sv_persona_facts(struct sv *v);              /* kernel names and layouts, as the driver reports them */
+void sv_persona_facts(struct sv *v);
+int sv_request_row(const struct sv *v, int *row_of, int *row_q, uint32_t q, bool *fresh);              /* kernel names and layouts, as the driver reports them */
 CUfunction sv_define(struct sv *v, const char *name, const struct fakecuda_param *p,
 		     unsigned nr, fakecuda_body_fn body);
 int sv_kv_rows(struct sv *v, uintptr_t base, const int32_t *ids, unsigned bt, uint64_t row,

@@ -171,6 +171,32 @@ void sv_gemm(struct sv *v, int layer, uint64_t flops)
 	sv_launch(v, v->gemm_fn, args);
 }
 
+/* A request's row in a per-request device table (vLLM V2's request
+ * states, SGLang's req_to_token): a running turn keeps its row; a new one
+ * takes the first row whose turn no longer runs (*fresh set). row_of is
+ * indexed by schedule position, row_q by row. Dies when none is free. */
+int sv_request_row(const struct sv *v, int *row_of, int *row_q, uint32_t q, bool *fresh)
+{
+	*fresh = false;
+	if (row_of[q] >= 0)
+		return row_of[q];
+	for (int i = 0; i < v->o.max_batch; i++) {
+		int old = row_q[i];
+		bool live = false;
+		for (int j = 0; old >= 0 && j < v->nr_run && !live; j++)
+			live = v->run[j].q == (uint32_t)old;
+		if (old >= 0 && !live)
+			row_of[old] = row_q[i] = -1;
+		if (row_q[i] < 0) {
+			row_q[i] = (int)q;
+			row_of[q] = i;
+			*fresh = true;
+			return i;
+		}
+	}
+	wl_die("%s: no free request row", v->o.persona->name);
+}
+
 /* ---- vLLM V1: whole table rows from pinned staging to a fixed address ---- */
 
 void sv_v1_tables_setup(struct sv *v)
