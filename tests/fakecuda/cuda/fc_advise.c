@@ -279,6 +279,7 @@ CUresult CUDAAPI cuMemRangeGetAttributes(void **data, size_t *sizes,
 /* True when the block moved (to the host, or onto another ordinal). */
 static bool fc_prefetch_block(struct fc_block *b, CUmemLocation l)
 {
+	fc_vt_working();
 	b->last_pf_type = (int8_t)l.type;
 	b->last_pf_id = l.id;
 	uint8_t was = b->loc, was_dev = b->dev;

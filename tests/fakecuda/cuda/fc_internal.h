@@ -128,6 +128,7 @@ uint64_t fc_dev_idle_ps(int dev);               /* when all of dev's work ends *
 uint64_t fc_vt_stall_ns(void);
 void fc_vt_lock_enter(void);                    /* fc_lock/fc_unlock, outermost */
 void fc_vt_lock_leave(void);
+void fc_vt_working(void);                       /* progress inside a long locked operation */
 /* A workload thread's synchronisation point: its turn may pass. Call
  * without the lock. */
 void fc_vt_sync_point(void);

@@ -29,7 +29,8 @@
  * furthest behind in virtual time (a waiting one counts at its deadline;
  * ties: the one that joined first). Threads that never join run freely on
  * one shared clock, as every thread does without FAKECUDA_VTIME.
- * A turn that does not come back while no thread makes a driver call for
+ * A turn that does not come back while no thread makes a driver call (or
+ * works inside one: each GPU access of a kernel, each prefetched block) for
  * FAKECUDA_VTIME_STALL_MS of real time (default 20000; a thread that
  * blocked outside the simulation) is taken anyway, with one warning: the run is then no longer reproducible,
  * but it does not hang. Part of the SIMULATED driver, never shipped. */
@@ -96,6 +97,13 @@ void fc_vt_lock_enter(void)
 {
 	if (fc_vt_depth++ == 0 && fc_knobs.vtime)
 		fc_stats.clock_ps = *fc_vt_clock();
+}
+
+/* The holder is working under the lock (a long kernel body, a prefetch
+ * of many blocks): not blocked, so a waiting thread keeps waiting. */
+void fc_vt_working(void)
+{
+	__atomic_add_fetch(&fc_vt_progress, 1, __ATOMIC_RELAXED);
 }
 
 void fc_vt_lock_leave(void)
