@@ -236,7 +236,7 @@ static void test_late_pool_run(void)
  *   a late pool is never confirmed by its share of free memory: a single
  *   workspace after the pools is refuted (here by a fifth size); a
  *   candidate more than burst_gap_ns after the pools is not armed (a
- *   zero-filled one is still reported late, as before) */
+ *   zero-filled one is still reported late) */
 static void test_late_pool_refuted(void)
 {
 	armed_tail(100 * G);
