@@ -39,6 +39,8 @@ static struct {
 	CUresult (*kernel_node_params)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
 	/* the launch scan's parameter layouts (12.4+; NULL before) */
 	CUresult (*param_info)(CUfunction, size_t, size_t *, size_t *);
+	/* the server decoders' kernel names (12.3+; NULL before) */
+	CUresult (*func_name)(const char **, CUfunction);
 	int ok;
 } drv;
 
@@ -97,6 +99,7 @@ static void resolve(void)
 	drv.node_type = entry(gpa, "cuGraphNodeGetType", 10000);
 	drv.kernel_node_params = entry(gpa, "cuGraphKernelNodeGetParams", 12000);
 	drv.param_info = entry(gpa, "cuFuncGetParamInfo", 12040);
+	drv.func_name = entry(gpa, "cuFuncGetName", 12030);
 	drv.ok = drv.alloc_managed && drv.mem_free && drv.advise;
 	if (drv.ok)
 		use_virtual_clock();
@@ -273,4 +276,12 @@ int kvt_cuda_param_size(uint64_t f, unsigned i, size_t *size)
 	if (r == CUDA_SUCCESS)
 		return 0;
 	return r == CUDA_ERROR_INVALID_VALUE ? 1 : -1;
+}
+
+int kvt_cuda_func_name(uint64_t f, const char **name)
+{
+	*name = NULL;
+	if (CALL(func_name, name, (CUfunction)(uintptr_t)f) != CUDA_SUCCESS || !*name)
+		return -1;
+	return 0;
 }

@@ -46,6 +46,12 @@ int kvt_cuda_graph_kernels(CUgraph g, void (*fn)(void **params, void *arg), void
  * asks once per function (profiler/params.h). */
 int kvt_cuda_param_size(uint64_t f, unsigned i, size_t *size);
 
+/* The name of kernel f (cuFuncGetName, CUDA 12.3+): 0 with *name (the
+ * driver's string, valid while the module is loaded), -1 when the driver
+ * cannot say. The server decoders ask once per function
+ * (profiler/decode.h). */
+int kvt_cuda_func_name(uint64_t f, const char **name);
+
 /* The migrator (tier/migrator.c): its thread binds each device's
  * primary context (retained, made current, *ctx kept to switch back to it),
  * makes a lowest-priority non-blocking stream per device and prefetches

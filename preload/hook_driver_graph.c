@@ -12,7 +12,9 @@
  * stream, aux2 = blocks (Ex; 0 for a graph). */
 #include "hook_driver.h"
 #include "../cuda_shim/shim.h"
+#include "../profiler/decode.h"
 #include "../profiler/evidence.h"
+#include "../tier/step.h"
 
 #define LAUNCH_EX_HOOK(exp)                                                            \
 KVT_EXPORT CUresult exp(const CUlaunchConfig *cfg, CUfunction f, void **params,       \
@@ -28,8 +30,11 @@ KVT_EXPORT CUresult exp(const CUlaunchConfig *cfg, CUfunction f, void **params, 
 	}                                                                              \
 	kvt_rec_event(KVT_OP_LAUNCH, KVT_KIND_NONE, KVT_API_cuLaunchKernelEx, U64(f),  \
 		      threads, s, blocks, r);                                          \
-	if (r == CUDA_SUCCESS)                                                         \
-		kvt_prof_on_launch(U64(f), params, s);                                         \
+	if (r == CUDA_SUCCESS) {                                                       \
+		kvt_prof_on_launch(U64(f), params, s);                                 \
+		if (kvt_decode_on_launch(U64(f), params, cfg ? cfg->gridDimX : 0, s))  \
+			kvt_step_after_copy(s);                                        \
+	}                                                                              \
 	kvt_hook_exit();                                                               \
 	return r;                                                                      \
 }

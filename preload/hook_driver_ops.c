@@ -5,6 +5,7 @@
  * pass the call through unchanged. No malloc, no stdio. */
 #include "hook_driver.h"
 #include "../place/place.h"
+#include "../profiler/decode.h"
 #include "../profiler/evidence.h"
 #include "../profiler/params.h"
 #include "../tier/step.h"
@@ -89,6 +90,7 @@ KVT_EXPORT CUresult exp(TD dst, TS src, size_t n)                              \
 	kvt_rec_event(KVT_OP_COPY, KVT_KIND_NONE, api, U64(dst), n, U64(src), 0, r); \
 	if (r == CUDA_SUCCESS) {                                               \
 		kvt_prof_on_copy(U64(dst), U64(src), n);                       \
+		kvt_decode_on_copy(U64(dst), U64(src), n);                     \
 		kvt_step_after_copy(0);                                        \
 	}                                                                      \
 	kvt_hook_exit();                                                       \
@@ -102,6 +104,7 @@ KVT_EXPORT CUresult exp(TD dst, TS src, size_t n, CUstream s)                  \
 	kvt_rec_event(KVT_OP_COPY, KVT_KIND_NONE, api, U64(dst), n, U64(src), U64(s), r); \
 	if (r == CUDA_SUCCESS) {                                               \
 		kvt_prof_on_copy(U64(dst), U64(src), n);                       \
+		kvt_decode_on_copy(U64(dst), U64(src), n);                     \
 		kvt_step_after_copy(U64(s));                                   \
 	}                                                                      \
 	kvt_hook_exit();                                                       \
@@ -143,8 +146,11 @@ KVT_EXPORT CUresult exp(CUfunction f, unsigned gx, unsigned gy, unsigned gz,    
 	CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);  \
 	kvt_rec_event(KVT_OP_LAUNCH, KVT_KIND_NONE, KVT_API_cuLaunchKernel, U64(f), \
 		      (uint64_t)bx * by * bz, U64(s), (uint64_t)gx * gy * gz, r);  \
-	if (r == CUDA_SUCCESS)                                                  \
-		kvt_prof_on_launch(U64(f), params, U64(s));                             \
+	if (r == CUDA_SUCCESS) {                                                \
+		kvt_prof_on_launch(U64(f), params, U64(s));                     \
+		if (kvt_decode_on_launch(U64(f), params, gx, U64(s)))           \
+			kvt_step_after_copy(U64(s));                            \
+	}                                                                       \
 	kvt_hook_exit();                                                        \
 	return r;                                                               \
 }
@@ -159,8 +165,10 @@ KVT_EXPORT CUresult cuModuleUnload(CUmodule m)
 {
 	DRV_PROLOGUE(cuModuleUnload, m);
 	CUresult r = real(m);
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
 		kvt_param_layouts_forget();
+		kvt_decode_forget();
+	}
 	kvt_hook_exit();
 	return r;
 }
@@ -169,8 +177,10 @@ KVT_EXPORT CUresult cuLibraryUnload(CUlibrary l)
 {
 	DRV_PROLOGUE(cuLibraryUnload, l);
 	CUresult r = real(l);
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
 		kvt_param_layouts_forget();
+		kvt_decode_forget();
+	}
 	kvt_hook_exit();
 	return r;
 }

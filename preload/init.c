@@ -20,6 +20,7 @@
 #include "../place/stats.h"
 #include "record.h"
 #include "../place/place.h"
+#include "../profiler/decode.h"
 #include "../profiler/evidence.h"
 #include "../profiler/params.h"
 #include "../cuda_shim/shim.h"
@@ -123,6 +124,7 @@ static void init_once(void)
 	open_trace();
 	kvt_prof_set_device_test(kvt_rec_device_memory);   /* the launch scan skips it */
 	kvt_prof_set_param_info(kvt_cuda_param_size);      /* ... and reads arguments by layout */
+	kvt_decode_set_name_fn(kvt_cuda_func_name);        /* server decoders know kernels by name */
 	kvt_place_init(kvt_mem_reg);
 	kvt_py_init();
 	kvt_migrator_start(&tier_host);

@@ -37,6 +37,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "decode.h"
 #include "evidence.h"
 #include "heat.h"
 #include "params.h"
@@ -596,6 +597,7 @@ void kvt_prof_sources_poll(void)
 	EACH_ENABLED(s, poll)
 		sources[s]->poll();
 	__atomic_add_fetch(&polls, 1, __ATOMIC_RELEASE);
+	kvt_decode_poll();          /* a decoder switched off says so from here */
 }
 
 uint32_t kvt_prof_polls(void)

@@ -337,6 +337,12 @@ static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
 	step_ready(i);
 }
 
+void kvt_tables_feed(uint64_t dst, const int32_t *ids, uint32_t bytes)
+{
+	if (kvt_prof_sources_enabled() & (1u << KVT_SRC_TABLES))
+		tables_on_copy(dst, (uint64_t)(uintptr_t)ids, bytes);
+}
+
 static void note_scalars(struct tslot *t, uint64_t func, const uint64_t *scal, unsigned nscal)
 {
 	uint32_t fh = (uint32_t)((func * 0x9e3779b97f4a7c15ull) >> 40) & 0xffffffu;

@@ -66,6 +66,11 @@ extern const struct kvt_prof_source_ops kvt_src_tables;
  * scalar parameters, each (param index << 32 | value). */
 void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, unsigned nr,
 			  const uint64_t *scal, unsigned nscal);
+/* A table a server decoder rebuilt (profiler/decode.h): ids[0..bytes/4)
+ * are the block ids the kernels that name device address dst read this
+ * step, taken as a host-to-device copy of them into dst would be (the
+ * step prefetch included: the caller runs kvt_step_after_copy). */
+void kvt_tables_feed(uint64_t dst, const int32_t *ids, uint32_t bytes);
 /* Whether an accepted layout credits heat range slot (lock-free). */
 int kvt_tables_covers(int slot);
 

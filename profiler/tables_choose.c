@@ -10,7 +10,7 @@
 #include "../base/kvt.h"
 
 #define TIE_KAPPA 0.05                 /* candidates within this of the best kappa tie */
-#define TIE_Z     0.02                 /* of those, within 2 % of the best z tie */
+#define TIE_Z     0.05                 /* of those, within 5 % of the best z per fault tie */
 
 void kvt_tcand_add(struct kvt_tcand *c, unsigned *nc, unsigned max, uint64_t s)
 {
@@ -65,31 +65,54 @@ static double z_of(const struct kvt_tcand *c)
  * narrow candidate (a stride of 4 096 that puts every live id in a few
  * chunks: 24 of 32 faults, z 11.9) over the layout (32 768: 32 of 32, z
  * 9.3, its wider coverage explaining more by chance), whose kappa is 1.0
- * against 0.75. Among those, the narrowest (the best z: 65 536 explains the
- * same faults as 32 768 over twice the chunks). Faults are seen by chunk,
+ * against 0.75. Among those, the narrowest (the best z per fault: 65 536
+ * explains the same faults as 32 768 over twice the chunks). Faults are seen by chunk,
  * so near strides (32 832 = 513 x 64 beside 32 768 = 16 x 2 048) can tie
- * on both. Of those within TIE_Z of that z, the one with more trailing zero
+ * on both. Of those within TIE_Z of that z per fault, the one with more trailing zero
  * bits is taken: a KV block's stride is a product of a block size, heads, a
  * head size and an element size, rich in twos; a product with an odd
  * scalar is not. Then the larger z, then the order of the candidates. */
+#define PENDING_TRIES 12              /* epochs a pending twin is waited for */
+
 static int best_of(const struct kvt_tcand *c, unsigned nc, const double *zs, const double *ks)
 {
-	double bk = -1, bz = 0;
+	double bk = -1, bz = 0, zn[KVT_TCAND_MAX];
 	int best = -1;
-	for (unsigned i = 0; i < nc; i++)
+	for (unsigned i = 0; i < nc; i++) {
+		/* per fault: candidates are scored on different epochs, and z
+		 * grows with the faults one happened to be scored on */
+		zn[i] = zs[i] >= KVT_TABLE_MIN_Z ? zs[i] / sqrt(c[i].n) : -1;
 		if (zs[i] >= KVT_TABLE_MIN_Z && ks[i] > bk)
 			bk = ks[i];
+	}
 	for (unsigned i = 0; i < nc && bk >= 0; i++)
-		if (zs[i] >= KVT_TABLE_MIN_Z && ks[i] >= bk - TIE_KAPPA && zs[i] > bz)
-			bz = zs[i];
+		if (zs[i] >= KVT_TABLE_MIN_Z && ks[i] >= bk - TIE_KAPPA && zn[i] > bz)
+			bz = zn[i];
 	for (unsigned i = 0; i < nc && bz > 0; i++) {
-		if (zs[i] < KVT_TABLE_MIN_Z || ks[i] < bk - TIE_KAPPA || zs[i] < bz * (1 - TIE_Z))
+		if (zs[i] < KVT_TABLE_MIN_Z || ks[i] < bk - TIE_KAPPA || zn[i] < bz * (1 - TIE_Z))
 			continue;
 		int ti = __builtin_ctzll(c[i].s), tb = best < 0 ? -1 : __builtin_ctzll(c[best].s);
-		if (best < 0 || ti > tb || (ti == tb && zs[i] > zs[best]))
+		if (best < 0 || ti > tb || (ti == tb && zn[i] > zn[best]))
 			best = (int)i;
 	}
 	return best;
+}
+
+/* Whether a candidate richer in twos than c[best] could still take the
+ * tie (best_of) but has had too few faults to qualify: all it was scored
+ * on explained, fewer than KVT_TABLE_MIN_FAULTS, in fewer than
+ * PENDING_TRIES epochs. Candidates are scored in turns, each on its own
+ * epochs' faults: on vllm-v2 the block stride (32 768) had 12 faults, all
+ * explained, when a near stride (32 832) passed the bar on 54 and was
+ * taken; its chunks drift from the blocks' as ids grow. */
+static int pending_twin(const struct kvt_tcand *c, unsigned nc, int best)
+{
+	int tb = __builtin_ctzll(c[best].s);
+	for (unsigned i = 0; i < nc; i++)
+		if (__builtin_ctzll(c[i].s) > tb && c[i].n > 0 && c[i].n < KVT_TABLE_MIN_FAULTS &&
+		    c[i].k >= KVT_TABLE_MIN_HIT * c[i].n && c[i].tried < PENDING_TRIES)
+			return 1;
+	return 0;
 }
 
 /* The best of all candidates, once each has been scored twice (near
@@ -117,6 +140,8 @@ int kvt_tcand_choose(const struct kvt_tcand *c, unsigned nc, const uint64_t *pre
 	if (!all_tried && again < 0)
 		return -1;
 	int best = best_of(c, nc, zs, ks);
+	if (best >= 0 && again < 0 && pending_twin(c, nc, best))
+		return -1;
 	if (again >= 0 && again != best) {
 		if (best >= 0)
 			kvt_debug("tables: stride %llu (z %.1f) scores above %llu (z %.1f), known "

@@ -22,6 +22,7 @@
 #include "../base/kvt.h"
 #include "admit.h"
 #include "step.h"
+#include "../profiler/decode.h"
 #include "../profiler/evidence.h"
 #include "../profiler/heat.h"
 #include "../profiler/tables.h"
@@ -324,6 +325,7 @@ void kvt_migrator_after_fork(void)
 	if (m.wanted) {
 		kvt_heat_reset();
 		kvt_tables_reset();
+		kvt_decode_reset();
 		kvt_step_reset();
 	}
 }
@@ -880,5 +882,12 @@ void kvt_migrator_trace_counters(void)
 		 (unsigned long long)ti.windows_against, (unsigned long long)ti.relearned,
 		 (unsigned long long)ti.shared);
 	kvt_trace_info("prof.tables", val);
+	struct kvt_decode_info di;
+	kvt_decode_info(&di);
+	snprintf(val, sizeof val, "functions=%llu matched=%llu launches=%llu fed=%llu "
+		 "mismatches=%llu off=%#x", (unsigned long long)di.functions,
+		 (unsigned long long)di.matched, (unsigned long long)di.launches,
+		 (unsigned long long)di.fed, (unsigned long long)di.mismatches, (unsigned)di.off);
+	kvt_trace_info("prof.decode", val);
 	kvt_step_trace_counters();
 }

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/* Server decoders (profiler/decode.c, profiler/decode_vllm.c;
+ * docs/profiler.md "Server decoders"): a few kernels of a named server,
+ * recognised by their name (cuFuncGetName) and parameter layout
+ * (cuFuncGetParamInfo), whose arguments say what no general mechanism
+ * sees. Each decoder is small, names the server version and source file it
+ * follows, and lives behind the ops table below. A decoder is a debt: it
+ * exists only where a server keeps the evidence on the GPU.
+ *
+ * What a decoder may do: read the kernel's parameters, host memory they
+ * name (pinned UVA buffers are host memory), and the host source of a
+ * recent host-to-device copy into device memory they name (the staged
+ * copies below); keep host-side state (a shadow of a device table); and
+ * hand the tables source (profiler/tables.h) a table it rebuilt, as if
+ * the application had uploaded it (kvt_tables_feed).
+ *
+ * What it must not do: credit what it cannot check. Every launch is
+ * checked against the layout it expects (row indices in range, offsets
+ * inside a row, lengths that never decrease); each check that fails is a
+ * mismatch, and KVT_DECODE_MISMATCHES of them switch the decoder off for
+ * the rest of the process, with one warning (from the migrator's poll,
+ * never from a hook) and `prof.decode.NAME=off ...` in the trace.
+ *
+ * The hook side: no malloc, no locks (a busy flag per shadow table), no
+ * stdio; a launch of a function that is not a decoder's costs one hash
+ * probe. Functions are named once each (a driver call at the first launch
+ * seen while KV is tracked). */
+#ifndef KVT_DECODE_H
+#define KVT_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KVT_DECODE_FUNCS       4096   /* functions whose decoder (or none) is kept */
+#define KVT_DECODE_MISMATCHES  8      /* mismatches that switch a decoder off */
+#define KVT_DECODE_STAGED      16     /* host-to-device copies remembered per thread */
+#define KVT_DECODE_STAGED_MAX  (1u << 20)   /* a larger copy is not staged input */
+
+struct kvt_decoder {
+	const char *name;           /* short name (trace, log) */
+	const char *kernel;         /* the kernel's name, as cuFuncGetName gives it */
+	const char *follows;        /* the server, version and source it follows */
+	unsigned nparams;           /* parameters, each 8 bytes (pointers, int64) */
+	/* A launch of the kernel (grid x blocks gx, on stream): 1 when it fed
+	 * a table (the caller runs the step prefetch), 0 when not, -1 on a
+	 * mismatch (counted). p[i]: the 8 bytes of parameter i. */
+	int (*launch)(const uint64_t *p, unsigned gx, uint64_t stream);
+	void (*reset)(void);        /* forget its state (fork child, tests) */
+};
+
+/* The decoders (profiler/decode_vllm.c). */
+extern const struct kvt_decoder kvt_dec_vllm_v2_apply, kvt_dec_vllm_v2_gather;
+
+/* The driver's name for a function: 0 with *name, -1 (preload/init.c sets
+ * kvt_cuda_func_name). NULL: no decoder ever matches. */
+void kvt_decode_set_name_fn(int (*fn)(uint64_t func, const char **name));
+
+/* From the copy hooks, after a successful copy of bytes from src to dst:
+ * kept per thread while a decoder is live (a host-to-device copy of at
+ * most KVT_DECODE_STAGED_MAX). */
+void kvt_decode_on_copy(uint64_t dst, uint64_t src, uint64_t bytes);
+
+/* From the launch hooks, after a successful launch: the decoder of func,
+ * if any, reads it. Returns 1 when it fed a table (the caller then runs the
+ * step prefetch on stream), else 0. */
+int kvt_decode_on_launch(uint64_t func, void **params, unsigned gx, uint64_t stream);
+
+/* For decoders: the bytes at device address dst as this thread's recent
+ * host-to-device copy into it left them, read from the copy's host source
+ * (which the application may have rewritten since: decoders check what
+ * they read). Returns bytes read, 0 when no remembered copy covers
+ * [dst, dst + bytes). */
+size_t kvt_decode_staged(uint64_t dst, void *out, size_t bytes);
+
+/* The migrator's epoch: the warnings of decoders switched off. */
+void kvt_decode_poll(void);
+
+struct kvt_decode_info {
+	uint64_t functions;         /* functions named */
+	uint64_t matched;           /* of them, a decoder's kernel */
+	uint64_t launches;          /* decoder launches read */
+	uint64_t fed;               /* tables fed to the tables source */
+	uint64_t mismatches;
+	uint32_t off;               /* bit i: decoder i is switched off */
+};
+void kvt_decode_info(struct kvt_decode_info *out);
+/* The decoders, in their bit order, and how many. */
+const struct kvt_decoder *kvt_decoder_at(unsigned i);
+unsigned kvt_decoders(void);
+
+/* A module or library was unloaded: its function handles may come back
+ * for other kernels, so every function is named again. */
+void kvt_decode_forget(void);
+/* Forget everything: the functions named, the staged copies of this
+ * thread, each decoder's state (fork child, tests, a module unloaded). */
+void kvt_decode_reset(void);
+
+#endif
