@@ -9,6 +9,7 @@
 #include "evidence.h"
 #include "heat.h"
 #include "params.h"
+#include "tables.h"
 #include "trace.h"
 #include "../base/kvt.h"
 
@@ -45,6 +46,7 @@ struct staged {
 };
 static __thread struct staged ring[KVT_DECODE_STAGED];
 static __thread unsigned ring_at;
+static __thread struct { uint64_t dst; const int32_t *ids; uint32_t n; } last;
 
 #define LD(x)     __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 #define ST(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
@@ -157,6 +159,13 @@ size_t kvt_decode_staged(uint64_t dst, void *out, size_t bytes)
 	return 0;
 }
 
+void kvt_decode_consume(uint64_t dst)
+{
+	for (unsigned k = 0; k < KVT_DECODE_STAGED; k++)
+		if (ring[k].bytes && dst >= ring[k].dst && dst - ring[k].dst < ring[k].bytes)
+			ring[k].bytes = 0;
+}
+
 int kvt_decode_on_launch(uint64_t func, void **params, unsigned gx, uint64_t stream)
 {
 	if (!func || !params || kvt_heat_empty())
@@ -189,6 +198,21 @@ int kvt_decode_on_launch(uint64_t func, void **params, unsigned gx, uint64_t str
 		}
 	}
 	return 0;
+}
+
+void kvt_decode_feed(uint64_t dst, const int32_t *ids, uint32_t n)
+{
+	last.dst = dst;
+	last.ids = ids;
+	last.n = n;
+	kvt_tables_feed(dst, ids, n * 4);
+}
+
+uint32_t kvt_decode_last_feed(uint64_t *dst, const int32_t **ids)
+{
+	*dst = last.dst;
+	*ids = last.n ? last.ids : NULL;
+	return last.n;
 }
 
 void kvt_decode_poll(void)
@@ -236,6 +260,7 @@ void kvt_decode_reset(void)
 	}
 	memset(ring, 0, sizeof ring);
 	ring_at = 0;
+	memset(&last, 0, sizeof last);
 	ST(st.functions, 0);
 	ST(st.matched, 0);
 	ST(st.launches, 0);

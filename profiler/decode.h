@@ -72,6 +72,19 @@ int kvt_decode_on_launch(uint64_t func, void **params, unsigned gx, uint64_t str
  * [dst, dst + bytes). */
 size_t kvt_decode_staged(uint64_t dst, void *out, size_t bytes);
 
+/* For decoders: the remembered copies covering device address dst are
+ * used up (a staged upload feeds one kernel; a later launch naming the
+ * same address, handed out again, must not read this step's source). */
+void kvt_decode_consume(uint64_t dst);
+
+/* For decoders: hand the tables source the table rebuilt for device
+ * address dst (kvt_tables_feed), ids[0..n). The last one this thread fed
+ * is kept for kvt_decode_last_feed. */
+void kvt_decode_feed(uint64_t dst, const int32_t *ids, uint32_t n);
+/* This thread's last feed: its ids (valid until the thread's next feed)
+ * and count; 0 and *ids NULL when none (tests, debugging). */
+uint32_t kvt_decode_last_feed(uint64_t *dst, const int32_t **ids);
+
 /* The migrator's epoch: the warnings of decoders switched off. */
 void kvt_decode_poll(void);
 

@@ -30,7 +30,7 @@
 
 #include "decode.h"
 #include "evidence.h"
-#include "tables.h"
+#include "tables.h"   /* KVT_TABLE_MAX_BYTES */
 #include "../base/kvt.h"
 
 #define TABLES     4                /* device tables kept in shadow */
@@ -168,6 +168,7 @@ out:
 	if (r < 0)
 		memset(s->valid, 0, sizeof s->valid);   /* nothing it holds is trusted */
 	drop(s);
+	kvt_decode_consume(contents);
 	return r;
 }
 
@@ -237,9 +238,10 @@ out:
 	if (r < 0)
 		memset(s->valid, 0, sizeof s->valid);
 	drop(s);
+	kvt_decode_consume(map);
 	if (r < 0 || !nfed)
 		return r;
-	kvt_tables_feed(dst, feed, nfed * 4);
+	kvt_decode_feed(dst, feed, nfed);
 	return 1;
 }
 
