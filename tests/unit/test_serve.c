@@ -418,6 +418,57 @@ static void test_serve_hybrid(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "does not support hybrid"));
 }
 
+/* vllm-v2 keeps its block table on the GPU: under libkvtier the V2
+ * decoders (profiler/decode_vllm.c) name its two kernels, keep the table in
+ * shadow and feed the step's rows to the tables source under the address
+ * attention names, whose layout is then learned at the block stride
+ * (16 tokens x 2048 bytes), with no mismatch. */
+static void test_serve_v2_decoded(void)
+{
+	static struct kvt_child c, dp;
+	static char lib[512], fake[512], ldpath[600], pre[600], tr[600], trace[256], bin[512];
+	CU_ASSERT_EQUAL_FATAL(kvt_preload_env(lib, fake, ldpath, pre), 0);
+	snprintf(trace, sizeof trace, "%s/kvt-v2-%d.trace",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", trace);
+	snprintf(bin, sizeof bin, "%s", kvt_path("workloads/serve-like"));
+	const char *argv[] = { bin, "--quiet", "--requests", "120", "--persona", "vllm-v2",
+			       "--alt", "kvtier", "--pool-over-hbm", "4", NULL };
+	char ld[600];
+	snprintf(ld, sizeof ld, "LD_LIBRARY_PATH=%s", fake);
+	const char *env[] = { ld, "FAKECUDA_RECLAIM=0", "FAKECUDA_VTIME=1", pre, tr, NULL };
+	unlink(trace);
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&c, argv, env, SV_LIMIT_S), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_STRING_EQUAL(sv_get(c.out, "result"), "ok");
+	CU_ASSERT_EQUAL(sv_num(c.out, "corrupt"), 0);
+	static char cmd[1400];                    /* the info lines: the whole dump is larger */
+	snprintf(cmd, sizeof cmd, "'%s' dump '%s' | grep '^info prof'", kvt_path("kvtier"), trace);
+	const char *dargv[] = { "/bin/sh", "-c", cmd, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run_bounded(&dp, dargv, NULL, SV_LIMIT_S), 0);
+	const char *d = strstr(dp.out, "info prof.decode=");
+	const char *t = strstr(dp.out, "info prof.tables=");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	unsigned long long fn, matched, launches, fed, mism, acc, stride;
+	CU_ASSERT_EQUAL(sscanf(d, "info prof.decode=functions=%llu matched=%llu launches=%llu "
+			       "fed=%llu mismatches=%llu", &fn, &matched, &launches, &fed, &mism), 5);
+	CU_ASSERT_EQUAL(matched, 2);
+	CU_ASSERT_EQUAL(mism, 0);
+	CU_ASSERT(fed > 100);
+	CU_ASSERT(launches > fed);                /* each step: a gather, and an apply when it appends */
+	const char *a = strstr(t, "accepted="), *st = strstr(t, "stride=");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	acc = strtoull(a + 9, NULL, 10);
+	stride = strtoull(st + 7, NULL, 10);
+	CU_ASSERT(acc >= 1);
+	CU_ASSERT_EQUAL(stride, 32768);
+	if (matched != 2 || mism || stride != 32768)
+		fprintf(stderr, "vllm-v2 kvtier: %.300s\n%.400s\n", d, t);
+	unlink(trace);
+}
+
 /* What an interposer reads of each persona's attention kernel: FA2's
  * 528-byte Flash_fwd_params and FA3's params struct as one by-value
  * parameter, llama.cpp's flash_attn_ext with ne11 and nb11 past the 16th
@@ -509,6 +560,7 @@ static CU_TestInfo tests_serve[] = {
 	{ "every persona verifies its blocks, natively and under kvtier", test_serve_personas_verify },
 	{ "llamacpp --alt offload charges CPU attention", test_serve_llamacpp_cpu_attention },
 	{ "hybrid: two KV pools, verified, both placed under kvtier", test_serve_hybrid },
+	{ "vllm-v2: its GPU table decoded in shadow, its layout learned", test_serve_v2_decoded },
 	{ "persona kernels' names and parameter layouts", test_serve_persona_layouts },
 	{ "persona uploads at 131072 tokens of context", test_serve_persona_uploads },
 	{ "persona decode graphs, replayed and updated", test_serve_persona_graphs },
