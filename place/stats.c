@@ -21,6 +21,7 @@
 #include "../base/kvt.h"
 #include "place.h"
 #include "stats.h"
+#include "../profiler/evclass.h"
 #include "../profiler/evidence.h"
 #include "../profiler/heat.h"
 #include "../profiler/pyframes.h"
@@ -30,6 +31,7 @@ _Static_assert(KVT_KIND__COUNT <= KVT_STATS_KINDS, "kinds outgrew the stats segm
 _Static_assert(KVT_PLACE__COUNT <= KVT_STATS_PLACES, "placements outgrew the stats segment");
 _Static_assert(KVT_FB__COUNT <= KVT_STATS_FALLBACKS, "fallbacks outgrew the stats segment");
 _Static_assert(KVT_SRC__COUNT <= KVT_STATS_SOURCES, "sources outgrew the stats segment");
+_Static_assert(KVT_EVC__COUNT <= KVT_STATS_EVC, "evidence classes outgrew the stats segment");
 
 #define PUBLISH_EVERY_NS 100000000ull     /* from the hooks: at most every 100 ms */
 #define SEG_BYTES 4096u
@@ -96,6 +98,9 @@ static void fill_static(struct kvt_stats_seg *s)
 	s->nr_fallbacks = KVT_FB__COUNT;
 	for (unsigned i = 0; i < KVT_FB__COUNT; i++)
 		snprintf(s->fallback_name[i], KVT_STATS_NAME, "%s", kvt_place_fallback_name(i));
+	s->nr_evc = KVT_EVC__COUNT;
+	for (unsigned i = 0; i < KVT_EVC__COUNT; i++)
+		snprintf(s->evc_name[i], KVT_STATS_NAME, "%s", kvt_evc_name((enum kvt_evc)i));
 	s->nr_sources = KVT_SRC__COUNT;
 	for (unsigned i = 0; i < KVT_SRC__COUNT; i++)
 		snprintf(s->source_name[i], KVT_STATS_NAME, "%s", kvt_prof_source_name(i));
@@ -160,6 +165,7 @@ static void fill_counters(struct kvt_stats_seg *s)
 	s->chunks_far = st.chunks_far;
 	for (unsigned i = 0; i < KVT_SRC__COUNT; i++)
 		s->evidence[i] = kvt_prof_events(i);
+	kvt_evc_totals(s->evc_ranges, s->evc_bytes);
 	if (kvt_trace_active()) {     /* the trace's own mutex, taken per event anyway */
 		struct kvt_trace_stats ts;
 		kvt_trace_stats(&ts);

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "decode.h"
+#include "evclass.h"
 #include "evidence.h"
 #include "heat.h"
 #include "params.h"
@@ -288,6 +289,7 @@ static void launch_scan(uint64_t func, void **params, uint64_t stream)
 	unsigned credited = 0, followed = 0;
 	for (unsigned i = 0; i < nr && credited < KVT_LAUNCH_MAX_CHUNKS; i++) {
 		if (slot[i] >= 0) {
+			kvt_evc_mark(slot[i], KVT_EVC_ALLOCATION);
 			/* a range whose block tables are read gets chunk-level
 			 * credit there: the spread would heat its cold chunks too */
 			if (!kvt_tables_covers(slot[i]))
@@ -455,8 +457,10 @@ void kvt_prof_on_graph_launch(uint64_t exec)
 		uint64_t v = __atomic_load_n(&s->val[i], __ATOMIC_RELAXED);
 		if (!(v & GRAPH_FOLLOW)) {
 			int r = kvt_heat_find(v);
-			if (r >= 0)
+			if (r >= 0) {
+				kvt_evc_mark(r, KVT_EVC_ALLOCATION);
 				credited += kvt_heat_spread(r, KVT_LAUNCH_SPREAD, weight);
+			}
 			continue;
 		}
 		if (followed++ >= KVT_GRAPH_FOLLOW || credited >= KVT_GRAPH_MAX_CHUNKS)
@@ -598,6 +602,7 @@ void kvt_prof_sources_poll(void)
 		sources[s]->poll();
 	__atomic_add_fetch(&polls, 1, __ATOMIC_RELEASE);
 	kvt_decode_poll();          /* a decoder switched off says so from here */
+	kvt_evc_epoch();            /* each KV range's class of evidence */
 }
 
 uint32_t kvt_prof_polls(void)

@@ -13,6 +13,7 @@
 #include <cupti_activity.h>
 #include <cupti_result.h>
 
+#include "evclass.h"
 #include "evidence.h"
 #include "heat.h"
 #include "kvtier/planner.h"
@@ -95,6 +96,7 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
 		credited = kvt_heat_add(r->address, 1, 1.0f, 1);
 		count_fault(r->address);
+		kvt_evc_mark_addr(r->address, KVT_EVC_FAULTS);
 		kvt_prof_on_fault(r->address);     /* the sample source's probes */
 		if (__atomic_load_n(&fault_ins, __ATOMIC_RELAXED)) {
 			const struct kvt_heat_chunk *c = kvt_heat_chunk_at(r->address);

@@ -23,6 +23,7 @@
 #include "admit.h"
 #include "step.h"
 #include "../profiler/decode.h"
+#include "../profiler/evclass.h"
 #include "../profiler/evidence.h"
 #include "../profiler/heat.h"
 #include "../profiler/tables.h"
@@ -326,6 +327,7 @@ void kvt_migrator_after_fork(void)
 		kvt_heat_reset();
 		kvt_tables_reset();
 		kvt_decode_reset();
+		kvt_evc_reset();
 		kvt_step_reset();
 	}
 }
@@ -889,5 +891,14 @@ void kvt_migrator_trace_counters(void)
 		 (unsigned long long)di.matched, (unsigned long long)di.launches,
 		 (unsigned long long)di.fed, (unsigned long long)di.mismatches, (unsigned)di.off);
 	kvt_trace_info("prof.decode", val);
+	uint64_t en[KVT_EVC__COUNT], eb[KVT_EVC__COUNT];
+	kvt_evc_totals(en, eb);
+	size_t eo = 0;
+	val[0] = 0;
+	for (int c = KVT_EVC__COUNT - 1; c >= 0 && eo < sizeof val - 48; c--)
+		eo += (size_t)snprintf(val + eo, sizeof val - eo, "%s%s=%llu/%lluMiB", eo ? " " : "",
+				       kvt_evc_name((enum kvt_evc)c), (unsigned long long)en[c],
+				       (unsigned long long)(eb[c] >> 20));
+	kvt_trace_info("evidence.classes", val);
 	kvt_step_trace_counters();
 }

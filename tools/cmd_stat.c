@@ -242,6 +242,15 @@ static void print_text(const struct kvt_stats_seg *s, FILE *f)
 	for (unsigned i = 0; i < s->nr_sources && i < KVT_STATS_SOURCES; i++)
 		fprintf(f, " %.*s %llu", KVT_STATS_NAME, s->source_name[i],
 			(unsigned long long)s->evidence[i]);
+	fprintf(f, "\n  KV ranges by evidence class:");
+	unsigned nev = 0;
+	for (unsigned i = s->nr_evc; i-- > 0;)
+		if (i < KVT_STATS_EVC && s->evc_ranges[i]) {
+			fprintf(f, " %.*s %llu (%s)", KVT_STATS_NAME, s->evc_name[i],
+				(unsigned long long)s->evc_ranges[i], sz(s->evc_bytes[i], a));
+			nev++;
+		}
+	fprintf(f, "%s", nev ? "" : " none tracked");
 	fprintf(f, "\n  trace: %llu events written, %llu dropped, %llu write errors\n",
 		(unsigned long long)s->trace_events, (unsigned long long)s->trace_dropped,
 		(unsigned long long)s->trace_write_errors);
@@ -362,6 +371,13 @@ static void prom_labelled(FILE *f, const struct kvt_stats_seg *segs, int n)
 			fprintf(f, "kvtier_evidence_events_total{pid=\"%d\",source=\"%.*s\"} %llu\n",
 				s->pid, KVT_STATS_NAME, s->source_name[i],
 				(unsigned long long)s->evidence[i]);
+	metric_head(f, "kvtier_kv_ranges", M_GAUGE,
+		    "Tracked KV ranges, by the class of evidence settled for each.");
+	for (const struct kvt_stats_seg *s = segs; s < segs + n; s++)
+		for (unsigned i = 0; i < s->nr_evc && i < KVT_STATS_EVC; i++)
+			fprintf(f, "kvtier_kv_ranges{pid=\"%d\",evidence=\"%.*s\"} %llu\n",
+				s->pid, KVT_STATS_NAME, s->evc_name[i],
+				(unsigned long long)s->evc_ranges[i]);
 }
 
 #define SEGOFF(f) offsetof(struct kvt_stats_seg, f)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The live stats segment, version 3 (2 added the Python call-site counters, 3 room for 8 evidence sources): what a process running under kvtier
+/* The live stats segment, version 4 (2 added the Python call-site counters, 3 room for 8 evidence sources, 4 the KV ranges by evidence class): what a process running under kvtier
  * publishes in /dev/shm/kvtier.<pid> (mode 0600) and `kvtier stat` reads.
  * Shared by the writer (place/stats.c) and the reader (tools/cmd_stat.c).
  * Fixed layout, no pointers; names travel with the counters. A reader
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define KVT_STATS_MAGIC     0x3154415453544b56ull    /* "VKTSTAT1" little-endian */
-#define KVT_STATS_VERSION   3u
+#define KVT_STATS_VERSION   4u
 #define KVT_STATS_DIR       "/dev/shm"
 #define KVT_STATS_PREFIX    "kvtier."                /* then the decimal pid */
 
@@ -19,6 +19,7 @@
 #define KVT_STATS_FALLBACKS 16     /* enum kvt_fallback (place/place.h) */
 #define KVT_STATS_SOURCES   8      /* enum kvt_prof_src (profiler/evidence.h) */
 #define KVT_STATS_PY_FALLBACKS 4   /* enum kvt_py_fallback (profiler/pyframes.h) */
+#define KVT_STATS_EVC       8      /* enum kvt_evc (profiler/evclass.h) */
 #define KVT_STATS_NAME      24
 
 enum kvt_stats_flag {
@@ -80,6 +81,12 @@ struct kvt_stats_seg {
 	uint32_t nr_py_fallbacks, py_version;   /* 0x030b = 3.11; 0 none seen */
 	char     py_fallback_name[KVT_STATS_PY_FALLBACKS][KVT_STATS_NAME];
 	uint64_t py_fallback[KVT_STATS_PY_FALLBACKS];
+
+	/* Tracked KV ranges and their bytes by the class of evidence settled
+	 * for each (named, strongest first in evc_name order of the writer). */
+	uint32_t nr_evc, evc_pad;
+	char     evc_name[KVT_STATS_EVC][KVT_STATS_NAME];
+	uint64_t evc_ranges[KVT_STATS_EVC], evc_bytes[KVT_STATS_EVC];
 };
 
 #endif

@@ -107,20 +107,22 @@ else
 fi
 printf 'serve-like defaults%s; the same schedule for every row; kvtier rows: shipped KVTIER_* defaults; %s\n\n' \
 	"${ARGS:+ + $ARGS}" "$how"
-# What kvtier's profiler credited, by source, from the trace's end record
-# (prof.source.NAME=CHUNKS): tables, faults (CUPTI), allocation (launch
-# arguments naming an allocation), copy, sample; "none" when nothing.
+# The class of evidence kvtier settled on for its KV ranges, from the
+# trace's end record (info evidence.classes=blocks=N/MiB extent=...
+# allocation=... faults=... none=...): each class holding a range, strongest
+# first, joined by "+"; "none" when no range settled on any. A trace from a
+# library without classes gives "-".
 evidence() {
-	local t out="" n
+	local t out="" kv
 	t=$(ls "$OUT/$1-$2-kvtier."*.trace 2>/dev/null | head -1)
 	[ -n "$t" ] || { echo "-"; return; }
-	for kv in $("$BUILD/kvtier" dump "$t" 2>/dev/null | sed -n 's/^info prof\.source\.\([a-z]*\)=\([0-9]*\).*/\1=\2/p'); do
-		n=${kv#*=}
-		[ "$n" -gt 0 ] 2>/dev/null || continue
-		case ${kv%%=*} in
-		cupti) out="$out faults" ;; launch) out="$out allocation" ;;
-		*) out="$out ${kv%%=*}" ;;
-		esac
+	local line
+	line=$("$BUILD/kvtier" dump "$t" 2>/dev/null | sed -n 's/^info evidence\.classes=//p' | tail -1)
+	[ -n "$line" ] || { echo "-"; return; }
+	for kv in $line; do
+		local name=${kv%%=*} nr=${kv#*=}
+		nr=${nr%%/*}
+		[ "$name" != none ] && [ "$nr" -gt 0 ] 2>/dev/null && out="$out $name"
 	done
 	out=${out# }
 	echo "${out:-none}" | tr ' ' '+'

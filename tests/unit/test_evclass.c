@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+/* Evidence classes per KV range (profiler/evclass.c), driven by hand: marks
+ * as the hooks set them, one kvt_evc_epoch per migrator epoch. What is
+ * checked: a class settles only after it held KVT_EVC_HOLD epochs; the
+ * strongest class seen in the window wins; a class not seen for
+ * KVT_EVC_WINDOW epochs lapses to the next; a range that changes hands
+ * starts over; the totals count live ranges and their bytes. */
+#include "kvt_test.h"
+#include "../profiler/evclass.h"
+#include "../profiler/heat.h"
+
+#define KVT_SHIM_STUB_SUITE "the evclass suite"
+#include "shim_stubs.h"
+
+#define A 0x7f1000000000ull
+#define B 0x7f2000000000ull
+#define MIB (1ull << 20)
+
+static int slot_a, slot_b;
+
+static void setup(void)
+{
+	kvt_heat_reset();
+	kvt_evc_reset();
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_init(1000), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 64 * MIB, KVT_PLAN_TIER_FAR, 0, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(B, 32 * MIB, KVT_PLAN_TIER_FAR, 0, 0), 0);
+	slot_a = kvt_heat_find(A);
+	slot_b = kvt_heat_find(B + 5 * MIB);
+	CU_ASSERT_FATAL(slot_a >= 0 && slot_b >= 0 && slot_a != slot_b);
+}
+
+/* n epochs, each marking slot with c (c < 0: no mark) */
+static void epochs(unsigned n, int slot, int c)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (c >= 0)
+			kvt_evc_mark(slot, (enum kvt_evc)c);
+		kvt_evc_epoch();
+	}
+}
+
+static void test_settles_after_hold(void)
+{
+	setup();
+	epochs(KVT_EVC_HOLD - 1, slot_a, KVT_EVC_ALLOCATION);
+	CU_ASSERT_EQUAL(kvt_evc_settled(slot_a), KVT_EVC_NONE);     /* not held long enough */
+	epochs(2, slot_a, KVT_EVC_ALLOCATION);
+	CU_ASSERT_EQUAL(kvt_evc_settled(slot_a), KVT_EVC_ALLOCATION);
+	CU_ASSERT_EQUAL(kvt_evc_settled(slot_b), KVT_EVC_NONE);     /* never marked */
+	uint64_t nr[KVT_EVC__COUNT], bytes[KVT_EVC__COUNT];
+	kvt_evc_totals(nr, bytes);
+	CU_ASSERT_EQUAL(nr[KVT_EVC_ALLOCATION], 1);
+	CU_ASSERT_EQUAL(bytes[KVT_EVC_ALLOCATION], 64 * MIB);
+	CU_ASSERT_EQUAL(nr[KVT_EVC_NONE], 1);
+	CU_ASSERT_EQUAL(bytes[KVT_EVC_NONE], 32 * MIB);
+}
+
+/* Faults and allocation marks together: the stronger one; faults alone
+ * after the allocation marks stop: allocation holds for the window, then
+ * lapses to faults (settling after its hold). Marks by address find the
+ * range; an address outside every range is ignored. */
+static void test_strongest_and_lapse(void)
+{
+	setup();
+	for (unsigned i = 0; i < KVT_EVC_HOLD + 2; i++) {
+		kvt_evc_mark_addr(B + 7 * MIB, KVT_EVC_FAULTS);
+		kvt_evc_mark(slot_b, KVT_EVC_ALLOCATION);
+		kvt_evc_mark_addr(0x1000, KVT_EVC_BLOCKS);
+		kvt_evc_epoch();
+	}
+	CU_ASSERT_EQUAL(kvt_evc_settled(slot_b), KVT_EVC_ALLOCATION);
+	CU_ASSERT_EQUAL(kvt_evc_settled(slot_a), KVT_EVC_NONE);
+	for (unsigned i = 0; i < KVT_EVC_WINDOW - 2; i++) {
+		kvt_evc_mark_addr(B, KVT_EVC_FAULTS);
+		kvt_evc_epoch();
+	}
+	CU_ASSERT_EQUAL(kvt_evc_settled(slot_b), KVT_EVC_ALLOCATION);   /* still in the window */
+	epochs(KVT_EVC_HOLD + 3, slot_b, KVT_EVC_FAULTS);
+	CU_ASSERT_EQUAL(kvt_evc_settled(slot_b), KVT_EVC_FAULTS);
+	/* nothing at all for a window and a hold: none */
+	epochs(KVT_EVC_WINDOW + KVT_EVC_HOLD + 1, slot_b, -1);
+	CU_ASSERT_EQUAL(kvt_evc_settled(slot_b), KVT_EVC_NONE);
+}
+
+/* A range untracked and another tracked in its slot starts with nothing. */
+static void test_new_range_starts_over(void)
+{
+	setup();
+	epochs(KVT_EVC_HOLD + 1, slot_a, KVT_EVC_FAULTS);
+	CU_ASSERT_EQUAL(kvt_evc_settled(slot_a), KVT_EVC_FAULTS);
+	CU_ASSERT_EQUAL(kvt_heat_untrack(A), 0);
+	kvt_evc_epoch();
+	CU_ASSERT_EQUAL(kvt_evc_settled(slot_a), KVT_EVC_NONE);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(A, 16 * MIB, KVT_PLAN_TIER_FAR, 0, 0), 0);
+	int s = kvt_heat_find(A);
+	kvt_evc_epoch();
+	CU_ASSERT_EQUAL(kvt_evc_settled(s), KVT_EVC_NONE);
+	uint64_t nr[KVT_EVC__COUNT], bytes[KVT_EVC__COUNT];
+	kvt_evc_totals(nr, bytes);
+	CU_ASSERT_EQUAL(nr[KVT_EVC_FAULTS], 0);
+	CU_ASSERT_EQUAL(nr[KVT_EVC_NONE], 2);
+	/* bad slots and classes are ignored */
+	kvt_evc_mark(-1, KVT_EVC_FAULTS);
+	kvt_evc_mark(KVT_HEAT_MAX_RANGES, KVT_EVC_FAULTS);
+	kvt_evc_mark(s, KVT_EVC__COUNT);
+	CU_ASSERT_STRING_EQUAL(kvt_evc_name(KVT_EVC_BLOCKS), "blocks");
+	CU_ASSERT_STRING_EQUAL(kvt_evc_name(KVT_EVC__COUNT), "?");
+}
+
+int main(void)
+{
+	CU_TestInfo tests[] = {
+		{ "a class settles after it held", test_settles_after_hold },
+		{ "the strongest in the window; a lapse to the next", test_strongest_and_lapse },
+		{ "a new range in the slot starts over", test_new_range_starts_over },
+		CU_TEST_INFO_NULL,
+	};
+	CU_SuiteInfo suites[] = {
+		{ "evclass", NULL, NULL, NULL, NULL, tests },
+		CU_SUITE_INFO_NULL,
+	};
+	return kvt_test_main(suites);
+}
