@@ -28,6 +28,32 @@ DATE=$(date -u -r "$JSON" +%Y-%m-%dT%H:%MZ)
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 ROWS=${SERVE_ROWS:-readme}
+if [ "$ROWS" = readme ]; then
+section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" '
+  def n($d): if . == null then "-" else (. * pow(10; $d) | round / pow(10; $d) | tostring) end;
+  def x($b): if . == null or $b == null or $b == 0 then "-" else ((. / $b) * 100 | round / 100 | tostring) + "×" end;
+  def verdict: if . == null or . == "-" then "" elif startswith("met") then "met"
+               else "**missed**" + (ltrimstr("MISSED") | if . == "" then "" else "" + . end) end;
+  def sees: {
+    "vllm-v2": ["appended block ids and UVA staged writes; its decoders rebuild the GPU table in shadow", "`VLLM_USE_V2_MODEL_RUNNER=0` with the `TRITON_ATTN` backend (the `vllm-v1-triton` row)"],
+    "vllm-v1-fa": ["whole table rows uploaded; FlashAttention'"'"'s params struct, read whole, names them", "`TRITON_ATTN` (the `vllm-v1-triton` row)"],
+    "vllm-v1-triton": ["whole table rows uploaded beside separate K/V parameters", "nothing more to give"],
+    "sglang": ["request rows and lengths only: slot ids never leave the GPU", "none known; SGLang sizes its pool from free memory, so under kvtier it keeps the pool that fits"],
+    "llamacpp": ["one buffer, read up to its high-water cell every step", "none: keep `-c` within HBM (a larger cache is read whole each step)"],
+    "hybrid": ["two pools (window, full), block tables uploaded", "-"] };
+  "Serving by server (`make bench-serve`, \($date), commit \($commit); SIMULATED GPU: the `serve-like` workload, one persona per server'"'"'s default path, [docs/workloads.md](docs/workloads.md)). `native`: the pool that fits; `offload`: the server'"'"'s own KV offload at a 4× pool; `kvtier`: an N× pool under `kvtier run`, shipped defaults, as × native throughput at N = 2, 4, 8; `evidence`: the class kvtier settled on at 4× (`blocks`: a block table names each step'"'"'s blocks). Targets (4×): ≥ 1.2× native throughput, ≤ 0.75× its TTFT p50, ≥ 1.0× offload, never below native. Every row and why: [docs/performance.md](docs/performance.md), \"Server personas\".",
+  "",
+  "| server (persona) | what kvtier sees on the default path | to give it more | native tok/s | offload 4× | kvtier 2× / 4× / 8× | TTFT 4× ÷ native | evidence | targets (4×) |",
+  "|---|---|---|---|---|---|---|---|---|",
+  ( group_by(.persona // "vllm-v1-triton") | sort_by(.[0].persona | if . == "vllm-v2" then 0 elif . == "vllm-v1-fa" then 1 elif . == "vllm-v1-triton" then 2 elif . == "sglang" then 3 elif . == "llamacpp" then 4 elif . == "hybrid" then 5 else 6 end) | .[] |
+    . as $g | ($g[0].persona // "vllm-v1-triton") as $p |
+    ($g | map(select(.alternative == "native")) | .[0]) as $nat |
+    ($g | map(select(.alternative == "offload" and .pool_over_hbm == 4)) | .[0]) as $off |
+    ([2, 4, 8] | map(. as $x | ($g | map(select(.alternative == "kvtier" and .pool_over_hbm == $x)) | .[0]))) as $kv |
+    (sees[$p] // ["-", "-"]) as $t |
+    "| \($p) | \($t[0]) | \($t[1]) | \($nat.output_tokens_per_s | n(0)) | \(if $off == null then "none" else ($off.output_tokens_per_s | x($nat.output_tokens_per_s)) end) | \($kv | map(if . == null or .output_tokens_per_s == null then "no result" else (.output_tokens_per_s | x($nat.output_tokens_per_s)) end) | join(" / ")) | \(if $kv[1] == null then "-" else ($kv[1].ttft_ms_p50 | x($nat.ttft_ms_p50)) end) | \(if $kv[1] == null or ($kv[1].evidence // "-") == "-" then "" else ($kv[1].evidence | gsub("\\+"; ", ")) end) | \(if $kv[1] == null then "**missed** (no result)" else ($kv[1].targets | verdict) end) |" )
+' "$JSON") || { echo "serve_readme: $JSON did not parse" >&2; exit 1; }
+else
 section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" --arg rows "$ROWS" '
   def n($d): if . == null then "-" else (. * pow(10; $d) | round / pow(10; $d) | tostring) end;
   def mib: if . == null then "-" else (. / 1048576 | round | tostring) end;
@@ -41,6 +67,7 @@ section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" --arg rows "$ROWS" '
     ((map(select(.alternative == "native")) | .[0:1]) + map(select(.alternative != "native")))[] |
     "| \(.persona // "vllm-v1-triton") | \(if .alternative == "native" then "1" else (.pool_over_hbm | tostring) end)× | \(.alternative) | \(.output_tokens_per_s | n(0)) | \(.ttft_ms_p50 | n(2)) / \(.ttft_ms_p99 | n(1)) | \(.tpot_ms_p50 | n(3)) / \(.tpot_ms_p99 | n(3)) | \(.prefix_hit_rate | n(3)) | \(.bytes_link | mib) | \(if (.evidence // "-") == "-" then "" else (.evidence | gsub("\\+"; ", ")) end) | \(.targets | verdict) |" )
 ' "$JSON") || { echo "serve_readme: $JSON did not parse" >&2; exit 1; }
+fi
 
 tmp=$README.serve.$$
 printf '%s\n' "$section" >"$tmp.body"

@@ -338,6 +338,22 @@ static void test_serve_llamacpp_cpu_attention(void)
 	CU_ASSERT(tpot[1] > tpot[0]);
 }
 
+/* What a run under libkvtier with a trace needs: the preload settings
+ * (*pre), KVTIER_TRACE=<tmp>/kvt-<tag>-<pid>.trace (*tr, its path in
+ * *trace) and serve-like's path (*bin); static buffers, one set per test. */
+struct sv_traced {
+	char lib[512], fake[512], ldpath[600], pre[600], tr[600], trace[256], bin[512];
+};
+
+static void sv_traced_env(struct sv_traced *t, const char *tag)
+{
+	CU_ASSERT_EQUAL_FATAL(kvt_preload_env(t->lib, t->fake, t->ldpath, t->pre), 0);
+	snprintf(t->trace, sizeof t->trace, "%s/kvt-%s-%d.trace",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag, (int)getpid());
+	snprintf(t->tr, sizeof t->tr, "KVTIER_TRACE=%s", t->trace);
+	snprintf(t->bin, sizeof t->bin, "%s", kvt_path("workloads/serve-like"));
+}
+
 /* The hybrid persona (persona_hybrid.c): a sliding-window and a
  * full-attention pool, in TensorRT-LLM's order (window pool first) and in
  * llama.cpp's (full first, both zeroed: the window pool comes after the
@@ -349,12 +365,10 @@ static void test_serve_llamacpp_cpu_attention(void)
 static void test_serve_hybrid(void)
 {
 	static struct kvt_child c, rp;
-	static char lib[512], fake[512], ldpath[600], pre[600], tr[600], trace[256], bin[512];
-	CU_ASSERT_EQUAL_FATAL(kvt_preload_env(lib, fake, ldpath, pre), 0);
-	snprintf(trace, sizeof trace, "%s/kvt-hybrid-%d.trace",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", trace);
-	snprintf(bin, sizeof bin, "%s", kvt_path("workloads/serve-like"));
+	static struct sv_traced t;
+	sv_traced_env(&t, "hybrid");
+	char *const fake = t.fake, *const pre = t.pre, *const tr = t.tr, *const trace = t.trace,
+		   *const bin = t.bin;
 	for (int order = 0; order < 2; order++) {
 		const char *ko = order ? "full-first" : "windows";
 		const char *nat[] = { "--requests", "40", "--persona", "hybrid", "--kv-order", ko,
@@ -426,12 +440,10 @@ static void test_serve_hybrid(void)
 static void test_serve_v2_decoded(void)
 {
 	static struct kvt_child c, dp;
-	static char lib[512], fake[512], ldpath[600], pre[600], tr[600], trace[256], bin[512];
-	CU_ASSERT_EQUAL_FATAL(kvt_preload_env(lib, fake, ldpath, pre), 0);
-	snprintf(trace, sizeof trace, "%s/kvt-v2-%d.trace",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-	snprintf(tr, sizeof tr, "KVTIER_TRACE=%s", trace);
-	snprintf(bin, sizeof bin, "%s", kvt_path("workloads/serve-like"));
+	static struct sv_traced tv;
+	sv_traced_env(&tv, "v2");
+	char *const fake = tv.fake, *const pre = tv.pre, *const tr = tv.tr, *const trace = tv.trace,
+		   *const bin = tv.bin;
 	const char *argv[] = { bin, "--quiet", "--requests", "120", "--persona", "vllm-v2",
 			       "--alt", "kvtier", "--pool-over-hbm", "4", NULL };
 	char ld[600];
