@@ -157,6 +157,8 @@ static void launch_credited(unsigned credited)
  * layer, the layers of one step), and a fixed stride that divides it would
  * scan the same kernel of the same layer every time and never see the
  * others. A thread's first launch is scanned. */
+static uint32_t sample_seeds;   /* atomic: threads that seeded their sampler */
+
 static int launch_sampled(void)
 {
 	static __thread uint32_t skip, rng;
@@ -164,8 +166,10 @@ static int launch_sampled(void)
 		skip--;
 		return 0;
 	}
-	if (!rng)
-		rng = (uint32_t)(uintptr_t)&rng ^ 0x9e3779b9u;
+	if (!rng)   /* seeded by the order threads first launch, not by where their
+		     * TLS lies (that moves with the environment's size, and with
+		     * it which launches a simulated run samples) */
+		rng = __atomic_add_fetch(&sample_seeds, 1, __ATOMIC_RELAXED) * 0x9e3779b9u | 1;
 	rng ^= rng << 13;
 	rng ^= rng >> 17;
 	rng ^= rng << 5;
