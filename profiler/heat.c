@@ -261,10 +261,10 @@ int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node, int
 			goto out;
 		s = free_slot;
 		slots[s].first = arena_used;
-		slots[s].cap_chunks = nr;
+		__atomic_store_n(&slots[s].cap_chunks, nr, __ATOMIC_RELAXED);
 		arena_used += nr;
 	}
-	slots[s].nr_chunks = nr;       /* a reused slot may hold more (cap_chunks) */
+	__atomic_store_n(&slots[s].nr_chunks, nr, __ATOMIC_RELAXED);      /* a reused slot may hold more (cap_chunks) */
 	struct kvt_heat_chunk *c = arena + slots[s].first;
 	for (uint32_t i = 0; i < nr; i++) {
 		__atomic_store_n(&c[i].hv, 0, __ATOMIC_RELAXED);
@@ -281,9 +281,9 @@ int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node, int
 	slots[s].base = base;
 	slots[s].size = size;
 	__atomic_store_n(&slots[s].cursor, 0, __ATOMIC_RELAXED);
-	slots[s].node = node;
-	slots[s].dev = dev;
-	slots[s].gen++;
+	__atomic_store_n(&slots[s].node, node, __ATOMIC_RELAXED);
+	__atomic_store_n(&slots[s].dev, dev, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&slots[s].gen, 1, __ATOMIC_RELAXED);   /* kvt_heat_range_peek reads it unlocked */
 	__atomic_store_n(&slots[s].live, 1, __ATOMIC_RELEASE);
 	publish();
 	r = 0;
@@ -461,7 +461,7 @@ int kvt_heat_untrack(uint64_t base)
 	for (int s = 0; s < KVT_HEAT_MAX_RANGES; s++) {
 		if (slots[s].live && slots[s].base == base) {
 			__atomic_store_n(&slots[s].live, 0, __ATOMIC_RELEASE);
-			slots[s].gen++;
+			__atomic_add_fetch(&slots[s].gen, 1, __ATOMIC_RELAXED);
 			publish();
 			found = s;
 			r = 0;
