@@ -132,7 +132,7 @@ static int apply_launch(const uint64_t *p, unsigned gx, uint64_t stream)
 		goto out;
 	}
 	uint32_t rows = max_rows(s);
-	int32_t ri[BATCH], st[BATCH], cl[BATCH + 1], ids[BATCH];
+	int32_t ri[BATCH], st[BATCH], cl[BATCH + 1];
 	for (unsigned k0 = 0; k0 < gx; k0 += BATCH) {
 		unsigned n = gx - k0 < BATCH ? gx - k0 : BATCH;
 		if (!uva(ri, idx + 4ull * k0, n) || !uva(st, starts + 4ull * k0, n) ||
@@ -149,15 +149,10 @@ static int apply_launch(const uint64_t *p, unsigned gx, uint64_t stream)
 			}
 			int32_t *e = s->e + (size_t)row * (size_t)stride;
 			uint32_t *v = &s->valid[row];
-			/* the ids, a batch at a time, from the upload's host source */
-			int known = 1;
-			for (int32_t c = c0; c < c1 && known; c += BATCH) {
-				unsigned m = (unsigned)(c1 - c < BATCH ? c1 - c : BATCH);
-				if (kvt_decode_staged(contents + 4ull * (uint64_t)c, ids, 4ull * m) != 4ull * m)
-					known = 0;
-				else
-					memcpy(e + start + (c - c0), ids, 4ull * m);
-			}
+			/* the ids, from the upload's host source straight into the row
+			 * (a failed read leaves them unknown, below) */
+			size_t nb = 4ull * (uint64_t)(c1 - c0);
+			int known = kvt_decode_staged(contents + 4ull * (uint64_t)c0, e + start, nb) == nb;
 			if (!known)
 				*v = *v < (uint32_t)start ? *v : (uint32_t)start;   /* known up to here */
 			else if ((uint32_t)start <= *v || start == 0)

@@ -297,14 +297,14 @@ static int offsets_like(const int32_t *v, uint32_t n)
 	return 1;
 }
 
-/* A host-to-device copy into application device memory from host memory
- * that is not tracked: a candidate table. */
-static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
+/* A table of bytes copied into application device memory at dst: from
+ * host memory at src (read through process_vm_readv), or from kvtier's own
+ * ids (own: a server decoder's rebuilt table, copied as is). */
+static void take_table(uint64_t dst, uint64_t src, const int32_t *own, uint64_t bytes)
 {
 	if (bytes < 4 || bytes > KVT_TABLE_MAX_BYTES || (bytes & 3) || kvt_heat_empty())
 		return;
-	if (kvt_prof_device_memory(dst) != 1 || kvt_prof_device_memory(src) != 0 ||
-	    (kvt_heat_maybe(src) && kvt_heat_find(src) >= 0))
+	if (kvt_prof_device_memory(dst) != 1)
 		return;
 	int i = claim_slot(dst);
 	if (i < 0)
@@ -320,9 +320,13 @@ static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
 		return;
 	/* the bytes are kept: a launch naming the lengths beside it stamps
 	 * only the live part of each row (kvt_tables_on_launch) */
-	size_t got = kvt_prof_read_self(raw, src, (size_t)bytes) & ~(size_t)3;
-	if (!got)
+	size_t got;
+	if (own) {
+		memcpy(raw, own, (size_t)bytes);
+		got = (size_t)bytes;
+	} else if (!(got = kvt_prof_read_self(raw, src, (size_t)bytes) & ~(size_t)3)) {
 		return;                            /* unreadable: nothing learned */
+	}
 	ST(t->raw_bytes, (uint32_t)got);
 	if (LD(t->offsets) && !offsets_like(raw, (uint32_t)(got / 4)))
 		ST(t->offsets, 0);
@@ -337,10 +341,20 @@ static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
 	step_ready(i);
 }
 
+/* A host-to-device copy into application device memory from host memory
+ * that is not tracked: a candidate table. */
+static void tables_on_copy(uint64_t dst, uint64_t src, uint64_t bytes)
+{
+	if (bytes < 4 || bytes > KVT_TABLE_MAX_BYTES || kvt_heat_empty() ||
+	    kvt_prof_device_memory(src) != 0 || (kvt_heat_maybe(src) && kvt_heat_find(src) >= 0))
+		return;
+	take_table(dst, src, NULL, bytes);
+}
+
 void kvt_tables_feed(uint64_t dst, const int32_t *ids, uint32_t bytes)
 {
 	if (kvt_prof_sources_enabled() & (1u << KVT_SRC_TABLES))
-		tables_on_copy(dst, (uint64_t)(uintptr_t)ids, bytes);
+		take_table(dst, 0, ids, bytes);
 }
 
 static void note_scalars(struct tslot *t, uint64_t func, const uint64_t *scal, unsigned nscal)
