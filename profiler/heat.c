@@ -278,8 +278,8 @@ int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node, int
 	 * in the migrator's working set from the start */
 	bits_assign(dirty, slots[s].first, slots[s].nr_chunks, 0);
 	bits_assign(act, slots[s].first, slots[s].nr_chunks, tier == KVT_PLAN_TIER_HBM);
-	slots[s].base = base;
-	slots[s].size = size;
+	__atomic_store_n(&slots[s].base, base, __ATOMIC_RELAXED);   /* slot_view reads both unlocked */
+	__atomic_store_n(&slots[s].size, size, __ATOMIC_RELAXED);
 	__atomic_store_n(&slots[s].cursor, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&slots[s].node, node, __ATOMIC_RELAXED);
 	__atomic_store_n(&slots[s].dev, dev, __ATOMIC_RELAXED);

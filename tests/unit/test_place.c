@@ -59,6 +59,8 @@ static void test_rules_place_each_kind(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "host rc=0 numa=prefer:0 freehost=0"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "mmap numa=prefer:0"));
 	CU_ASSERT_EQUAL(c.err_len, 0);           /* nothing to warn about */
+	if (c.exit_code || c.err_len)
+		fprintf(stderr, "probe: exit %d, its stderr:\n%s\n", c.exit_code, c.err);
 }
 
 static void test_missing_node(void)
