@@ -179,6 +179,41 @@ static inline unsigned long long kvt_info_u64(const char *infos, const char *key
 	return p ? strtoull(p + strlen(k), NULL, 10) : missing;
 }
 
+/* Whether this is a sanitizer build of the given kind ("thread",
+ * "address"): SAN is -fsanitize's list, from make. */
+static inline int kvt_san_has(const char *what)
+{
+	const char *san = getenv("SAN");
+	return san && strstr(san, what);
+}
+
+/* Take the tests whose names are in skip (NULL-ended) out of a
+ * CU_TEST_INFO_NULL-ended list before it is registered, saying so once
+ * each: a test left out is not counted as passed. */
+static inline void kvt_test_leave_out(CU_TestInfo *tests, const char *const *skip, const char *why)
+{
+	for (const char *const *k = skip; *k; k++) {
+		const CU_TestInfo *t = tests;
+		while (t->pName && strcmp(*k, t->pName))
+			t++;
+		if (!t->pName) {                  /* a renamed test: say so, fail */
+			fprintf(stderr, "kvt_test_leave_out: no test named '%s'\n", *k);
+			exit(1);
+		}
+	}
+	CU_TestInfo *w = tests;
+	for (CU_TestInfo *t = tests; t->pName; t++) {
+		int drop = 0;
+		for (const char *const *k = skip; *k && !drop; k++)
+			drop = !strcmp(*k, t->pName);
+		if (drop)
+			printf("  not run (%s): %s\n", why, t->pName);
+		else
+			*w++ = *t;
+	}
+	*w = (CU_TestInfo)CU_TEST_INFO_NULL;
+}
+
 /* Register suites and run them; the exit status is the number of failures
  * (capped), so tests/run_tests.sh can also trust the process status. */
 static inline int kvt_test_main(CU_SuiteInfo *suites)

@@ -462,6 +462,22 @@ int main(void)
 		{ "a thread stuck in a call at exit is left and calls nothing after", test_stuck_at_exit },
 		CU_TEST_INFO_NULL,
 	};
+	/* Under ThreadSanitizer (a run there takes ~30-100 s) the tests that
+	 * vary only an option's decision are left out: the threads they start
+	 * and the calls they make are those of the tests kept, which ASan and
+	 * the plain build run with them (docs/reliability.md). */
+	static const char *const tsan_out[] = {
+		"promotions fit the device's free memory",
+		"a re-homed provisional tensor counts against the budget",
+		"KVTIER_ADMIT=auto where faults map: gives way to remote",
+		"KVTIER_ADMIT=auto where host-NUMA homes are dropped: no host home",
+		"KVTIER_ADMIT=auto: a KV zero-filled as soon as allocated is seen in HBM",
+		"KVTIER_ADMIT=fault without CUPTI gives way; a bad value warns",
+		"KVTIER_SOURCES selects sources; a bad name warns",
+		NULL,
+	};
+	if (kvt_san_has("thread"))
+		kvt_test_leave_out(tests, tsan_out, "ThreadSanitizer: an option's decision, threads as the tests kept");
 	CU_SuiteInfo suites[] = {
 		{ "migrate", setup, NULL, NULL, NULL, tests },
 		CU_SUITE_INFO_NULL,
