@@ -262,7 +262,7 @@ static void test_free_while_migrating(void)
 	 * in the trace, said at most once */
 	CU_ASSERT_EQUAL(info(&t, "migrate.prefetch_issued"), t.own_prefetch);
 	CU_ASSERT_EQUAL(info(&t, "migrate.prefetch_failed"), t.own_prefetch_failed);
-	CU_ASSERT_EQUAL(t.own_prefetch_failed, 0);   /* PROPOSED */
+	CU_ASSERT_EQUAL(t.own_prefetch_failed, 0);   /* the range is pinned for its prefetch */
 	unsigned other, n = kvtier_lines(c.err, "migration prefetch of", &other);
 	CU_ASSERT_EQUAL(other, 0);
 	CU_ASSERT_TRUE(n <= 1);
