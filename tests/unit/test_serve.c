@@ -271,9 +271,10 @@ static void test_serve_personas_verify(void)
 	for (size_t i = 0; i < sizeof sv_personas / sizeof sv_personas[0]; i++) {
 		static struct kvt_child c;
 		for (int kv = tsan; kv < 2; kv++) {
+			/* --pool-force: sglang too takes the N x pool under kvtier */
 			const char *args[] = { "--requests", "40", "--persona", sv_personas[i],
 					       "--alt", kv ? "kvtier" : "native", "--pool-over-hbm",
-					       "2", NULL };
+					       "2", "--pool-force", NULL };
 			sv_run(&c, args, kv);
 			CU_ASSERT_EQUAL(c.exit_code, 0);
 			CU_ASSERT_STRING_EQUAL(sv_get(c.out, "persona"), sv_personas[i]);
@@ -281,6 +282,8 @@ static void test_serve_personas_verify(void)
 			CU_ASSERT_EQUAL(sv_num(c.out, "corrupt"), 0);
 			CU_ASSERT(sv_num(c.out, "verified") > sv_num(c.out, "hit_tokens") / 16);
 			CU_ASSERT(sv_num(c.out, "hit_tokens") > 0);
+			if (kv)
+				CU_ASSERT_EQUAL(sv_num(c.out, "pool_capped"), 0);
 			if (c.exit_code)
 				fprintf(stderr, "%s %s: %s\n", sv_personas[i], kv ? "kvtier" : "native",
 					c.err);
@@ -302,6 +305,36 @@ static void test_serve_personas_verify(void)
 	CU_ASSERT_PTR_NULL(sv_kernel(c.out, "flash_attn_ext"));    /* attention on the CPU */
 	CU_ASSERT_PTR_NULL(sv_kernel(c.out, "k_set_rows"));
 	CU_ASSERT_PTR_NOT_NULL(sv_kernel(c.out, "gemm"));
+}
+
+/* SGLang sizes its pool from free memory and clamps a larger
+ * --max-total-tokens to it, with its own warning: unmodified under kvtier
+ * (which reports the device's free memory) it keeps the pool that fits.
+ * vLLM takes the number it is given (kv_cache_memory_bytes). */
+static void test_serve_sglang_pool_capped(void)
+{
+	static struct kvt_child c, f;
+	const char *args[] = { "--requests", "20", "--persona", "sglang", "--alt", "kvtier",
+			       "--pool-over-hbm", "2", NULL };
+	sv_run(&c, args, true);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_EQUAL(sv_num(c.out, "pool_capped"), 1);
+	double fit = sv_num(c.out, "kv_budget_bytes") / (2.0 * 16 * 2048);   /* K and V, 1 layer */
+	CU_ASSERT_EQUAL(sv_num(c.out, "pool_blocks"), fit);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "is larger than the profiled value"));
+	const char *forced[] = { "--requests", "20", "--persona", "sglang", "--alt", "kvtier",
+				 "--pool-over-hbm", "2", "--pool-force", NULL };
+	sv_run(&f, forced, true);
+	CU_ASSERT_EQUAL(f.exit_code, 0);
+	CU_ASSERT_EQUAL(sv_num(f.out, "pool_capped"), 0);
+	CU_ASSERT_EQUAL(sv_num(f.out, "pool_blocks"), 2 * fit);
+	CU_ASSERT_PTR_NULL(strstr(f.err, "is larger than the profiled value"));
+	/* vllm-v2 at 2x: the N x pool, no clamp */
+	const char *v2[] = { "--requests", "20", "--persona", "vllm-v2", "--alt", "kvtier",
+			     "--pool-over-hbm", "2", NULL };
+	sv_run(&f, v2, true);
+	CU_ASSERT_EQUAL(sv_num(f.out, "pool_capped"), 0);
+	CU_ASSERT_EQUAL(sv_num(f.out, "pool_blocks"), 2 * fit);
 }
 
 /* llama.cpp --no-kv-offload charges its CPU attention: one session, two
@@ -574,6 +607,7 @@ static CU_TestInfo tests_serve[] = {
 	{ "native, offload, uvm and oracle print their rows", test_serve_alternatives },
 	{ "kvtier: OOM alone, a row under libkvtier", test_serve_kvtier },
 	{ "every persona verifies its blocks, natively and under kvtier", test_serve_personas_verify },
+	{ "sglang keeps the pool that fits under kvtier; --pool-force", test_serve_sglang_pool_capped },
 	{ "llamacpp --alt offload charges CPU attention", test_serve_llamacpp_cpu_attention },
 	{ "hybrid: two KV pools, verified, both placed under kvtier", test_serve_hybrid },
 	{ "vllm-v2: its GPU table decoded in shadow, its layout learned", test_serve_v2_decoded },

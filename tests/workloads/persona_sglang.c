@@ -340,6 +340,7 @@ const struct sv_persona sv_sglang = {
 	.allocs = SV_KV_K_THEN_V,
 	.lead_rows = 1,
 	.zero_fill = true,
+	.pool_capped = true,
 	.setup = sg_setup,
 	.step = sg_step,
 };

@@ -37,6 +37,11 @@ struct sv_persona {
 	 * memory, attention on the CPU, no host pool of serve-like's
 	 * (llama.cpp --no-kv-offload); false: serve-like's OffloadingConnector */
 	bool host_kv_offload;
+	/* the server takes a KV pool no larger than free memory gives (SGLang
+	 * clamps --max-total-tokens to the profiled value, model_runner.py):
+	 * unmodified under kvtier, whose cudaMemGetInfo is the device's, it
+	 * keeps the pool that fits; --pool-force asks for N x anyway */
+	bool pool_capped;
 	void (*setup)(struct sv *v);   /* buffers and kernels, after the pool */
 	void (*step)(struct sv *v);    /* one step's uploads and launches */
 	/* a persona with a KV pool of its own beside serve-like's (hybrid:
@@ -58,6 +63,7 @@ struct sv_opts {
 	enum sv_alt alt;
 	const struct sv_persona *persona;
 	double pool_over_hbm;      /* N: the pool the server asks for / what fits */
+	bool pool_force;           /* a pool_capped persona asks for N x all the same */
 	uint64_t device_bytes;
 	double weights_frac;
 	double act_frac;

@@ -64,6 +64,8 @@ static void sv_usage(FILE *f)
 "  --cpu-attn-gbps G     llamacpp --alt offload: GB/s the CPU's attention reads\n"
 "                        KV at (assumed: 2-socket DDR5 server)          [%.0f]\n"
 "  --pool-over-hbm N     N: the pool asked for / the pool that fits       [%.0f]\n"
+"  --pool-force          sglang: take the N x pool under --alt kvtier too (a\n"
+"                        real SGLang clamps its pool to what free memory gives)\n"
 "  --device-bytes B      simulated HBM                                  [%" PRIu64 "M]\n"
 "  --weights-frac F      weights / HBM                                  [%.2f]\n"
 "  --layers L, --row-bytes B   KV: layers, bytes per token per layer of K  [%d, %u]\n"
@@ -124,7 +126,8 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 		{ "requests", 1, 0, 16 }, { "max-batch", 1, 0, 17 }, { "prefill-budget", 1, 0, 18 },
 		{ "seed", 1, 0, 'S' }, { "inject-corruption", 0, 0, 19 }, { "quiet", 0, 0, 'q' },
 		{ "persona", 1, 0, 'p' }, { "help", 0, 0, 'h' }, { "window", 1, 0, 20 },
-		{ "kv-order", 1, 0, 21 }, { "cpu-attn-gbps", 1, 0, 22 }, { 0, 0, 0, 0 },
+		{ "kv-order", 1, 0, 21 }, { "cpu-attn-gbps", 1, 0, 22 }, { "pool-force", 0, 0, 23 },
+		{ 0, 0, 0, 0 },
 	};
 	int c, idx;
 	bool layers_set = false;
@@ -163,6 +166,7 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 			o->full_first = !strcmp(optarg, "full-first");
 			break;
 		case 22: o->cpu_attn_gbps = sv_num(n, optarg, 0.001, 1e6); break;
+		case 23: o->pool_force = true; break;
 		case 3: o->row_bytes = (unsigned)sv_num(n, optarg, 64, 1 << 20); break;
 		case 4: o->flops_per_token = sv_num(n, optarg, 0, 1e15); break;
 		case 5: o->attn_flops = sv_num(n, optarg, 0, 1e12); break;
@@ -423,6 +427,15 @@ static int sv_pool(struct sv *v)
 		bool big = v->o.alt == SV_KVTIER || v->o.alt == SV_UVM || v->o.alt == SV_ORACLE ||
 			   (v->o.alt == SV_OFFLOAD && v->o.persona->host_kv_offload);
 		v->nr_blocks = big ? (uint32_t)((double)fit * n) : fit;
+		if (v->o.alt == SV_KVTIER && v->o.persona->pool_capped && !v->o.pool_force &&
+		    v->nr_blocks > fit) {
+			/* the server's own words when the pool asked for is over what
+			 * it profiled */
+			fprintf(stderr, "serve-like: max_total_tokens=%u is larger than the profiled "
+				"value %u. Use the profiled value instead.\n",
+				v->nr_blocks * WL_BLOCK_TOKENS, fit * WL_BLOCK_TOKENS);
+			v->nr_blocks = fit;
+		}
 		if ((rc = sv_kv_alloc(v)))
 			return rc;
 	}
@@ -535,7 +548,9 @@ static void sv_report(struct sv *v)
 	printf("workload=serve-like\nsimulated=1\npersona=%s\nalternative=%s\npool_over_hbm=%.0f\n",
 	       v->o.persona->name, alt, v->o.pool_over_hbm);
 	printf("seed=%" PRIu64 "\ndevice_bytes=%zu\nkv_budget_bytes=%" PRIu64 "\npool_blocks=%u\n"
-	       "host_blocks=%u\n", v->o.seed, v->dev_total, v->kv_budget, v->nr_blocks, v->nr_host);
+	       "host_blocks=%u\npool_capped=%d\n", v->o.seed, v->dev_total, v->kv_budget, v->nr_blocks,
+	       v->nr_host, v->nr_blocks == v->fit_blocks && v->o.pool_over_hbm > 1 &&
+	       v->o.alt == SV_KVTIER);
 	printf("requests=%d\nsteps=%" PRIu64 "\noutput_tokens=%" PRIu64 "\nprompt_tokens=%" PRIu64
 	       "\nhit_tokens=%" PRIu64 "\nhost_hit_tokens=%" PRIu64 "\ncomputed_tokens=%" PRIu64
 	       "\n", n, v->steps, v->out_tokens, v->prompt_tokens, v->hit_tokens,
