@@ -21,6 +21,7 @@
 #include "../cuda_shim/shim.h"
 #include "../base/kvt.h"
 #include "admit.h"
+#include "floor.h"
 #include "step.h"
 #include "../profiler/decode.h"
 #include "../profiler/evclass.h"
@@ -328,6 +329,7 @@ void kvt_migrator_after_fork(void)
 		kvt_tables_reset();
 		kvt_decode_reset();
 		kvt_evc_reset();
+		kvt_floor_reset();
 		kvt_step_reset();
 	}
 }
@@ -677,6 +679,7 @@ static void epoch(void)
 	}
 	uint32_t now_ms = 0;
 	int polled = 0;
+	uint64_t budgets = 0;
 	for (unsigned i = 0; i < nd && !stopping(); i++) {
 		struct mdev *d = dev_slot(devs[i]);
 		doing(DOING_BIND);
@@ -689,9 +692,11 @@ static void epoch(void)
 			polled = 1;
 		}
 		epoch_device(d, now_ms);
+		budgets += __atomic_load_n(&m.last_budget, __ATOMIC_RELAXED);
 	}
 	if (!polled)
 		return;
+	kvt_floor_epoch(budgets);
 	uint64_t dt = kvt_now_ns() - t0;
 	CTR_ADD(epochs, 1);
 	CTR_ADD(epoch_ns, dt);

@@ -8,6 +8,7 @@
 #include "kvt_test.h"
 #include "../profiler/evclass.h"
 #include "../profiler/heat.h"
+#include "../../tier/floor.c"    /* tier/ goes only into libkvtier.so */
 
 #define KVT_SHIM_STUB_SUITE "the evclass suite"
 #include "shim_stubs.h"
@@ -108,12 +109,58 @@ static void test_new_range_starts_over(void)
 	CU_ASSERT_STRING_EQUAL(kvt_evc_name(KVT_EVC__COUNT), "?");
 }
 
+/* The floor's notice (tier/floor.c): said only when every KV byte with a
+ * settled class is coarser than blocks and there are more of them than
+ * the HBM budget, for KVT_FLOOR_HOLD epochs in a row; a range with block
+ * evidence, or a budget that holds the KV, keeps it quiet. */
+static void test_floor_notice(void)
+{
+	setup();
+	kvt_floor_reset();
+	unsigned i;
+	for (i = 0; i < 3 * KVT_FLOOR_HOLD; i++) {       /* 96 MiB, a budget of 128 */
+		kvt_evc_mark(slot_a, KVT_EVC_ALLOCATION);
+		kvt_evc_mark(slot_b, KVT_EVC_FAULTS);
+		kvt_evc_epoch();
+		kvt_floor_epoch(128 * MIB);
+	}
+	CU_ASSERT_EQUAL(kvt_evc_settled(slot_b), KVT_EVC_FAULTS);
+	CU_ASSERT_FALSE(kvt_floor_said());
+	for (i = 0; i < 3 * KVT_FLOOR_HOLD; i++) {       /* a budget of 64, blocks on A */
+		kvt_evc_mark(slot_a, KVT_EVC_BLOCKS);
+		kvt_evc_mark(slot_b, KVT_EVC_FAULTS);
+		kvt_evc_epoch();
+		kvt_floor_epoch(64 * MIB);
+	}
+	CU_ASSERT_EQUAL(kvt_evc_settled(slot_a), KVT_EVC_BLOCKS);
+	CU_ASSERT_FALSE(kvt_floor_said());
+	/* A's blocks stop: blocks lapse after the window, allocation settles
+	 * after its hold, and the notice comes KVT_FLOOR_HOLD epochs later */
+	unsigned said_at = 0;
+	for (i = 1; i <= KVT_EVC_WINDOW + KVT_EVC_HOLD + 2 * KVT_FLOOR_HOLD && !said_at; i++) {
+		kvt_evc_mark(slot_a, KVT_EVC_ALLOCATION);
+		kvt_evc_mark(slot_b, KVT_EVC_FAULTS);
+		kvt_evc_epoch();
+		kvt_floor_epoch(64 * MIB);
+		if (kvt_floor_said())
+			said_at = i;
+	}
+	CU_ASSERT_EQUAL(kvt_evc_settled(slot_a), KVT_EVC_ALLOCATION);
+	CU_ASSERT_TRUE(said_at >= KVT_EVC_WINDOW + KVT_FLOOR_HOLD);
+	CU_ASSERT_TRUE(said_at <= KVT_EVC_WINDOW + KVT_EVC_HOLD + KVT_FLOOR_HOLD + 1);
+	kvt_floor_reset();
+	CU_ASSERT_FALSE(kvt_floor_said());
+	kvt_floor_epoch(0);                              /* no budget yet: nothing */
+	CU_ASSERT_FALSE(kvt_floor_said());
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
 		{ "a class settles after it held", test_settles_after_hold },
 		{ "the strongest in the window; a lapse to the next", test_strongest_and_lapse },
 		{ "a new range in the slot starts over", test_new_range_starts_over },
+		{ "the floor's notice: coarse evidence on KV over the budget", test_floor_notice },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
