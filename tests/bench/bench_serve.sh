@@ -159,6 +159,7 @@ for x in $RATIOS; do
 		t50=$(val "$f" ttft_ms_p50); t99=$(val "$f" ttft_ms_p99)
 		p50=$(val "$f" tpot_ms_p50); p99=$(val "$f" tpot_ms_p99)
 		hit=$(val "$f" prefix_hit_rate); link=$(val "$f" bytes_link); tab=$(val "$f" tables)
+		cap=$(val "$f" pool_capped); cap=${cap:-0}   # the server kept the pool that fits
 		verdict=- ev=-
 		if [ "$a" = kvtier ]; then
 			ev=$(evidence "$p" "$x")
@@ -179,8 +180,8 @@ for x in $RATIOS; do
 			"$rps" "$t50" "$t99" "$p50" "$p99" "$hit" $((link >> 20)) "$(cat "$base.wall")" "$ev" "$verdict"
 		[ $first = 1 ] || echo "," >>"$JSON.tmp"
 		first=0
-		printf '  {"persona": "%s", "pool_over_hbm": %s, "alternative": "%s", "output_tokens_per_s": %s, "requests_per_s": %s, "ttft_ms_p50": %s, "ttft_ms_p99": %s, "tpot_ms_p50": %s, "tpot_ms_p99": %s, "prefix_hit_rate": %s, "bytes_link": %s, "tables": "%s", "evidence": "%s", "targets": "%s", "mode": "%s", "simulated": true}' \
-			"$p" "$x" "$a" "$tps" "$rps" "$t50" "$t99" "$p50" "$p99" "$hit" "$link" "$tab" "$ev" "$verdict" "$MODE" >>"$JSON.tmp"
+		printf '  {"persona": "%s", "pool_over_hbm": %s, "alternative": "%s", "output_tokens_per_s": %s, "requests_per_s": %s, "ttft_ms_p50": %s, "ttft_ms_p99": %s, "tpot_ms_p50": %s, "tpot_ms_p99": %s, "prefix_hit_rate": %s, "bytes_link": %s, "tables": "%s", "evidence": "%s", "targets": "%s", "pool_capped": %s, "mode": "%s", "simulated": true}' \
+			"$p" "$x" "$a" "$tps" "$rps" "$t50" "$t99" "$p50" "$p99" "$hit" "$link" "$tab" "$ev" "$verdict" "$cap" "$MODE" >>"$JSON.tmp"
 	done
 done
 printf '\n'

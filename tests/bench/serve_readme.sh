@@ -38,7 +38,7 @@ section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" '
     "vllm-v2": ["appended block ids and UVA staged writes; its decoders rebuild the GPU table in shadow", "`VLLM_USE_V2_MODEL_RUNNER=0` with the `TRITON_ATTN` backend (the `vllm-v1-triton` row)"],
     "vllm-v1-fa": ["whole table rows uploaded; FlashAttention'"'"'s params struct, read whole, names them", "`TRITON_ATTN` (the `vllm-v1-triton` row)"],
     "vllm-v1-triton": ["whole table rows uploaded beside separate K/V parameters", "nothing more to give"],
-    "sglang": ["request rows and lengths only: slot ids never leave the GPU", "none known; SGLang sizes its pool from free memory, so under kvtier it keeps the pool that fits"],
+    "sglang": ["request rows and lengths only: slot ids never leave the GPU", "none known; SGLang sizes its pool from free memory, so under kvtier it keeps the pool that fits (kvtier = native)"],
     "llamacpp": ["one buffer, read up to its high-water cell every step", "none: keep `-c` within HBM (a larger cache is read whole each step)"],
     "hybrid": ["two pools (window, full), block tables uploaded", "-"] };
   "Serving by server (`make bench-serve`, \($date), commit \($commit); SIMULATED GPU: the `serve-like` workload, one persona per server'"'"'s default path, [docs/workloads.md](docs/workloads.md)). `native`: the pool that fits; `offload`: the server'"'"'s own KV offload at a 4× pool; `kvtier`: an N× pool under `kvtier run`, shipped defaults, as × native throughput at N = 2, 4, 8; `evidence`: the class kvtier settled on at 4× (`blocks`: a block table names each step'"'"'s blocks). Targets (4×): ≥ 1.2× native throughput, ≤ 0.75× its TTFT p50, ≥ 1.0× offload, never below native. Every row and why: [docs/performance.md](docs/performance.md), \"Server personas\".",
@@ -65,7 +65,7 @@ section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" --arg rows "$ROWS" '
   "|---|---|---|---|---|---|---|---|---|---|",
   ( map(select($rows == "all" or ((.pool_over_hbm == 4 or .alternative == "native") and .alternative != "oracle"))) | group_by(.persona // "vllm-v1-triton") | sort_by(.[0].persona | if . == "vllm-v2" then 0 elif . == "vllm-v1-fa" then 1 elif . == "vllm-v1-triton" then 2 elif . == "sglang" then 3 elif . == "llamacpp" then 4 elif . == "hybrid" then 5 else 6 end) | .[] |
     ((map(select(.alternative == "native")) | .[0:1]) + map(select(.alternative != "native")))[] |
-    "| \(.persona // "vllm-v1-triton") | \(if .alternative == "native" then "1" else (.pool_over_hbm | tostring) end)× | \(.alternative) | \(.output_tokens_per_s | n(0)) | \(.ttft_ms_p50 | n(2)) / \(.ttft_ms_p99 | n(1)) | \(.tpot_ms_p50 | n(3)) / \(.tpot_ms_p99 | n(3)) | \(.prefix_hit_rate | n(3)) | \(.bytes_link | mib) | \(if (.evidence // "-") == "-" then "" else (.evidence | gsub("\\+"; ", ")) end) | \(.targets | verdict) |" )
+    "| \(.persona // "vllm-v1-triton") | \(if .alternative == "native" then "1" else (.pool_over_hbm | tostring) end)×\(if (.pool_capped // 0) == 1 then " (the server kept 1×)" else "" end) | \(.alternative) | \(.output_tokens_per_s | n(0)) | \(.ttft_ms_p50 | n(2)) / \(.ttft_ms_p99 | n(1)) | \(.tpot_ms_p50 | n(3)) / \(.tpot_ms_p99 | n(3)) | \(.prefix_hit_rate | n(3)) | \(.bytes_link | mib) | \(if (.evidence // "-") == "-" then "" else (.evidence | gsub("\\+"; ", ")) end) | \(.targets | verdict) |" )
 ' "$JSON") || { echo "serve_readme: $JSON did not parse" >&2; exit 1; }
 fi
 
