@@ -21,7 +21,7 @@
 #define NOINLINE __attribute__((noinline))
 #define MiB (1ul << 20)
 
-enum bench_mode { MODE_CUDA, MODE_MMAP, MODE_MALLOC, MODE_LAUNCH, MODE_LAUNCH_HOST };
+enum bench_mode { MODE_CUDA, MODE_MMAP, MODE_MALLOC, MODE_LAUNCH, MODE_LAUNCH_HOST, MODE_LAUNCH_FA };
 
 struct bench_cfg {
 	enum bench_mode mode;
@@ -48,7 +48,12 @@ static void *volatile sink;
  * launch-host: the touch kernel with (ranges, nr), ranges a HOST array
  * naming the buffer (the old workloads' pattern): the scan follows that
  * pointer (a process_vm_readv on a sampled launch) and finds the address.
- * Both run nothing (no sequences, nr 0): the figure is the launch path. */
+ * launch-fa: one 528-byte by-value struct, as FlashAttention 2's
+ * Flash_fwd_params (k_ptr at byte 8, v_ptr at 16, block_table at 344: the
+ * layout the serve-like FA2 kernel declares), naming the same K/V bases
+ * and device table; a kernel the stand-in defines with that one parameter
+ * and a body that does nothing.
+ * All run nothing (no sequences, nr 0): the figure is the launch path. */
 static struct {
 	struct fakecuda_range ranges[4096 / sizeof(struct fakecuda_range)];
 } launch_arg __attribute__((aligned(4096)));
@@ -63,7 +68,17 @@ static void *paged_params[] = { &paged_k, &paged_v, &paged_table, &paged_lens, &
 				&paged_stride, &paged_bt, &paged_row, &paged_ranges,
 				&paged_nr_ranges };
 
-static int launch_setup(int host_table)
+static unsigned char fa_params[528] __attribute__((aligned(16)));
+static void *fa_args[1] = { fa_params };
+
+static int fa_body(void *const *args, void *ctx)
+{
+	(void)args;
+	(void)ctx;
+	return 0;
+}
+
+static int launch_setup(int host_table, int fa)
 {
 	if (cudaFree(NULL) != cudaSuccess || cudaMalloc(&launch_buf, 2 * MiB) != cudaSuccess ||
 	    cudaMalloc(&launch_table, 64 * 1024) != cudaSuccess)
@@ -75,11 +90,24 @@ static int launch_setup(int host_table)
 	if (!kernel)
 		return -1;
 	launch_fn = (const void *)kernel();
+	if (fa) {
+		CUfunction (*define)(const char *, const struct fakecuda_param *, unsigned,
+				     fakecuda_body_fn, void *) =
+			(CUfunction (*)(const char *, const struct fakecuda_param *, unsigned,
+					fakecuda_body_fn, void *))dlsym(drv, "fakecuda_kernel_define");
+		static const struct fakecuda_param one_struct = { sizeof fa_params, 8 };
+		if (!define || !(launch_fn = define("_Z23flash_fwd_splitkv_kernel16Flash_fwd_params",
+						    &one_struct, 1, fa_body, NULL)))
+			return -1;
+	}
 	launch_arg.ranges[0] = (struct fakecuda_range){ (CUdeviceptr)(uintptr_t)launch_buf, 4096, 0 };
 	paged_k = (CUdeviceptr)(uintptr_t)launch_buf;
 	paged_v = paged_k + MiB;
 	paged_table = (CUdeviceptr)(uintptr_t)launch_table;
 	paged_lens = paged_table + 32 * 1024;
+	memcpy(fa_params + 8, &paged_k, 8);
+	memcpy(fa_params + 16, &paged_v, 8);
+	memcpy(fa_params + 344, &paged_table, 8);
 	return 0;
 }
 
@@ -157,12 +185,20 @@ static int one_paged_launch(unsigned long i)
 	return cudaLaunchKernel(launch_fn, one, one, paged_params, 0, NULL) == cudaSuccess ? 0 : -1;
 }
 
+static int one_fa_launch(unsigned long i)
+{
+	(void)i;
+	dim3 one = { 1, 1, 1 };
+	return cudaLaunchKernel(launch_fn, one, one, fa_args, 0, NULL) == cudaSuccess ? 0 : -1;
+}
+
 static int run_pairs(const struct bench_cfg *c, unsigned long n)
 {
 	int (*pair)(unsigned long) = c->mode == MODE_CUDA ? pair_cuda :
 				     c->mode == MODE_MMAP ? pair_mmap :
 				     c->mode == MODE_LAUNCH ? one_paged_launch :
-				     c->mode == MODE_LAUNCH_HOST ? one_launch : pair_malloc;
+				     c->mode == MODE_LAUNCH_HOST ? one_launch :
+				     c->mode == MODE_LAUNCH_FA ? one_fa_launch : pair_malloc;
 	for (unsigned long i = 0; i < n; i++)
 		if (pair(i))
 			return -1;
@@ -199,7 +235,7 @@ static NOINLINE void at_depth(int left, struct bench_cfg *c)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: hooks cuda|mmap|malloc|launch|launch-host PAIRS [DEPTH]\n"
+	fprintf(stderr, "usage: hooks cuda|mmap|malloc|launch|launch-host|launch-fa PAIRS [DEPTH]\n"
 		"  one trial: PAIRS alloc+free pairs (launch: kernel launches) after\n"
 		"  PAIRS/10 warm-up ones, DEPTH (default 0) helper frames above the loop\n");
 	return 2;
@@ -220,6 +256,8 @@ int main(int argc, char **argv)
 		c.mode = MODE_LAUNCH;
 	else if (!strcmp(argv[1], "launch-host"))
 		c.mode = MODE_LAUNCH_HOST;
+	else if (!strcmp(argv[1], "launch-fa"))
+		c.mode = MODE_LAUNCH_FA;
 	else
 		return usage();
 	c.nr_pairs = strtoul(argv[2], NULL, 0);
@@ -227,8 +265,9 @@ int main(int argc, char **argv)
 	if (!c.nr_pairs || c.depth < 0 || c.depth > 1000)
 		return usage();
 	c.nr_warmup = c.nr_pairs / 10 + 1;
-	int launching = c.mode == MODE_LAUNCH || c.mode == MODE_LAUNCH_HOST;
-	if (launching && launch_setup(c.mode == MODE_LAUNCH_HOST)) {
+	int launching = c.mode == MODE_LAUNCH || c.mode == MODE_LAUNCH_HOST ||
+			c.mode == MODE_LAUNCH_FA;
+	if (launching && launch_setup(c.mode == MODE_LAUNCH_HOST, c.mode == MODE_LAUNCH_FA)) {
 		fprintf(stderr, "hooks: launch setup failed (cudaMalloc or the stand-in's kernel)\n");
 		return 1;
 	}

@@ -117,6 +117,8 @@ run_hooks() {
 		trial launch-tracked launch "$LAUNCHES" 0 "$t" LD_PRELOAD="$LIB" KVTIER_POLICY="$TRACK_POLICY"
 		trial launchh-native launch-host "$LAUNCHES" 0 "$t"
 		trial launchh-tracked launch-host "$LAUNCHES" 0 "$t" LD_PRELOAD="$LIB" KVTIER_POLICY="$TRACK_POLICY"
+		trial launchfa-native launch-fa "$LAUNCHES" 0 "$t"
+		trial launchfa-tracked launch-fa "$LAUNCHES" 0 "$t" LD_PRELOAD="$LIB" KVTIER_POLICY="$TRACK_POLICY"
 		# the tracked row means something only if the buffer was redirected
 		grep -q '^launch_buffer managed=1' "$DIR/launch-tracked.$t.log" || LAUNCH_STATE="n/a (buffer not redirected)"
 	done
@@ -125,6 +127,7 @@ run_hooks() {
 	paired diff "$DIR/launch-pass.ns" "$DIR/launch-native.ns" "$DIR/launch-pass-added.ns"
 	paired diff "$DIR/launch-tracked.ns" "$DIR/launch-native.ns" "$DIR/launch-added.ns"
 	paired diff "$DIR/launchh-tracked.ns" "$DIR/launchh-native.ns" "$DIR/launch-host-added.ns"
+	paired diff "$DIR/launchfa-tracked.ns" "$DIR/launchfa-native.ns" "$DIR/launch-fa-added.ns"
 	paired ratio "$DIR/mmap-pass.ns" "$DIR/mmap-native.ns" "$DIR/mmap-pass.ratio"
 	paired diff "$DIR/malloc-pass.ns" "$DIR/malloc-native.ns" "$DIR/malloc-pass-added.ns"
 	paired ratio "$DIR/mmap-traced.ns" "$DIR/mmap-native.ns" "$DIR/mmap-traced.ratio"
@@ -222,6 +225,7 @@ read -r lt_m lt_lo lt_hi < <(stats "$DIR/launch-tracked.ns")
 read -r lpa_m lpa_lo lpa_hi < <(stats "$DIR/launch-pass-added.ns")
 read -r la_m la_lo la_hi < <(stats "$DIR/launch-added.ns")
 read -r lh_m lh_lo lh_hi < <(stats "$DIR/launch-host-added.ns")
+read -r lf_m lf_lo lf_hi < <(stats "$DIR/launch-fa-added.ns")
 # where the tracked buffer ended up (the migrator promotes it once the launch
 # evidence has made it hot): proof that the scan found it
 LAUNCH_BLOCK=$(sed -n 's/^launch_buffer managed=1 block=//p' "$DIR"/launch-tracked.*.log | sort | uniq -c |
@@ -262,6 +266,7 @@ printf '%-48s %-26s %s\n' 'launch added, ns (passthrough, nothing tracked)' "$(f
 printf '%-48s %-26s %s\n' 'launch added, ns (K/V bases tracked, device table)' "$(f0 "$la_m") $(rng f0 "$la_lo" "$la_hi")" \
 	"$([ "$LAUNCH_STATE" = ok ] && echo "<= 100 (tracked block: ${LAUNCH_BLOCK:-?})" || echo "$LAUNCH_STATE")"
 printf '%-48s %-26s %s\n' 'launch added, ns (host table followed)' "$(f0 "$lh_m") $(rng f0 "$lh_lo" "$lh_hi")" '-'
+printf '%-48s %-26s %s\n' 'launch added, ns (528-byte FA2 struct, tracked)' "$(f0 "$lf_m") $(rng f0 "$lf_lo" "$lf_hi")" '<= 100'
 printf '%-48s %-26s %s\n' 'mmap+munmap 2 MiB, passthrough / native' "$(f2 "$mr_m")x $(rng f2 "$mr_lo" "$mr_hi")" '<= 1.05x'
 printf '%-48s %-26s %s\n' 'mmap+munmap 2 MiB, traced / native' "$(f2 "$mtr_m")x $(rng f2 "$mtr_lo" "$mtr_hi")" '-'
 printf '%-48s %-26s %s\n' 'policy ns per decision, default rules' "$(f0 "$pd_m") $(rng f0 "$pd_lo" "$pd_hi")" '<= 1000'
@@ -369,6 +374,8 @@ cat >"$JSON.tmp" <<EOF
     "launch_added_ns_spread": [$(jn "$la_lo"), $(jn "$la_hi")],
     "launch_host_added_ns": $(jn "$lh_m"),
     "launch_host_added_ns_spread": [$(jn "$lh_lo"), $(jn "$lh_hi")],
+    "launch_fa_added_ns": $(jn "$lf_m"),
+    "launch_fa_added_ns_spread": [$(jn "$lf_lo"), $(jn "$lf_hi")],
     "launch_pass_added_ns": $(jn "$lpa_m"),
     "launch_pass_added_ns_spread": [$(jn "$lpa_lo"), $(jn "$lpa_hi")],
     "launch_ns": { "native": $(jn "$ln_m"), "passthrough": $(jn "$lp_m"), "tracked": $(jn "$lt_m") },
