@@ -60,6 +60,7 @@ section=$(jq -r '
   "| `cudaLaunchKernel`, passthrough, nothing tracked: added | \($h.launch_pass_added_ns | n(0)) ns\(sp($h.launch_pass_added_ns_spread; 0)) | – | |",
   "| `cudaLaunchKernel` as servers launch (K/V bases tracked, device block table): added | \($h.launch_added_ns | n(0)) ns\(sp($h.launch_added_ns_spread; 0)) | ≤ 100 ns | \($h.launch_added_ns | met(. <= 100))\(noisy($h.launch_added_ns_spread; 100)) |",
   "| `cudaLaunchKernel`, host-memory table followed (old workloads): added | \($h.launch_host_added_ns | n(0)) ns\(sp($h.launch_host_added_ns_spread; 0)) | – | |",
+  (if $h.launch_fa_added_ns == null then empty else "| `cudaLaunchKernel` with a 528-byte FlashAttention 2 params struct naming tracked K/V: added | \($h.launch_fa_added_ns | n(0)) ns\(sp($h.launch_fa_added_ns_spread; 0)) | ≤ 100 ns | \($h.launch_fa_added_ns | met(. <= 100))\(noisy($h.launch_fa_added_ns_spread; 100)) |" end),
   "| policy: one decision, default rules | \($p.decision_ns | n(0)) ns\(sp($p.decision_ns_spread; 0)) | ≤ 1 µs | \($p.decision_ns | met(. <= 1000)) |",
   "| trace writer | \($t.write_events_per_s | mps)\(mpsp($t.write_events_per_s_spread)) | ≥ 2 M/s | \($t.write_events_per_s | met(. >= 2e6)) |",
   "| `kvtier report` reading a trace | \($t.report_events_per_s | mps)\(mpsp($t.report_events_per_s_spread)) | ≥ 10 M/s | \($t.report_events_per_s | met(. >= 1e7)) |",
