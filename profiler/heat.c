@@ -260,7 +260,7 @@ int kvt_heat_track(uint64_t base, uint64_t size, uint8_t tier, int32_t node, int
 		if (free_slot < 0)
 			goto out;
 		s = free_slot;
-		slots[s].first = arena_used;
+		__atomic_store_n(&slots[s].first, arena_used, __ATOMIC_RELAXED);   /* slot_view */
 		__atomic_store_n(&slots[s].cap_chunks, nr, __ATOMIC_RELAXED);
 		arena_used += nr;
 	}
