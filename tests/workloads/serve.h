@@ -224,6 +224,7 @@ struct sv {
 	CUfunction kfn[32];               /* the kernels the persona defined */
 	int nr_kfn;
 	uint32_t nr_blocks;
+	bool pool_capped;                 /* the server kept the pool that fits (pool_capped persona) */
 	uint64_t block_region;            /* WL_BLOCK_TOKENS * row_bytes */
 	bool managed;
 	bool host_kv;                     /* the pool is plain host memory (the persona's

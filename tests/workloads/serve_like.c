@@ -435,6 +435,7 @@ static int sv_pool(struct sv *v)
 				"value %u. Use the profiled value instead.\n",
 				v->nr_blocks * WL_BLOCK_TOKENS, fit * WL_BLOCK_TOKENS);
 			v->nr_blocks = fit;
+			v->pool_capped = true;
 		}
 		if ((rc = sv_kv_alloc(v)))
 			return rc;
@@ -549,8 +550,7 @@ static void sv_report(struct sv *v)
 	       v->o.persona->name, alt, v->o.pool_over_hbm);
 	printf("seed=%" PRIu64 "\ndevice_bytes=%zu\nkv_budget_bytes=%" PRIu64 "\npool_blocks=%u\n"
 	       "host_blocks=%u\npool_capped=%d\n", v->o.seed, v->dev_total, v->kv_budget, v->nr_blocks,
-	       v->nr_host, v->nr_blocks == v->fit_blocks && v->o.pool_over_hbm > 1 &&
-	       v->o.alt == SV_KVTIER);
+	       v->nr_host, v->pool_capped);
 	printf("requests=%d\nsteps=%" PRIu64 "\noutput_tokens=%" PRIu64 "\nprompt_tokens=%" PRIu64
 	       "\nhit_tokens=%" PRIu64 "\nhost_hit_tokens=%" PRIu64 "\ncomputed_tokens=%" PRIu64
 	       "\n", n, v->steps, v->out_tokens, v->prompt_tokens, v->hit_tokens,
