@@ -142,7 +142,7 @@ demo:
 	@echo "demo: 3/4 serving 400 requests on the simulated GPU as vLLM (Model Runner V2) would: native, offload, kvtier at a 4x pool"
 	@BUILD=$(BUILD) BENCH_SERVE_OUT=$(BUILD)/demo BENCH_SERVE_RATIOS=4 \
 		BENCH_SERVE_PERSONAS=vllm-v2 BENCH_SERVE_ALTS="native offload kvtier" \
-		tests/bench/bench_serve.sh
+		BENCH_SERVE_TRACES= tests/bench/bench_serve.sh
 	@echo "demo: 4/4 writing the HTML report of kvtier's run"
 	@$(KVTIER) report --format html -o $(BUILD)/demo.html $(BUILD)/demo/vllm-v2-4-kvtier.*.trace
 	@echo "HTML report of kvtier's run: $(BUILD)/demo.html"

@@ -75,6 +75,7 @@ bench-table: bench-policy bench-report bench-sim bench-serve $(LIBKVTIER) $(KVTI
 	@BUILD=$(BUILD) MAKE="$(MAKE)" bench/run.sh
 	@tests/bench/perf_readme.sh $(BUILD)/bench.json README.md
 	@tests/bench/serve_readme.sh $(BUILD)/bench-serve.json README.md
+	@SERVE_ROWS=trace tests/bench/serve_readme.sh $(BUILD)/bench-serve.json README.md
 
 # ---- the real-GPU bundle -------------------------------------------------------
 # A nested make with BUILD=build/gpu links the workloads to the toolkit's

@@ -5,7 +5,7 @@
 #                      BENCH_SERVE_RATIOS (default "4"; make bench: "2 4 8"), one table and
 #                      $(BUILD)/bench-serve.json (tests/bench/bench_serve.sh)
 SV_SRCS := tests/workloads/serve_like.c tests/workloads/serve_run.c \
-	   tests/workloads/serve_cache.c tests/workloads/serve_sched.c \
+	   tests/workloads/serve_cache.c tests/workloads/serve_sched.c tests/workloads/serve_trace.c \
 	   tests/workloads/serve_persona.c tests/workloads/serve_fa.c \
 	   tests/workloads/persona_vllm.c tests/workloads/persona_sglang.c \
 	   tests/workloads/persona_llama.c tests/workloads/persona_hybrid.c

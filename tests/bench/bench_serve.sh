@@ -29,6 +29,9 @@
 #                        the paced mode's kvtier rows, which depend on load)
 #   BENCH_SERVE_OUT ($BUILD/bench-serve)  where the runs go; the JSON is
 #                        that path + .json (make demo: $BUILD/demo)
+#   BENCH_SERVE_TRACES, BENCH_SERVE_TRACE_DIR, BENCH_SERVE_TRACE_PERSONAS,
+#   BENCH_SERVE_TRACE_MODES   the trace rows (tests/bench/serve_trace.sh);
+#                        BENCH_SERVE_TRACES="" leaves them out
 # Targets: at 4x kvtier >= 1.2x native throughput and <= 0.75x native TTFT
 # p50; at every N kvtier >= 1.0x offload throughput; at no N below native's
 # throughput.
@@ -65,24 +68,34 @@ has_offload() {
 }
 export -f has_offload
 
+# the trace rows: trace_jobs, trace_cmd, trace_table (issue 44)
+. "$(dirname "$0")/serve_trace.sh"
+
+# run_one PERSONA N ALT, or run_one T:SPEC PERSONA ALT LOOP (a trace row)
 run_one() {
 	local p=$1 x=$2 alt=$3 base="$OUT/$1-$2-$3" t0 cmd
 	cmd="$BUILD/workloads/serve-like --quiet --persona $p --alt $alt --pool-over-hbm $x $ARGS"
+	case $1 in
+	T:*)
+		base="$OUT/$(trace_base "${1#T:}" "$2" "$4" "$3")"
+		alt=$3
+		cmd=$(trace_cmd "${1#T:}" "$2" "$3" "$4") ;;
+	esac
 	t0=$(date +%s.%N)
 	case $alt in
 	kvtier)
 		local pace=""
 		[ "$MODE" = paced ] && pace="FAKECUDA_PACE=$PACE"
 		env $pace timeout "$TMO" $NORAND "$BUILD/kvtier" run --quiet \
-			--trace "$OUT/$p-$x-kvtier.%p.trace" -- $cmd >"$base.out" 2>"$base.err" ;;
+			--trace "$base.%p.trace" -- $cmd >"$base.out" 2>"$base.err" ;;
 	*)
 		timeout "$TMO" $NORAND $cmd >"$base.out" 2>"$base.err" ;;
 	esac
 	echo $? >"$base.rc"
 	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", b - a }' >"$base.wall"
 }
-export -f run_one
-export OUT BUILD ARGS PACE TMO MODE NORAND
+export -f run_one trace_base trace_cmd
+export OUT BUILD ARGS PACE TMO MODE NORAND TRACE_DIR TRACE_X
 
 # native does not depend on N: one run per persona, reported at every N
 for p in $PERSONAS; do
@@ -94,7 +107,9 @@ for p in $PERSONAS; do
 			echo "$p $x $a"
 		done
 	done
-done | xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2"'
+done >"$OUT/jobs"
+trace_jobs >>"$OUT/jobs"
+xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2" "${3:-}"' <"$OUT/jobs"
 wall_all=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 
 val() { sed -n "s/^$2=//p" "$1" | head -1; }
@@ -112,9 +127,11 @@ printf 'serve-like defaults%s; the same schedule for every row; kvtier rows: shi
 # allocation=... faults=... none=...): each class holding a range, strongest
 # first, joined by "+"; "none" when no range settled on any. A trace from a
 # library without classes gives "-".
-evidence() {
+evidence() { evidence_at "$OUT/$1-$2-kvtier"; }
+# the same for the kvtier run whose files start with BASE
+evidence_at() {
 	local t out="" kv
-	t=$(ls "$OUT/$1-$2-kvtier."*.trace 2>/dev/null | head -1)
+	t=$(ls "$1."*.trace 2>/dev/null | head -1)
 	[ -n "$t" ] || { echo "-"; return; }
 	local line
 	line=$("$BUILD/kvtier" dump "$t" 2>/dev/null | sed -n 's/^info evidence\.classes=//p' | tail -1)
@@ -180,12 +197,13 @@ for x in $RATIOS; do
 			"$rps" "$t50" "$t99" "$p50" "$p99" "$hit" $((link >> 20)) "$(cat "$base.wall")" "$ev" "$verdict"
 		[ $first = 1 ] || echo "," >>"$JSON.tmp"
 		first=0
-		printf '  {"persona": "%s", "pool_over_hbm": %s, "alternative": "%s", "output_tokens_per_s": %s, "requests_per_s": %s, "ttft_ms_p50": %s, "ttft_ms_p99": %s, "tpot_ms_p50": %s, "tpot_ms_p99": %s, "prefix_hit_rate": %s, "bytes_link": %s, "tables": "%s", "evidence": "%s", "targets": "%s", "pool_capped": %s, "mode": "%s", "simulated": true}' \
+		printf '  {"persona": "%s", "pool_over_hbm": %s, "alternative": "%s", "output_tokens_per_s": %s, "requests_per_s": %s, "ttft_ms_p50": %s, "ttft_ms_p99": %s, "tpot_ms_p50": %s, "tpot_ms_p99": %s, "prefix_hit_rate": %s, "bytes_link": %s, "tables": "%s", "evidence": "%s", "targets": "%s", "pool_capped": %s, "mode": "generated", "device_mode": "%s", "simulated": true}' \
 			"$p" "$x" "$a" "$tps" "$rps" "$t50" "$t99" "$p50" "$p99" "$hit" "$link" "$tab" "$ev" "$verdict" "$cap" "$MODE" >>"$JSON.tmp"
 	done
 done
 printf '\n'
 done
+trace_table
 printf '\n]\n' >>"$JSON.tmp"
 mv "$JSON.tmp" "$JSON"
 printf '\n(simulated) wrote %s in %ss on %s CPUs (load %s); per-run output in %s/\n' "$JSON" \

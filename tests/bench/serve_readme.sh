@@ -7,13 +7,21 @@
 # bench-serve; by hand: tests/bench/serve_readme.sh [bench-serve.json [README.md]].
 # SERVE_ROWS=all writes every row (docs/performance.md has them); the
 # default keeps README short: the 4x rows of native, offload and kvtier.
+# SERVE_ROWS=trace writes the trace rows (serve-like --trace) of the
+# default persona between <!-- serve-trace:begin --> and
+# <!-- serve-trace:end --> instead; SERVE_ROWS=trace-all every persona's.
 # Exit: 0 written (or no jq), 1 missing JSON or markers.
 set -u
 BUILD=${BUILD:-build}
 JSON=${1:-$BUILD/bench-serve.json}
 README=${2:-README.md}
+ROWS=${SERVE_ROWS:-readme}
 BEGIN='<!-- serve:begin -->'
 END='<!-- serve:end -->'
+if [ "$ROWS" = trace ] || [ "$ROWS" = trace-all ]; then
+	BEGIN='<!-- serve-trace:begin -->'
+	END='<!-- serve-trace:end -->'
+fi
 
 if ! command -v jq >/dev/null; then
 	echo "serve_readme: jq not installed: $README's serving table left as it was" >&2
@@ -27,8 +35,23 @@ fi
 DATE=$(date -u -r "$JSON" +%Y-%m-%dT%H:%MZ)
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-ROWS=${SERVE_ROWS:-readme}
-if [ "$ROWS" = readme ]; then
+if [ "$BEGIN" = '<!-- serve-trace:begin -->' ]; then
+section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" --arg rows "$ROWS" '
+  def n($d): if . == null then "-" else (. * pow(10; $d) | round / pow(10; $d) | tostring) end;
+  def x($b): if . == null or $b == null or $b == 0 then "-" else ((. / $b) * 100 | round / 100 | tostring) + "×" end;
+  def verdict: if . == null or . == "-" then "" elif startswith("met") then "met"
+               else "**missed**" + (ltrimstr("MISSED") | if . == "" then "" else "" + . end) end;
+  map(select(.trace != null and ($rows == "trace-all" or .persona == "vllm-v2"))) |
+  "Serving from public request traces (`make bench-serve`, \($date), commit \($commit); SIMULATED GPU, every figure simulated): `serve-like --trace` replays the Mooncake FAST'"'"'25 synthetic trace (kvcache-ai/Mooncake, Apache-2.0; prefixes shared by hash id) and the Azure LLM inference conversation trace (Azure/AzurePublicDataset, CC-BY-4.0, Splitwise ISCA 2024; no prefix information), read from `../shared/traces/`, at a 4× pool. Open loop: arrivals at trace time ÷ the trace'"'"'s time scale; goodput: requests per trace second within TTFT ≤ 2 s and TPOT ≤ 100 ms of trace time. Closed loop: every request at once, in trace order. The model, the time scales and why: [docs/workloads.md](docs/workloads.md), \"Serving from request traces\". Targets (kvtier): closed ≥ 1.2× native tok/s and ≥ 1.0× offload; open goodput ≥ 1.2× native and TTFT p50 ≤ 0.75× native.",
+  "",
+  "| trace | persona | loop | alternative | output tok/s | goodput req/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | prefix hits | link MiB | targets |",
+  "|---|---|---|---|---|---|---|---|---|---|---|",
+  ( group_by([.trace, .persona, .mode]) | .[] |
+    (map(select(.alternative == "native")) | .[0]) as $nat |
+    .[] |
+    "| \(.trace) | \(.persona) | \(.mode) | \(.alternative) | \(.output_tokens_per_s | n(0))\(if .alternative != "native" and $nat != null then " (" + (.output_tokens_per_s | x($nat.output_tokens_per_s)) + ")" else "" end) | \(if .goodput_rps == null then "-" else (.goodput_rps | n(3)) end) | \(.ttft_ms_p50 | n(2)) / \(.ttft_ms_p99 | n(1)) | \(.tpot_ms_p50 | n(3)) / \(.tpot_ms_p99 | n(3)) | \(.prefix_hit_rate | n(3)) | \(.bytes_link / 1048576 | round) | \(.targets | verdict) |" )
+' "$JSON") || { echo "serve_readme: $JSON did not parse" >&2; exit 1; }
+elif [ "$ROWS" = readme ]; then
 section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" '
   def n($d): if . == null then "-" else (. * pow(10; $d) | round / pow(10; $d) | tostring) end;
   def x($b): if . == null or $b == null or $b == 0 then "-" else ((. / $b) * 100 | round / 100 | tostring) + "×" end;
@@ -45,7 +68,7 @@ section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" '
   "",
   "| server (persona) | what kvtier sees on the default path | to give it more | native tok/s | offload 4× | kvtier 2× / 4× / 8× | TTFT 4× ÷ native | evidence | targets (4×) |",
   "|---|---|---|---|---|---|---|---|---|",
-  ( group_by(.persona // "vllm-v1-triton") | sort_by(.[0].persona | if . == "vllm-v2" then 0 elif . == "vllm-v1-fa" then 1 elif . == "vllm-v1-triton" then 2 elif . == "sglang" then 3 elif . == "llamacpp" then 4 elif . == "hybrid" then 5 else 6 end) | .[] |
+  ( map(select(.trace == null)) | group_by(.persona // "vllm-v1-triton") | sort_by(.[0].persona | if . == "vllm-v2" then 0 elif . == "vllm-v1-fa" then 1 elif . == "vllm-v1-triton" then 2 elif . == "sglang" then 3 elif . == "llamacpp" then 4 elif . == "hybrid" then 5 else 6 end) | .[] |
     . as $g | ($g[0].persona // "vllm-v1-triton") as $p |
     ($g | map(select(.alternative == "native")) | .[0]) as $nat |
     ($g | map(select(.alternative == "offload" and .pool_over_hbm == 4)) | .[0]) as $off |
@@ -63,7 +86,7 @@ section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" --arg rows "$ROWS" '
   "",
   "| persona | pool ÷ HBM | alternative | output tok/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | prefix hits | link MiB | evidence | targets |",
   "|---|---|---|---|---|---|---|---|---|---|",
-  ( map(select($rows == "all" or ((.pool_over_hbm == 4 or .alternative == "native") and .alternative != "oracle"))) | group_by(.persona // "vllm-v1-triton") | sort_by(.[0].persona | if . == "vllm-v2" then 0 elif . == "vllm-v1-fa" then 1 elif . == "vllm-v1-triton" then 2 elif . == "sglang" then 3 elif . == "llamacpp" then 4 elif . == "hybrid" then 5 else 6 end) | .[] |
+  ( map(select(.trace == null and ($rows == "all" or ((.pool_over_hbm == 4 or .alternative == "native") and .alternative != "oracle")))) | group_by(.persona // "vllm-v1-triton") | sort_by(.[0].persona | if . == "vllm-v2" then 0 elif . == "vllm-v1-fa" then 1 elif . == "vllm-v1-triton" then 2 elif . == "sglang" then 3 elif . == "llamacpp" then 4 elif . == "hybrid" then 5 else 6 end) | .[] |
     ((map(select(.alternative == "native")) | .[0:1]) + map(select(.alternative != "native")))[] |
     "| \(.persona // "vllm-v1-triton") | \(if .alternative == "native" then "1" else (.pool_over_hbm | tostring) end)×\(if (.pool_capped // 0) == 1 then " (the server kept 1×)" else "" end) | \(.alternative) | \(.output_tokens_per_s | n(0)) | \(.ttft_ms_p50 | n(2)) / \(.ttft_ms_p99 | n(1)) | \(.tpot_ms_p50 | n(3)) / \(.tpot_ms_p99 | n(3)) | \(.prefix_hit_rate | n(3)) | \(.bytes_link | mib) | \(if (.evidence // "-") == "-" then "" else (.evidence | gsub("\\+"; ", ")) end) | \(.targets | verdict) |" )
 ' "$JSON") || { echo "serve_readme: $JSON did not parse" >&2; exit 1; }

@@ -597,6 +597,163 @@ static void test_serve_persona_graphs(void)
 	CU_ASSERT_EQUAL(sv_num(c.out, "graph_launches"), 0);
 }
 
+/* ---- --trace: public request traces as the schedule ---- */
+
+/* A file in $TMPDIR (or /tmp) holding text; the path is static storage. */
+static const char *sv_tmp_file(char *path, size_t n, const char *suffix, const char *text)
+{
+	const char *dir = getenv("TMPDIR");
+	snprintf(path, n, "%s/serve-trace-XXXXXX%s", dir && *dir ? dir : "/tmp", suffix);
+	int fd = mkstemps(path, (int)strlen(suffix));
+	CU_ASSERT_FATAL(fd >= 0);
+	size_t len = strlen(text);
+	CU_ASSERT_FATAL(write(fd, text, len) == (ssize_t)len);
+	close(fd);
+	return path;
+}
+
+/* Five Mooncake rows a second apart (ids as a file may write them, far
+ * from dense), 16-token blocks, a pool that holds them all, one at a time:
+ *   A 1024 tokens, ids [7 9]       nothing cached                 hit    0
+ *     cached after it: its 64 whole prompt blocks (ids 7, 9)
+ *   B 1500, ids [7 9 11]           blocks 0..63 (7, 9)            hit 1024
+ *   C  600, ids [7 12]             blocks 0..31 (7)               hit  512
+ *   D 1024, ids [7 9]              at most the prompt less one
+ *                                  token: blocks 0..62            hit 1008
+ *   E  100, ids [13] (D's time)    nothing                        hit    0
+ * 2544 of 4248 prompt tokens; ids: 10, distinct 5. */
+static const char sv_moon[] =
+	"{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 8, \"hash_ids\": "
+	"[1000000007, 9]}\n"
+	"{\"timestamp\": 1000, \"input_length\": 1500, \"output_length\": 8, \"hash_ids\": "
+	"[1000000007, 9, 11]}\n"
+	"{\"timestamp\": 2000, \"input_length\": 600, \"output_length\": 8, \"hash_ids\": "
+	"[1000000007, 12]}\n"
+	"{\"timestamp\": 3000, \"input_length\": 1024, \"output_length\": 8, \"hash_ids\": "
+	"[1000000007, 9]}\n"
+	"{\"timestamp\": 3000, \"input_length\": 100, \"output_length\": 4, \"hash_ids\": [13]}\n";
+
+static void test_serve_trace_mooncake(void)
+{
+	static struct kvt_child c, w, k, s, t;
+	char path[256];
+	sv_tmp_file(path, sizeof path, ".jsonl", sv_moon);
+	const char *stats[] = { "--trace", path, "--trace-stats", NULL };
+	sv_run(&s, stats, false);
+	CU_ASSERT_EQUAL(s.exit_code, 0);
+	CU_ASSERT_STRING_EQUAL(sv_get(s.out, "format"), "mooncake");
+	CU_ASSERT_EQUAL(sv_num(s.out, "requests"), 5);
+	CU_ASSERT_EQUAL(sv_num(s.out, "prompt_tokens"), 4248);
+	CU_ASSERT_EQUAL(sv_num(s.out, "block_ids"), 10);
+	CU_ASSERT_EQUAL(sv_num(s.out, "distinct_block_ids"), 5);
+	CU_ASSERT_DOUBLE_EQUAL(sv_num(s.out, "hit_ratio_unbounded"), 2544.0 / 4248, 1e-4);
+	/* 64 Ki tokens of LRU cache hold the whole trace: the same */
+	CU_ASSERT_DOUBLE_EQUAL(sv_num(s.out, "hit_ratio_lru_64k_tokens"), 2544.0 / 4248, 1e-4);
+	/* D and E share 3 s; the last group spreads over the mean gap, 0.75 s */
+	CU_ASSERT_DOUBLE_EQUAL(sv_num(s.out, "span_trace_s"), 3.375, 1e-6);
+
+	const char *run[] = { "--trace", path, "--time-scale", "1", NULL };
+	sv_run(&c, run, false);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_STRING_EQUAL(sv_get(c.out, "mode"), "open");
+	CU_ASSERT_PTR_NOT_NULL(strstr(sv_get(c.out, "trace"), "[0+5]"));
+	CU_ASSERT_EQUAL(sv_num(c.out, "prompt_tokens"), 4248);
+	CU_ASSERT_EQUAL(sv_num(c.out, "hit_tokens"), 2544);
+	CU_ASSERT_EQUAL(sv_num(c.out, "output_tokens"), 36);
+	CU_ASSERT_EQUAL(sv_num(c.out, "corrupt"), 0);
+	/* every reused block's two regions were checked at admission */
+	CU_ASSERT(sv_num(c.out, "verified") >= 2 * 2544 / 16);
+	CU_ASSERT_EQUAL(sv_num(c.out, "slo_met"), 5);
+
+	/* a window: B and C alone; B finds nothing, C B's id 7 */
+	const char *win[] = { "--trace", path, "--trace-start", "1", "--trace-requests", "2",
+			      "--time-scale", "1", NULL };
+	sv_run(&w, win, false);
+	CU_ASSERT_EQUAL(w.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(sv_get(w.out, "trace"), "[1+2]"));
+	CU_ASSERT_EQUAL(sv_num(w.out, "prompt_tokens"), 2100);
+	CU_ASSERT_EQUAL(sv_num(w.out, "hit_tokens"), 512);
+
+	/* a 1024-token context: A and B are cut to 1016 prompt tokens (+ 8 out),
+	 * B then finds A's 63 whole blocks, at most 1015 tokens: 1008 */
+	const char *cut[] = { "--trace", path, "--trace-requests", "2", "--max-ctx", "1024",
+			      "--time-scale", "1", NULL };
+	sv_run(&t, cut, false);
+	CU_ASSERT_EQUAL(t.exit_code, 0);
+	CU_ASSERT_EQUAL(sv_num(t.out, "trace_truncated"), 2);
+	CU_ASSERT_EQUAL(sv_num(t.out, "prompt_tokens"), 2032);
+	CU_ASSERT_EQUAL(sv_num(t.out, "hit_tokens"), 1008);
+
+	/* closed loop under kvtier, another persona: the same blocks, verified */
+	const char *kv[] = { "--trace", path, "--closed-loop", "--alt", "kvtier", "--persona",
+			     "vllm-v1-fa", "--max-batch", "1", NULL };
+	sv_run(&k, kv, true);
+	CU_ASSERT_EQUAL(k.exit_code, 0);
+	CU_ASSERT_STRING_EQUAL(sv_get(k.out, "mode"), "closed");
+	CU_ASSERT_EQUAL(sv_num(k.out, "hit_tokens"), 2544);
+	CU_ASSERT_EQUAL(sv_num(k.out, "corrupt"), 0);
+	CU_ASSERT_STRING_EQUAL(sv_get(k.out, "result"), "ok");
+	unlink(path);
+}
+
+/* Azure rows: no prefixes, so nothing is shared; timestamps across
+ * midnight, two rows on one timestamp spread over the mean gap. */
+static void test_serve_trace_azure(void)
+{
+	static struct kvt_child c, s;
+	char path[256];
+	sv_tmp_file(path, sizeof path, ".csv",
+		    "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+		    "2023-11-16 23:59:59.5000000,300,10\n"
+		    "2023-11-17 00:00:00.5000000,300,10\n"
+		    "2023-11-17 00:00:00.5000000,200,5\n");
+	const char *stats[] = { "--trace", path, "--trace-stats", NULL };
+	sv_run(&s, stats, false);
+	CU_ASSERT_EQUAL(s.exit_code, 0);
+	CU_ASSERT_STRING_EQUAL(sv_get(s.out, "format"), "azure");
+	CU_ASSERT_EQUAL(sv_num(s.out, "requests"), 3);
+	CU_ASSERT_DOUBLE_EQUAL(sv_num(s.out, "span_trace_s"), 1.25, 1e-6);
+	CU_ASSERT_EQUAL(sv_num(s.out, "hit_ratio_unbounded"), 0);
+	const char *run[] = { "--trace", path, "--time-scale", "1", NULL };
+	sv_run(&c, run, false);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_EQUAL(sv_num(c.out, "prompt_tokens"), 800);
+	CU_ASSERT_EQUAL(sv_num(c.out, "hit_tokens"), 0);
+	CU_ASSERT_EQUAL(sv_num(c.out, "output_tokens"), 25);
+	CU_ASSERT_EQUAL(sv_num(c.out, "corrupt"), 0);
+	unlink(path);
+}
+
+/* A bad trace or a bad mix of options: one line naming it, exit 2, before
+ * any GPU work. */
+static void test_serve_trace_errors(void)
+{
+	static struct kvt_child c;
+	char path[256];
+	sv_tmp_file(path, sizeof path, ".jsonl",
+		    "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 8, "
+		    "\"hash_ids\": [1, 2]}\n"
+		    "{\"timestamp\": 5, \"input_length\": 1024, \"output_length\": 8, "
+		    "\"hash_ids\": [1]}\n");
+	const char *bad[] = { "--trace", path, NULL };
+	sv_run(&c, bad, false);
+	CU_ASSERT_EQUAL(c.exit_code, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, ":2: \"hash_ids\": not one id per 512-token block"));
+	unlink(path);
+	const char *none[] = { "--trace", "/nonexistent/trace.jsonl", NULL };
+	sv_run(&c, none, false);
+	CU_ASSERT_EQUAL(c.exit_code, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "No such file"));
+	const char *mix[] = { "--trace", "/nonexistent/trace.jsonl", "--rate", "5", NULL };
+	sv_run(&c, mix, false);
+	CU_ASSERT_EQUAL(c.exit_code, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "--rate is the generator's"));
+	const char *stats[] = { "--trace-stats", NULL };
+	sv_run(&c, stats, false);
+	CU_ASSERT_EQUAL(c.exit_code, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "need --trace FILE"));
+}
+
 static CU_TestInfo tests_serve[] = {
 	{ "stamps verified after reuse, tables in device memory", test_serve_verifies },
 	{ "a damaged cached block fails the run", test_serve_corruption_detected },
@@ -614,6 +771,9 @@ static CU_TestInfo tests_serve[] = {
 	{ "persona kernels' names and parameter layouts", test_serve_persona_layouts },
 	{ "persona uploads at 131072 tokens of context", test_serve_persona_uploads },
 	{ "persona decode graphs, replayed and updated", test_serve_persona_graphs },
+	{ "trace replay: Mooncake prefix hits exactly, windows, cuts, kvtier", test_serve_trace_mooncake },
+	{ "trace replay: Azure rows share nothing", test_serve_trace_azure },
+	{ "trace replay: bad files and options fail in one line", test_serve_trace_errors },
 	CU_TEST_INFO_NULL,
 };
 

@@ -66,9 +66,7 @@ static bool hy_full(int layer)
 
 static struct sv_key hy_key(const struct sv *v, const struct sv_req *q, uint32_t j)
 {
-	if (j < (uint32_t)v->o.sys_tokens / HY_BT)
-		return (struct sv_key){ SV_NONE, 0, j };
-	return (struct sv_key){ q->sess, q->gen, j };
+	return sv_req_key(&v->o, q, j);           /* HY_BT == WL_BLOCK_TOKENS */
 }
 
 /* The first block of the window of the token at position p. */

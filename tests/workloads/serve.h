@@ -88,6 +88,13 @@ struct sv_opts {
 	uint64_t seed;
 	int quiet;
 	int inject_corruption;
+	/* --trace: a public request trace is the schedule (serve_trace.c) */
+	const char *trace;
+	int trace_start, trace_requests;   /* the window: first row, rows (0: to the end) */
+	double time_scale;         /* trace seconds per simulated second (open loop) */
+	bool closed;               /* every request at time 0, as fast as served */
+	bool trace_stats;          /* print the trace's prefix statistics and exit */
+	double slo_ttft_ms, slo_tpot_ms;   /* goodput: a request meets both */
 };
 
 /* One turn of one session, fixed by the schedule. */
@@ -97,6 +104,10 @@ struct sv_req {
 	uint32_t prompt;           /* new user tokens */
 	uint32_t out;              /* tokens it generates */
 	uint32_t gen;              /* conversation number of the session */
+	/* --trace (Mooncake): the prompt's SV_TRACE_BLOCK-token blocks, each
+	 * named by a dense id standing for its whole prefix; NULL: none shared */
+	const uint32_t *hash;
+	uint32_t nhash;
 	double arrive_s;
 	/* filled by the run */
 	double send_s, first_s, done_s;
@@ -108,10 +119,24 @@ struct sv_sched {
 	int nr;
 	int nr_sess;
 	uint32_t max_stream;       /* longest token stream of one turn */
+	/* --trace */
+	uint32_t *hash_ids;        /* every request's ids, one array */
+	uint32_t nr_ids;           /* distinct ids (dense 0..nr_ids-1) */
+	int truncated;             /* rows cut to --max-ctx */
+	int first_row;             /* the window's first row of the file */
+	const char *format;        /* mooncake or azure */
 };
 
 /* ---- serve_sched.c ---- */
 void sv_make_schedule(const struct sv_opts *o, struct sv_sched *s);
+
+/* ---- serve_trace.c: --trace ---- */
+#define SV_TRACE_BLOCK 512         /* tokens per Mooncake hash id */
+#define SV_HASHED (UINT32_MAX - 1) /* sess of a block named by a trace's id */
+/* Read the trace's window into s (exits with a message on a bad file). */
+void sv_trace_load(const struct sv_opts *o, struct sv_sched *s);
+/* --trace-stats: requests, blocks, hit ratios; no GPU needed. */
+void sv_trace_stats(const struct sv_opts *o, const struct sv_sched *s);
 
 /* ---- serve_cache.c: the block pool, its LRU queue, the prefix cache ---- */
 #define SV_NONE UINT32_MAX
@@ -150,6 +175,10 @@ uint32_t sv_pool_take(struct sv_pool *p, struct sv_block *evicted);
 uint32_t sv_pool_take_at(struct sv_pool *p, uint32_t id, struct sv_block *evicted);
 void sv_pool_set_key(struct sv_pool *p, uint32_t id, struct sv_key k);
 void sv_pool_drop_key(struct sv_pool *p, uint32_t id);
+
+/* The key of block j (of bt tokens) of turn q's token stream: the system
+ * prompt's, the session conversation's, or a trace's (serve_run.c). */
+struct sv_key sv_req_key(const struct sv_opts *o, const struct sv_req *q, uint32_t j);
 
 /* ---- the server (serve_run.c), set up by serve_like.c ---- */
 struct sv_running {

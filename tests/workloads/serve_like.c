@@ -16,6 +16,15 @@
 #include "serve.h"
 
 #define SV_UTIL 0.90               /* gpu_memory_utilization */
+/* --trace defaults (docs/workloads.md "Serving from request traces") */
+#define SV_TRACE_MAX_CTX 131072
+#define SV_TRACE_DEVICE_BYTES (3ull << 30)
+#define SV_TRACE_ROW_BYTES 256       /* K, and V: 512 bytes of KV per token */
+#define SV_TRACE_FLOPS_PER_TOKEN 62.5e6
+#define SV_TRACE_ATTN_FLOPS 2048.0
+#define SV_TRACE_TIME_SCALE 50.0
+#define SV_TRACE_SLO_TTFT_MS 2000.0    /* of the trace's time */
+#define SV_TRACE_SLO_TPOT_MS 100.0
 
 static const char *const sv_alt_names[] = { "native", "offload", "kvtier", "uvm", "oracle" };
 
@@ -33,6 +42,8 @@ static void sv_defaults(struct sv_opts *o)
 		.max_ctx = 8192, .sessions = 24, .zipf = 0.8, .rate = 130, .think_s = 0.03,
 		.requests = 400, .max_batch = 64, .prefill_budget = 8192, .seed = 1,
 		.persona = &sv_vllm_v2, .window = 1024, .cpu_attn_gbps = 400,
+		.time_scale = SV_TRACE_TIME_SCALE, .slo_ttft_ms = SV_TRACE_SLO_TTFT_MS,
+		.slo_tpot_ms = SV_TRACE_SLO_TPOT_MS,
 	};
 }
 
@@ -85,33 +96,43 @@ static void sv_usage(FILE *f)
 "  --seed N                                                               [%" PRIu64 "]\n"
 "  --inject-corruption   (test of the verifier) damage one cached block's stamp\n"
 "  --quiet\n"
+"\n"
+"  --trace FILE          requests from a public trace instead of the generator:\n"
+"                        Mooncake JSONL (prefixes shared by hash id) or Azure CSV\n"
+"                        (no prefix information: fresh prompts). Not with the\n"
+"                        generator's options (--rate, --sessions, --turn-*, ...)\n"
+"  --trace-start N       the window's first row (0-based)                 [0]\n"
+"  --trace-requests N    rows in the window (0: to the end)               [0]\n"
+"  --time-scale F        open loop: a request arrives at its trace time / F [%.0f]\n"
+"  --closed-loop         every request at time 0, served as fast as it can be\n"
+"  --slo-ttft-ms T, --slo-tpot-ms T  goodput (open loop): requests per trace\n"
+"                        second within both, in trace time (simulated x F) [%.0f, %.0f]\n"
+"  --trace-stats         print the window's prefix statistics and exit (no GPU)\n"
+"  With --trace: --max-ctx defaults to %d; a longer row's prompt is cut.\n"
 "  Exit: 0 ok, 1 error or corruption, 2 usage, 3 out of memory, 77 no simulated GPU.\n",
 		d.persona->name, d.window, d.cpu_attn_gbps, d.pool_over_hbm, d.device_bytes >> 20, d.weights_frac, d.layers, d.row_bytes,
 		d.flops_per_token, d.attn_flops, d.sys_tokens, d.turn_min, d.turn_max, d.out_min,
 		d.out_max, d.max_ctx, d.sessions, d.zipf, d.rate, d.think_s, d.requests,
-		d.max_batch, d.prefill_budget, d.seed);
+		d.max_batch, d.prefill_budget, d.seed, d.time_scale, d.slo_ttft_ms, d.slo_tpot_ms,
+		SV_TRACE_MAX_CTX);
 }
 
 static double sv_num(const char *opt, const char *s, double lo, double hi)
 {
 	char *end;
 	errno = 0;
-	double x = strtod(s, &end);
-	if (errno || end == s || !(x >= lo && x <= hi)) {
-		fprintf(stderr, "serve-like: bad value for --%s: '%s' (%g..%g)\n", opt, s, lo, hi);
-		exit(WL_EXIT_USAGE);
-	}
-	double mul = 1;
-	switch (*end) {
+	double x = strtod(s, &end), mul = 1;
+	switch (errno || end == s ? 0 : *end) {
 	case 'K': mul = 1024.0; end++; break;
 	case 'M': mul = 1024.0 * 1024; end++; break;
 	case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
 	}
-	if (*end) {
-		fprintf(stderr, "serve-like: bad value for --%s: '%s'\n", opt, s);
+	x *= mul;
+	if (errno || end == s || *end || !(x >= lo && x <= hi)) {
+		fprintf(stderr, "serve-like: bad value for --%s: '%s' (%g..%g)\n", opt, s, lo, hi);
 		exit(WL_EXIT_USAGE);
 	}
-	return x * mul;
+	return x;
 }
 
 static void sv_parse(struct sv_opts *o, int argc, char **argv)
@@ -127,12 +148,21 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 		{ "seed", 1, 0, 'S' }, { "inject-corruption", 0, 0, 19 }, { "quiet", 0, 0, 'q' },
 		{ "persona", 1, 0, 'p' }, { "help", 0, 0, 'h' }, { "window", 1, 0, 20 },
 		{ "kv-order", 1, 0, 21 }, { "cpu-attn-gbps", 1, 0, 22 }, { "pool-force", 0, 0, 23 },
+		{ "trace", 1, 0, 24 }, { "trace-start", 1, 0, 25 }, { "trace-requests", 1, 0, 26 },
+		{ "time-scale", 1, 0, 27 }, { "closed-loop", 0, 0, 28 }, { "trace-stats", 0, 0, 29 },
+		{ "slo-ttft-ms", 1, 0, 30 }, { "slo-tpot-ms", 1, 0, 31 },
 		{ 0, 0, 0, 0 },
 	};
 	int c, idx;
 	bool layers_set = false;
+	uint64_t given = 0;                   /* 1 << option code, codes under 64 */
+	const char *gen_opt = NULL;           /* a generator option given */
 	while ((c = getopt_long(argc, argv, "qh", lo, &idx)) != -1) {
 		const char *n = c == '?' ? "" : lo[idx].name;
+		if (c > 0 && c < 64)
+			given |= 1ull << c;
+		if ((c >= 6 && c <= 10) || (c >= 12 && c <= 16))
+			gen_opt = n;
 		switch (c) {
 		case 'a': {
 			size_t i = 0;
@@ -154,7 +184,10 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 			}
 			break;
 		case 'N': o->pool_over_hbm = sv_num(n, optarg, 1, 64); break;
-		case 'D': o->device_bytes = (uint64_t)sv_num(n, optarg, 64 << 20, 1e15); break;
+		case 'D':
+			o->device_bytes = (uint64_t)sv_num(n, optarg, 64 << 20, 1e15);
+			given |= 1;               /* code 0 is no option's */
+			break;
 		case 1: o->weights_frac = sv_num(n, optarg, 0, 0.9); break;
 		case 2: o->layers = (int)sv_num(n, optarg, 1, WL_MAX_LAYERS); layers_set = true; break;
 		case 20: o->window = (int)sv_num(n, optarg, 16, 1 << 24); break;
@@ -176,6 +209,14 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 		case 9: o->out_min = (int)sv_num(n, optarg, 1, 1 << 20); break;
 		case 10: o->out_max = (int)sv_num(n, optarg, 1, 1 << 20); break;
 		case 11: o->max_ctx = (int)sv_num(n, optarg, 32, 1 << 24); break;
+		case 24: o->trace = optarg; break;
+		case 25: o->trace_start = (int)sv_num(n, optarg, 0, 1 << 30); break;
+		case 26: o->trace_requests = (int)sv_num(n, optarg, 0, 1 << 30); break;
+		case 27: o->time_scale = sv_num(n, optarg, 1e-6, 1e9); break;
+		case 28: o->closed = true; break;
+		case 29: o->trace_stats = true; break;
+		case 30: o->slo_ttft_ms = sv_num(n, optarg, 0, 1e12); break;
+		case 31: o->slo_tpot_ms = sv_num(n, optarg, 0, 1e12); break;
 		case 12: o->sessions = (int)sv_num(n, optarg, 1, 1 << 20); break;
 		case 13: o->zipf = sv_num(n, optarg, 0, 10); break;
 		case 14: o->rate = sv_num(n, optarg, 1e-3, 1e9); break;
@@ -202,9 +243,33 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 			"multiple of %d\n", WL_BLOCK_TOKENS);
 		exit(WL_EXIT_USAGE);
 	}
-	if (optind < argc || o->turn_min > o->turn_max || o->out_min > o->out_max ||
+	if (o->trace) {
+		if (gen_opt) {
+			fprintf(stderr, "serve-like: --%s is the generator's: it does not apply "
+				"with --trace\n", gen_opt);
+			exit(WL_EXIT_USAGE);
+		}
+		o->sys_tokens = 0;               /* the trace's prompts are whole */
+		/* the trace model (docs/workloads.md "Serving from request
+		 * traces"), where the option was not given */
+		if (!(given & 1ull << 11))
+			o->max_ctx = SV_TRACE_MAX_CTX;
+		if (!(given & 1))
+			o->device_bytes = SV_TRACE_DEVICE_BYTES;
+		if (!(given & 1ull << 3))
+			o->row_bytes = SV_TRACE_ROW_BYTES;
+		if (!(given & 1ull << 4))
+			o->flops_per_token = SV_TRACE_FLOPS_PER_TOKEN;
+		if (!(given & 1ull << 5))
+			o->attn_flops = SV_TRACE_ATTN_FLOPS;
+	} else if (o->trace_stats || o->closed || o->trace_start || o->trace_requests) {
+		fprintf(stderr, "serve-like: --trace-stats, --closed-loop, --trace-start and "
+			"--trace-requests need --trace FILE\n");
+		exit(WL_EXIT_USAGE);
+	}
+	if (optind < argc || (!o->trace && o->turn_min > o->turn_max) || o->out_min > o->out_max ||
 	    o->sys_tokens % WL_BLOCK_TOKENS ||
-	    o->sys_tokens + o->turn_max + o->out_max > o->max_ctx) {
+	    (!o->trace && o->sys_tokens + o->turn_max + o->out_max > o->max_ctx)) {
 		fprintf(stderr, "serve-like: bad arguments (min > max, --sys-tokens not a "
 			"multiple of %d, or one turn longer than --max-ctx)\n", WL_BLOCK_TOKENS);
 		exit(WL_EXIT_USAGE);
@@ -531,23 +596,44 @@ static void sv_report(struct sv *v)
 	if (!ttft || !tpot)
 		wl_die("out of host memory");
 	double t0 = v->s.req[0].arrive_s, t1 = 0;
+	int met = 0;                       /* requests within both SLO bounds */
 	for (int i = 0; i < n; i++) {
 		const struct sv_req *q = &v->s.req[i];
 		ttft[i] = (q->first_s - q->send_s) * 1e3;
+		double tp = q->out > 1 ? (q->done_s - q->first_s) * 1e3 / (q->out - 1) : 0;
 		if (q->out > 1)
-			tpot[nt++] = (q->done_s - q->first_s) * 1e3 / (q->out - 1);
+			tpot[nt++] = tp;
+		/* the SLO is in the trace's time: simulated x --time-scale */
+		met += ttft[i] * v->o.time_scale <= v->o.slo_ttft_ms &&
+		       tp * v->o.time_scale <= v->o.slo_tpot_ms;
 		t1 = fmax(t1, q->done_s);
 	}
 	const struct fakecuda_counters *a = &v->c0, *b = &v->c1;
 	uint64_t link = (b->bytes_htod - a->bytes_htod) + (b->bytes_dtoh - a->bytes_dtoh) +
 			(b->bytes_remote - a->bytes_remote);
-	double span = t1 - t0, tps = v->out_tokens / span, rps = n / span;
+	double span = t1 - t0;
+	double tps = v->out_tokens / span, rps = n / span;
 	double hit = v->prompt_tokens ? (double)v->hit_tokens / (double)v->prompt_tokens : 0;
 	double p50 = sv_pct(ttft, n, 0.5), p99 = sv_pct(ttft, n, 0.99);
 	double q50 = sv_pct(tpot, nt, 0.5), q99 = sv_pct(tpot, nt, 0.99);
 	const char *alt = sv_alt_names[v->o.alt];
+	const char *mode = !v->o.trace ? "generated" : v->o.closed ? "closed" : "open";
+	char trace[512] = "-";
+	if (v->o.trace) {                  /* file name and window */
+		const char *base = strrchr(v->o.trace, '/');
+		snprintf(trace, sizeof trace, "%s[%d+%d]", base ? base + 1 : v->o.trace,
+			 v->s.first_row, n);
+	}
 	printf("workload=serve-like\nsimulated=1\npersona=%s\nalternative=%s\npool_over_hbm=%.0f\n",
 	       v->o.persona->name, alt, v->o.pool_over_hbm);
+	printf("mode=%s\ntrace=%s\n", mode, trace);
+	if (v->o.trace)
+		printf("trace_format=%s\ntrace_truncated=%d\nmax_ctx=%d\n", v->s.format,
+		       v->s.truncated, v->o.max_ctx);
+	if (v->o.trace && !v->o.closed)    /* goodput: per trace second */
+		printf("time_scale=%.6g\nslo_ttft_ms=%.3f\nslo_tpot_ms=%.3f\nslo_met=%d\n"
+		       "goodput_rps=%.4f\n", v->o.time_scale, v->o.slo_ttft_ms, v->o.slo_tpot_ms,
+		       met, met / (span * v->o.time_scale));
 	printf("seed=%" PRIu64 "\ndevice_bytes=%zu\nkv_budget_bytes=%" PRIu64 "\npool_blocks=%u\n"
 	       "host_blocks=%u\npool_capped=%d\n", v->o.seed, v->dev_total, v->kv_budget, v->nr_blocks,
 	       v->nr_host, v->pool_capped);
@@ -585,8 +671,9 @@ static void sv_report(struct sv *v)
 	printf("serve: alt=%s pool_over_hbm=%.0f output_tokens_per_s=%.1f requests_per_s=%.2f "
 	       "ttft_ms_p50=%.3f ttft_ms_p99=%.3f tpot_ms_p50=%.4f tpot_ms_p99=%.4f "
 	       "prefix_hit_rate=%.4f bytes_link=%" PRIu64 " tables=device verified=%" PRIu64
-	       " corrupt=%" PRIu64 " simulated=1 persona=%s\n", alt, v->o.pool_over_hbm, tps, rps, p50, p99,
-	       q50, q99, hit, link, v->checked, v->bad, v->o.persona->name);
+	       " corrupt=%" PRIu64 " simulated=1 persona=%s mode=%s trace=%s\n", alt,
+	       v->o.pool_over_hbm, tps, rps, p50, p99, q50, q99, hit, link, v->checked, v->bad,
+	       v->o.persona->name, mode, trace);
 	free(ttft);
 	free(tpot);
 }
@@ -598,10 +685,17 @@ int main(int argc, char **argv)
 	wl_set_prog(v.prog);
 	sv_defaults(&v.o);
 	sv_parse(&v.o, argc, argv);
+	if (v.o.trace)                   /* a bad file fails before the GPU is touched */
+		sv_trace_load(&v.o, &v.s);
+	if (v.o.trace_stats) {
+		sv_trace_stats(&v.o, &v.s);
+		return WL_EXIT_OK;
+	}
 	int rc = sv_init_cuda(&v);
 	if (rc || (rc = sv_weights(&v)) || (rc = sv_pool(&v)))
 		return rc;
-	sv_make_schedule(&v.o, &v.s);
+	if (!v.o.trace)
+		sv_make_schedule(&v.o, &v.s);
 	sv_tables_init(&v);
 	sv_serve(&v);
 	sv_sweep(&v);

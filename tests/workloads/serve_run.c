@@ -132,11 +132,26 @@ uint64_t sv_check_block(struct sv *v, const char *pool, uint32_t nr, uint32_t id
 
 /* ---- the prefix cache ---- */
 
-static struct sv_key sv_key_of(const struct sv *v, const struct sv_req *q, uint32_t j)
+/* A trace's block inside the prompt's named ids is keyed by its id (equal
+ * ids: equal prefixes) and its place in the id's SV_TRACE_BLOCK tokens;
+ * any other block (an Azure row's, the output's, a partial one) by its
+ * request alone, never shared. */
+struct sv_key sv_req_key(const struct sv_opts *o, const struct sv_req *q, uint32_t j)
 {
-	if (j < (uint32_t)v->o.sys_tokens / SV_BT)
+	if (q->hash) {
+		const uint32_t per = SV_TRACE_BLOCK / SV_BT;
+		if ((j + 1) * SV_BT <= q->prompt && j / per < q->nhash)
+			return (struct sv_key){ SV_HASHED, q->hash[j / per], j % per };
+		return (struct sv_key){ q->sess, q->gen, j };
+	}
+	if (j < (uint32_t)o->sys_tokens / SV_BT)
 		return (struct sv_key){ SV_NONE, 0, j };
 	return (struct sv_key){ q->sess, q->gen, j };
+}
+
+static struct sv_key sv_key_of(const struct sv *v, const struct sv_req *q, uint32_t j)
+{
+	return sv_req_key(&v->o, q, j);
 }
 
 /* ---- the side stream's batches (offload): copies in flight, in order ---- */
@@ -274,13 +289,18 @@ static void sv_store_ahead(struct sv *v)
 }
 
 /* A GPU block for a new use: the first takeable one of the queue (its
- * head, but for offload's blocks still being stored). */
-static uint32_t sv_take_gpu(struct sv *v)
+ * head, but for offload's blocks still being stored). *from: where the
+ * admission's previous take left the walk (SV_NONE: the head); the blocks
+ * before it were not takeable then and are not now (one admission neither
+ * finishes a copy nor frees a host block), so a long prompt does not walk
+ * them again for each of its blocks. */
+static uint32_t sv_take_gpu(struct sv *v, uint32_t *from)
 {
 	struct sv_block old;
-	uint32_t id = v->gpu.head;
+	uint32_t id = *from != SV_NONE && v->gpu.b[*from].queued ? *from : v->gpu.head;
 	while (id != SV_NONE && !sv_takeable(v, id))
 		id = v->gpu.b[id].next;
+	*from = id != SV_NONE ? v->gpu.b[id].next : SV_NONE;
 	id = sv_pool_take_at(&v->gpu, id, &old);
 	if (id == SV_NONE)
 		wl_die("block pool exhausted (admission should have waited)");
@@ -376,6 +396,7 @@ static bool sv_admit(struct sv *v, int qi)
 		else                                     /* offload: a host hit */
 			sv_pool_ref(&v->hostp, sv_pool_find(&v->hostp, k));
 	}
+	uint32_t from = SV_NONE;
 	for (uint32_t j = 0; j < need; j++) {
 		struct sv_key k = sv_key_of(v, q, j);
 		if (j < hit_blocks && r->blocks[j] != SV_NONE) {   /* in HBM's pool */
@@ -385,7 +406,7 @@ static bool sv_admit(struct sv *v, int qi)
 				r->ready_seq = v->load_seq[r->blocks[j]];
 			continue;
 		}
-		uint32_t id = sv_take_gpu(v);
+		uint32_t id = sv_take_gpu(v, &from);
 		if (j < hit_blocks) {                    /* copied back from the host */
 			uint32_t h = sv_pool_find(&v->hostp, k);
 			sv_copy_block(v, false, id, h);
