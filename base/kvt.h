@@ -42,13 +42,15 @@ struct kvt_tls {
 };
 extern KVT_TLS struct kvt_tls kvt_tls;
 
-/* ---- logging (write(2) on the stack, prefixed "kvtier: ", rate-limited) ---- */
+/* ---- logging (write(2) on the stack, prefixed "kvtier[PID]: ", rate-limited) ---- */
 
 enum kvt_log_level { KVT_LOG_DEBUG = 0, KVT_LOG_INFO, KVT_LOG_WARN,
 		     KVT_LOG_ERROR, KVT_LOG_OFF };
 
 void kvt_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* "kvtier[PID]: " (the calling process's pid, read now) into buf; its length. */
+int kvt_log_prefix(char *buf, size_t len);
 #define kvt_debug(...) kvt_log(KVT_LOG_DEBUG, __VA_ARGS__)
 #define kvt_info(...)  kvt_log(KVT_LOG_INFO, __VA_ARGS__)
 #define kvt_warn(...)  kvt_log(KVT_LOG_WARN, __VA_ARGS__)

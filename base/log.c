@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Logging for code that runs inside hooks: formatted on the stack, written
- * with one write(2) to stderr, prefixed "kvtier: ", rate-limited to a fixed
- * number of lines per process so a broken setup cannot flood a server's log.
- * Never allocates, never takes a lock. */
+ * with one write(2) to stderr, prefixed "kvtier[PID]: ", rate-limited to a
+ * fixed number of lines per process so a broken setup cannot flood a
+ * server's log. Never allocates, never takes a lock. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +12,14 @@
 #define KVT_LOG_MAX_LINES 200
 
 static unsigned nr_lines;
+
+/* getpid() at format time, never cached: a forked worker's lines carry its
+ * own pid (a server's workers share one stderr). */
+int kvt_log_prefix(char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "kvtier[%d]: ", (int)getpid());
+	return n < 0 ? 0 : (size_t)n < len ? n : (int)len - 1;
+}
 
 void kvt_log(int level, const char *fmt, ...)
 {
@@ -23,12 +31,13 @@ void kvt_log(int level, const char *fmt, ...)
 	char buf[1024];
 	int off;
 	if (n == KVT_LOG_MAX_LINES) {
-		off = snprintf(buf, sizeof buf,
-			       "kvtier: log limit (%d lines) reached; further messages dropped\n",
-			       KVT_LOG_MAX_LINES);
+		off = kvt_log_prefix(buf, sizeof buf);
+		off += snprintf(buf + off, sizeof buf - (size_t)off,
+				"log limit (%d lines) reached; further messages dropped\n",
+				KVT_LOG_MAX_LINES);
 	} else {
 		va_list ap;
-		off = snprintf(buf, sizeof buf, "kvtier: ");
+		off = kvt_log_prefix(buf, sizeof buf);
 		va_start(ap, fmt);
 		int m = vsnprintf(buf + off, sizeof buf - (size_t)off - 1, fmt, ap);
 		va_end(ap);

@@ -256,9 +256,11 @@ void kvt_options_print(const struct kvt_options *o, int fd)
 	char line[4400], val[4200];
 	for (size_t i = 0; i < NR_OPTS; i++) {
 		value_text(o, &table[i], val, sizeof val);
-		int n = snprintf(line, sizeof line, "kvtier: %-22s = %-12s (%s; default %s)\n",
+		int p = kvt_log_prefix(line, sizeof line);
+		int n = snprintf(line + p, sizeof line - (size_t)p, "%-22s = %-12s (%s; default %s)\n",
 				 table[i].name, val, table[i].unit,
 				 table[i].def[0] ? table[i].def : "unset");
+		n = n < 0 ? -1 : n + p;
 		if (n > 0)
 			kvt_sys_write_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 	}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cmd.h"
 #include "report.h"
@@ -19,12 +20,28 @@ static int report_usage(FILE *f, int status)
 		"  the offline allocation report of one or more traces (one per process):\n"
 		"  call sites, sizes, kinds and decisions, timeline, phases and chunk heat.\n"
 		"  --format F   text (default), json (every number), html (one file, SVG)\n"
-		"  -o FILE      write there instead of stdout\n"
+		"  -o FILE      write there instead of stdout; without --format, a FILE\n"
+		"               ending in .html or .htm means html, .json means json\n"
 		"  -q           no progress line on stderr for big traces\n"
 		"  --debuginfo-path PATH  where libdwfl looks for debug files and, by build\n"
 		"               id, for modules rebuilt since the trace (default\n"
 		"               \":.debug:/usr/lib/debug\")\n");
 	return status;
+}
+
+/* The format -o FILE implies by its suffix (case-insensitive), or NULL. */
+static const char *format_of_path(const char *out)
+{
+	static const struct { const char *suffix, *fmt; } map[] = {
+		{ ".html", "html" }, { ".htm", "html" }, { ".json", "json" },
+	};
+	size_t n = out ? strlen(out) : 0;
+	for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
+		size_t k = strlen(map[i].suffix);
+		if (n > k && !strcasecmp(out + n - k, map[i].suffix))
+			return map[i].fmt;
+	}
+	return NULL;
 }
 
 static int report_write(struct kvt_report *r, const char *fmt, const char *out)
@@ -47,7 +64,7 @@ static int report_write(struct kvt_report *r, const char *fmt, const char *out)
 
 int kvt_cmd_report(int argc, char **argv)
 {
-	const char *fmt = "text", *out = NULL, *debuginfo = NULL;
+	const char *fmt = NULL, *out = NULL, *debuginfo = NULL;
 	char **paths = calloc((size_t)argc, sizeof *paths);
 	int nr = 0, quiet = 0, only_paths = 0;
 	if (!paths)
@@ -77,6 +94,8 @@ int kvt_cmd_report(int argc, char **argv)
 			return report_usage(stderr, 2);
 		}
 	}
+	if (!fmt)                       /* an explicit --format wins over -o's suffix */
+		fmt = format_of_path(out) ? format_of_path(out) : "text";
 	if (strcmp(fmt, "text") && strcmp(fmt, "json") && strcmp(fmt, "html")) {
 		fprintf(stderr, "kvtier report: --format must be text, json or html, not '%s'\n", fmt);
 		free(paths);

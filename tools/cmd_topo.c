@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "json.h"
 #include "../topo/topo.h"
 
 int kvt_cmd_topo(int argc, char **argv);
@@ -178,20 +179,6 @@ static void print_choice(FILE *f, const struct kvt_topo *t, const struct kvt_top
 
 /* ---- JSON -------------------------------------------------------------------- */
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 static void json_nodes(FILE *f, const struct kvt_topo *t)
 {
 	int first = 1;
@@ -233,16 +220,16 @@ static void json_cxl(FILE *f, const struct kvt_topo *t)
 {
 	const char *st = cxl_status_text(t);
 	fprintf(f, ",\"cxl\":{\"source\":");
-	json_str(f, t->cxl_source ? t->cxl_source : "");
+	kvt_json_str(f, t->cxl_source ? t->cxl_source : "");
 	fprintf(f, ",\"status\":");
-	json_str(f, st ? st : "ok");
+	kvt_json_str(f, st ? st : "ok");
 	fprintf(f, ",\"memdevs\":[");
 	for (int i = 0; i < t->nr_memdevs; i++) {
 		const struct kvt_topo_memdev *m = &t->memdev[i];
 		fprintf(f, "%s{\"memdev\":", i ? "," : "");
-		json_str(f, m->name);
+		kvt_json_str(f, m->name);
 		fprintf(f, ",\"host\":");
-		json_str(f, m->host);
+		kvt_json_str(f, m->host);
 		fprintf(f, ",\"ram_bytes\":%llu,\"pmem_bytes\":%llu,\"numa_node\":%d}",
 			(unsigned long long)m->ram_bytes, (unsigned long long)m->pmem_bytes,
 			m->numa_node);
@@ -251,16 +238,16 @@ static void json_cxl(FILE *f, const struct kvt_topo *t)
 	for (int i = 0; i < t->nr_regions; i++) {
 		const struct kvt_topo_region *r = &t->region[i];
 		fprintf(f, "%s{\"region\":", i ? "," : "");
-		json_str(f, r->name);
+		kvt_json_str(f, r->name);
 		fprintf(f, ",\"mode\":");
-		json_str(f, r->mode);
+		kvt_json_str(f, r->mode);
 		fprintf(f, ",\"size_bytes\":%llu,\"ways\":%u,\"committed\":%d,\"node\":%d,"
 			"\"memdevs\":[", (unsigned long long)r->size_bytes, r->ways,
 			r->committed, r->node);
 		for (int m = 0, k = 0; m < t->nr_memdevs; m++)
 			if (r->memdev_mask >> m & 1) {
 				fputs(k++ ? "," : "", f);
-				json_str(f, t->memdev[m].name);
+				kvt_json_str(f, t->memdev[m].name);
 			}
 		fprintf(f, "]}");
 	}
@@ -270,7 +257,7 @@ static void json_cxl(FILE *f, const struct kvt_topo *t)
 static void print_json(FILE *f, const struct kvt_topo *t, const struct kvt_topo_choice *c)
 {
 	fprintf(f, "{\"root\":");
-	json_str(f, t->root[0] ? t->root : "/");
+	kvt_json_str(f, t->root[0] ? t->root : "/");
 	fprintf(f, ",");
 	json_nodes(f, t);
 	json_cxl(f, t);
@@ -282,7 +269,7 @@ static void print_json(FILE *f, const struct kvt_topo *t, const struct kvt_topo_
 		fprintf(f, "%s%u", i ? "," : "", c->weight_bp[i]);
 	fprintf(f, "],\"weights_from_bandwidth\":%s,\"why\":",
 		c->weights_from_bandwidth ? "true" : "false");
-	json_str(f, c->why);
+	kvt_json_str(f, c->why);
 	fprintf(f, "}}\n");
 }
 

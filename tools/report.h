@@ -104,6 +104,8 @@ struct kvt_rpt_file {
 	uint32_t nr_ranges, cap_ranges;
 	int in_segment;                 /* a meminfo was seen: look for a burst */
 	struct kvt_rpt_mark run, best;  /* current and biggest same-size run */
+	uint64_t nr_bad_time;           /* events and epochs stamped past KVT_RPT_MAX_T_NS: left out */
+	uint64_t first_bad_off;         /* the file offset of the first of them */
 };
 
 struct kvt_report {

@@ -5,43 +5,29 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "json.h"
 #include "report.h"
 #include "report_out.h"
-
-static void jstr(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\u%04x", c);       /* paths may hold any byte */
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
 
 static void json_frame(struct kvt_report *r, FILE *f, const struct kvt_rpt_frame *fr)
 {
 	const struct kvt_dwsym_loc *l = kvt_report_loc(r, fr);
 	fprintf(f, "{\"function\":");
 	if (l && l->fr[0].func[0])
-		jstr(f, l->fr[0].func);
+		kvt_json_str(f, l->fr[0].func);
 	else
 		fprintf(f, "null");
 	fprintf(f, ",\"file\":");
 	if (l && l->fr[0].line)
-		jstr(f, l->fr[0].file);
+		kvt_json_str(f, l->fr[0].file);
 	else
 		fprintf(f, "null");
 	fprintf(f, ",\"line\":%u,\"inlined_into\":[", l ? l->fr[0].line : 0);
 	for (unsigned i = 1; l && i < l->nr; i++) {
 		fprintf(f, "%s{\"function\":", i > 1 ? "," : "");
-		jstr(f, l->fr[i].func);
+		kvt_json_str(f, l->fr[i].func);
 		fprintf(f, ",\"file\":");
-		jstr(f, l->fr[i].file);
+		kvt_json_str(f, l->fr[i].file);
 		fprintf(f, ",\"line\":%u}", l->fr[i].line);
 	}
 	fprintf(f, "]");
@@ -49,7 +35,7 @@ static void json_frame(struct kvt_report *r, FILE *f, const struct kvt_rpt_frame
 	if (fr->mod == KVT_RPT_NO_MOD)
 		fprintf(f, "null");
 	else
-		jstr(f, r->mods[fr->mod].path);
+		kvt_json_str(f, r->mods[fr->mod].path);
 	fprintf(f, ",\"offset\":%" PRIu64 ",\"runtime\":%s}", fr->off,
 		fr->mod != KVT_RPT_NO_MOD && r->mods[fr->mod].runtime ? "true" : "false");
 }
@@ -62,7 +48,7 @@ static void json_sites(struct kvt_report *r, FILE *f, int by_count)
 	for (uint32_t k = 0; k < n; k++) {
 		const struct kvt_rpt_site *s = &r->sites[idx[k]];
 		fprintf(f, "%s{\"label\":", k ? "," : "");
-		jstr(f, kvt_rpt_site_label(r, idx[k], lab, sizeof lab));
+		kvt_json_str(f, kvt_rpt_site_label(r, idx[k], lab, sizeof lab));
 		fprintf(f, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"failed\":%" PRIu64
 			",\"site\":", s->bytes, s->nr, s->nr_failed);
 		if (idx[k])
@@ -77,9 +63,9 @@ static void json_sites(struct kvt_report *r, FILE *f, int by_count)
 		fprintf(f, "],\"python\":[");
 		for (uint32_t j = 0; j < s->nr_py; j++) {
 			fprintf(f, "%s{\"function\":", j ? "," : "");
-			jstr(f, s->py[j].func);
+			kvt_json_str(f, s->py[j].func);
 			fprintf(f, ",\"file\":");
-			jstr(f, s->py[j].file);
+			kvt_json_str(f, s->py[j].file);
 			fprintf(f, ",\"line\":%u}", s->py[j].line);
 		}
 		fprintf(f, "]}");
@@ -203,7 +189,7 @@ int kvt_report_print_json(struct kvt_report *r, FILE *f)
 	fprintf(f, ",\"notes\":[");
 	for (uint32_t i = 0; i < r->nr_notes; i++) {
 		fprintf(f, "%s", i ? "," : "");
-		jstr(f, r->notes[i]);
+		kvt_json_str(f, r->notes[i]);
 	}
 	fprintf(f, "]}\n");
 	free(tl);

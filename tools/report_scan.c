@@ -4,6 +4,7 @@
  * records), the adaptive timeline, chunk heat and the KV-burst heuristic.
  * Never trusts a field of the trace: ids, sizes and addresses may be hostile. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -504,6 +505,35 @@ static void on_free(struct kvt_report *r, const struct kvt_rec_event *ev, struct
 		range_del(&r->cur, ev->addr);
 }
 
+/* ---- timestamps ---- */
+
+/* A record's time is ns since its trace's start, stamped under the writer's
+ * lock. One stamped more than 30 days after that start is damaged (8 flipped
+ * bytes once gave a 584-year report): it is left out and counted, and the
+ * file gets one note naming its offset (after the pass). No run lasts that
+ * long; a damaged time below the bound cannot be told from a real one. */
+#define KVT_RPT_MAX_T_NS (30ull * 86400 * 1000000000)
+
+static int time_ok(struct kvt_rpt_file *f, uint64_t t_ns, uint64_t offset)
+{
+	if (t_ns <= KVT_RPT_MAX_T_NS)
+		return 1;
+	if (!f->nr_bad_time++)
+		f->first_bad_off = offset;
+	return 0;
+}
+
+static void note_bad_time(struct kvt_report *r, const char *path)
+{
+	const struct kvt_rpt_file *f = &r->cur;
+	if (!f->nr_bad_time)
+		return;
+	kvt_report_note(r, "%s: %" PRIu64 " record%s (events, epochs) stamped more than 30 days "
+			"after the trace's start left out (damaged trace; the first at byte %"
+			PRIu64 ")", path, f->nr_bad_time, f->nr_bad_time == 1 ? "" : "s",
+			f->first_bad_off);
+}
+
 static void on_event(struct kvt_report *r, const struct kvt_rec_event *ev)
 {
 	uint64_t t = r->cur.base_ns + ev->t_ns;
@@ -624,7 +654,8 @@ int kvt_report_add(struct kvt_report *r, const char *path, char *err, size_t err
 						 r->origin_ns : rd.hdr.start_mono_ns);
 	while ((ret = kvt_trace_next(&rd, &it)) > 0) {
 		if (it.ev) {
-			on_event(r, it.ev);
+			if (time_ok(&r->cur, it.ev->t_ns, rd.offset - it.ev->head.bytes))
+				on_event(r, it.ev);
 			progress(r, &rd, path);
 		} else if (it.stack) {
 			ret = on_stack(r, it.stack, it.ips);
@@ -637,7 +668,8 @@ int kvt_report_add(struct kvt_report *r, const char *path, char *err, size_t err
 		} else if (it.end) {
 			r->nr_dropped += it.end->nr_dropped;
 		} else if (it.epoch) {
-			ret = on_epoch(r, it.epoch);
+			if (time_ok(&r->cur, it.epoch->t_ns, rd.offset - it.epoch->head.bytes))
+				ret = on_epoch(r, it.epoch);
 		}
 		if (ret < 0) {
 			snprintf(rd.err, sizeof rd.err, "out of memory");
@@ -651,6 +683,7 @@ int kvt_report_add(struct kvt_report *r, const char *path, char *err, size_t err
 	char stop[256];
 	if (kvt_trace_stop_line(&rd, stop, sizeof stop))
 		kvt_report_note(r, "%s: %s", path, stop);
+	note_bad_time(r, path);
 	burst_close(r);
 	r->nr_files++;
 	r->nr_unended += !rd.saw_end;

@@ -114,7 +114,7 @@ fail=0
 # any message from kvtier fails it (a range it could not track, ...), except
 # a migration prefetch that lost a race with the workload's free: counted,
 # said once, harmless (the range is gone)
-if grep '^kvtier: ' "$out" | grep -qv 'migration prefetch of .* failed'; then
+if grep -E '^kvtier\[[0-9]+\]: ' "$out" | grep -qv 'migration prefetch of .* failed'; then
 	echo "soak: FAILED: kvtier said something (above)"; fail=1
 fi
 [ "$fail" -eq 0 ] && echo "soak: passed"

@@ -167,6 +167,20 @@ static inline char *kvt_slurp(const char *path, size_t *len)
 	return b;
 }
 
+/* Whether the line at l is one of the library's log lines: "kvtier[PID]: "
+ * (base/log.c; the kvtier command's own messages are "kvtier CMD: ..."). */
+static inline int kvt_is_log_line(const char *l)
+{
+	if (strncmp(l, "kvtier[", 7))
+		return 0;
+	l += 7;
+	if (*l < '0' || *l > '9')
+		return 0;
+	while (*l >= '0' && *l <= '9')
+		l++;
+	return !strncmp(l, "]: ", 3);
+}
+
 /* The first number of "key=N ..." in INFO text gathered as "\nkey=...\n"
  * lines (each trace INFO record on its own line after a newline), or
  * `missing` when the key is absent. */

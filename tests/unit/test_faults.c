@@ -53,7 +53,7 @@ static int run_with(const char *name, const char *value, struct kvt_child *c,
 	int ok = c->exit_code == 0 && !strcmp(c->out, expect_out);
 	for (char *line = c->err; ok && *line;) {
 		char *nl = strchr(line, '\n');
-		if (!strncmp(line, "kvtier: ", 8) && !strstr(line, name) &&
+		if (kvt_is_log_line(line) && !strstr(line, name) &&
 		    !strstr(line, "far tier") && !strstr(line, "KVTIER_"))
 			ok = 0;
 		line = nl ? nl + 1 : line + strlen(line);

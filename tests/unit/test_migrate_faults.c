@@ -108,7 +108,7 @@ static unsigned long long out_val(const struct kvt_child *c, const char *key)
 	return p ? strtoull(p + strlen(k), NULL, 10) : ~0ull;
 }
 
-/* Lines on stderr that start with "kvtier: "; *other gets those that do not
+/* Lines on stderr that start with "kvtier[PID]: "; *other gets those that do not
  * contain `expect`. */
 static unsigned kvtier_lines(const char *err, const char *expect, unsigned *other)
 {
@@ -117,7 +117,7 @@ static unsigned kvtier_lines(const char *err, const char *expect, unsigned *othe
 	for (const char *l = err; l && *l;) {
 		const char *nl = strchr(l, '\n');
 		size_t len = nl ? (size_t)(nl - l) : strlen(l);
-		if (!strncmp(l, "kvtier: ", 8)) {
+		if (kvt_is_log_line(l)) {
 			n++;
 			if (!expect || !memmem(l, len, expect, strlen(expect)))
 				(*other)++;

@@ -71,7 +71,7 @@ static void test_missing_node(void)
 	CU_ASSERT_EQUAL(c.exit_code, 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "device0 size=16777216 rc=0 data=1 managed=0"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "host rc=0 numa=default"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "kvtier: far tier:"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "]: far tier:"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "far placements stay native"));
 }
 
@@ -103,7 +103,7 @@ static void test_bad_policy(void)
 	CU_ASSERT_EQUAL_FATAL(run_probe(&c, extra), 0);
 	CU_ASSERT_EQUAL(c.exit_code, 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "device0 size=16777216 rc=0 data=1 managed=0"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "kvtier: KVTIER_POLICY: column"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "]: KVTIER_POLICY: column"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "every allocation stays native"));
 	const char *strict[] = { preload, "KVTIER_POLICY=device size>=8G => managed:cxl",
 				 "KVTIER_STRICT=1", NULL };

@@ -9,6 +9,7 @@
 #include "kvt_test.h"
 #include "kvtier/api.h"
 #include "../profiler/trace_read.h"
+#include "../base/kvt.h"
 
 static char lib[512], fakedir[512], ldpath[600], preload[600], tmpdir[256];
 
@@ -584,9 +585,70 @@ static void test_bad_option(void)
 	const char *env[] = { preload, "KVTIER_STACK_DEPTH=lots", NULL };
 	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
 	CU_ASSERT_EQUAL(c.exit_code, 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(c.err,
-		"kvtier: KVTIER_STACK_DEPTH='lots' is not understood (expected frames); using the default '32'"));
+	int pid = 0, n = 0;
+	CU_ASSERT_EQUAL(sscanf(c.err, "kvtier[%d]: %n", &pid, &n), 1);
+	CU_ASSERT(pid > 0 && n > 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err + n,
+		"KVTIER_STACK_DEPTH='lots' is not understood (expected frames); using the default '32'"));
 	CU_ASSERT_EQUAL(strchr(c.err, '\n'), c.err + c.err_len - 1);   /* exactly one line */
+}
+
+/* ---- the pid in every log line ---- */
+
+/* A process and the program its forked child execs (KVTIER_INHERIT=1): each
+ * one's warning carries its own pid, the verbose option table too. */
+static void test_log_pid_exec(void)
+{
+	static struct kvt_child c;
+	const char *argv[] = { kvt_path("tests/progs/forker"), NULL };
+	const char *env[] = { preload, "KVTIER_STACK_DEPTH=lots", "KVTIER_INHERIT=1",
+			      "KVTIER_VERBOSE=1", NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, argv, env), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	int parent = 0, child = 0;
+	const char *p = strstr(c.out, "parent ");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_EQUAL_FATAL(sscanf(p, "parent %d child %d", &parent, &child), 2);
+	CU_ASSERT_NOT_EQUAL(parent, child);
+	char want[200];
+	for (int i = 0; i < 2; i++) {
+		int pid = i ? child : parent;
+		snprintf(want, sizeof want, "kvtier[%d]: KVTIER_STACK_DEPTH='lots' is not understood", pid);
+		CU_ASSERT_PTR_NOT_NULL(strstr(c.err, want));
+		snprintf(want, sizeof want, "kvtier[%d]: KVTIER_STACK_DEPTH ", pid);
+		CU_ASSERT_PTR_NOT_NULL(strstr(c.err, want));    /* the verbose table */
+	}
+	/* no line of kvtier's without a pid */
+	for (const char *l = c.err; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+		CU_ASSERT_NOT_EQUAL(strncmp(l, "kvtier: ", 8), 0);
+}
+
+/* The pid is read when the line is written, never cached: a line in the
+ * forked child (after the parent logged) carries the child's pid. */
+static void test_log_pid_fork(void)
+{
+	int fds[2], saved = dup(STDERR_FILENO);
+	CU_ASSERT_FATAL(saved >= 0 && pipe(fds) == 0);
+	dup2(fds[1], STDERR_FILENO);
+	kvt_log(KVT_LOG_ERROR, "from the parent");
+	pid_t pid = fork();
+	if (pid == 0) {
+		kvt_log(KVT_LOG_ERROR, "from the child");
+		_exit(0);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(fds[1]);
+	char buf[512] = "", want[128];
+	ssize_t n = read(fds[0], buf, sizeof buf - 1);
+	close(fds[0]);
+	buf[n > 0 ? n : 0] = 0;
+	CU_ASSERT_TRUE(WIFEXITED(st));
+	snprintf(want, sizeof want, "kvtier[%d]: from the parent\nkvtier[%d]: from the child\n",
+		 (int)getpid(), (int)pid);
+	CU_ASSERT_STRING_EQUAL(buf, want);
 }
 
 static void test_trace_never_follows_symlink(void)
@@ -693,6 +755,8 @@ int main(void)
 		{ "trace: a launcher's forked child leaves the name to the server", test_trace_launcher },
 		{ "trace: one pid exec'd twice writes three files", test_trace_exec_chain },
 		{ "bad option value: one line, default kept", test_bad_option },
+		{ "log lines: kvtier[PID], parent and exec'd child", test_log_pid_exec },
+		{ "log lines: kvtier[PID] read at write time, right after fork", test_log_pid_fork },
 		{ "trace path: a planted symlink is never followed", test_trace_never_follows_symlink },
 		CU_TEST_INFO_NULL,
 	};

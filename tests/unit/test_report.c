@@ -13,6 +13,7 @@
 #include "../profiler/trace_read.h"
 #include "kvtier/api.h"
 #include "../../tools/dwsym.c"
+#include "../../tools/json.c"
 
 static char tmpdir[] = "/tmp/kvt-report-XXXXXX";
 static char vllm_trace[600], sglang_trace[600], drv_trace[600];
@@ -468,6 +469,203 @@ static void test_usage(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "\nevent t="));
 }
 
+/* -o FILE.html / FILE.json choose the format unless --format is given. */
+static void test_output_suffix(void)
+{
+	static const struct { const char *fmt, *out, *starts; } cases[] = {
+		{ NULL, "r.html", "<!DOCTYPE html" },
+		{ NULL, "r.HTM", "<!DOCTYPE html" },
+		{ NULL, "r.json", "{\"kvtier_report\":1" },
+		{ NULL, "r.Json", "{\"kvtier_report\":1" },
+		{ NULL, "r.txt", "kvtier report: 1 trace file" },
+		{ NULL, "json", "kvtier report: 1 trace file" },      /* a name, not a suffix */
+		{ "text", "t.json", "kvtier report: 1 trace file" },  /* explicit wins */
+		{ "html", "h.json", "<!DOCTYPE html" },
+		{ "json", "j.html", "{\"kvtier_report\":1" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const char *out = tmp_path(cases[i].out);
+		const char *argv[8] = { kvt_path("kvtier"), "report", "-q" };
+		int n = 3;
+		if (cases[i].fmt && i % 2) {            /* --format after -o, too */
+			argv[n++] = "-o";
+			argv[n++] = out;
+			argv[n++] = "--format";
+			argv[n++] = cases[i].fmt;
+		} else {
+			if (cases[i].fmt) {
+				argv[n++] = "--format";
+				argv[n++] = cases[i].fmt;
+			}
+			argv[n++] = "-o";
+			argv[n++] = out;
+		}
+		argv[n++] = drv_trace;
+		argv[n] = NULL;
+		CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+		CU_ASSERT_EQUAL(rc.exit_code, 0);
+		char *got = kvt_slurp(out, NULL);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+		if (strncmp(got, cases[i].starts, strlen(cases[i].starts)))
+			fprintf(stderr, "\n  %s -o %s: starts '%.30s'", cases[i].fmt ? cases[i].fmt : "-",
+				cases[i].out, got);
+		CU_ASSERT_EQUAL(strncmp(got, cases[i].starts, strlen(cases[i].starts)), 0);
+		free(got);
+	}
+	const char *help[] = { kvt_path("kvtier"), "report", "--help", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, help, NULL) == 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, ".html or .htm means html, .json means json"));
+}
+
+/* ---- JSON strings ---- */
+
+static char *json_of(const char *s, size_t n)
+{
+	static char buf[256];
+	FILE *f = fmemopen(buf, sizeof buf, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	kvt_json_strn(f, s, n);
+	fclose(f);
+	return buf;
+}
+
+/* The one escaper (tools/json.c): UTF-8 through, controls and quotes
+ * escaped, each byte of an invalid sequence one U+FFFD. */
+static void test_json_escaper(void)
+{
+	static const struct { const char *in; size_t n; const char *out; } cases[] = {
+		{ "mod\xc3\xa8le_kv.py", 0, "\"mod\xc3\xa8le_kv.py\"" },
+		{ "\xe6\xa8\xa1\xe5\x9e\x8b \xf0\x9f\x98\x80", 0, "\"\xe6\xa8\xa1\xe5\x9e\x8b \xf0\x9f\x98\x80\"" },
+		{ "a\"b\\c/d", 0, "\"a\\\"b\\\\c/d\"" },
+		{ "\n\t\r\b\f\x01\x1f\x7f", 0, "\"\\n\\t\\r\\b\\f\\u0001\\u001f\x7f\"" },
+		{ "x\0y", 3, "\"x\\u0000y\"" },
+		{ "bad\xff", 0, "\"bad\\ufffd\"" },
+		{ "\x80\xbf", 0, "\"\\ufffd\\ufffd\"" },                 /* lone continuations */
+		{ "\xc0\xaf", 0, "\"\\ufffd\\ufffd\"" },                 /* overlong '/' */
+		{ "\xe0\x80\xaf", 0, "\"\\ufffd\\ufffd\\ufffd\"" },      /* overlong, 3 bytes */
+		{ "\xed\xa0\x80", 0, "\"\\ufffd\\ufffd\\ufffd\"" },      /* a surrogate */
+		{ "\xf4\x90\x80\x80", 0, "\"\\ufffd\\ufffd\\ufffd\\ufffd\"" },   /* past U+10FFFF */
+		{ "cut \xc3", 0, "\"cut \\ufffd\"" },                    /* sequence cut short */
+		{ "\xc3(", 0, "\"\\ufffd(\"" },
+		{ "\xf4\x8f\xbf\xbf", 0, "\"\xf4\x8f\xbf\xbf\"" },       /* U+10FFFF itself */
+		{ "", 0, "\"\"" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		size_t n = cases[i].n ? cases[i].n : strlen(cases[i].in);
+		const char *got = json_of(cases[i].in, n);
+		if (strcmp(got, cases[i].out))
+			fprintf(stderr, "\n  case %zu: got %s", i, got);
+		CU_ASSERT_STRING_EQUAL(got, cases[i].out);
+	}
+}
+
+/* drvapi's trace with its program's path renamed in the MODULE record (same
+ * length): the JSON shows the name as it is, or U+FFFD for a bad byte. */
+static void check_json_module_name(const char *name6, const char *want)
+{
+	size_t n = 0;
+	char *t = kvt_slurp(drv_trace, &n);
+	CU_ASSERT_FATAL(t != NULL && n > 200);
+	int renamed = 0;
+	for (char *m = t; (m = memmem(m, n - (size_t)(m - t), "progs/drvapi", 12)); m += 12, renamed++)
+		memcpy(m + 6, name6, 6);
+	CU_ASSERT_FATAL(renamed > 0);
+	write_file(tmp_path("renamed.trace"), t, n);
+	free(t);
+	const char *argv[] = { kvt_path("kvtier"), "report", "-q", "--format", "json",
+			       tmp_path("renamed.trace"), NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	char key[128];                  /* a frame's "module":"...",  "offset": */
+	snprintf(key, sizeof key, "/tests/progs/%s,\"offset\":", want);
+	const char *hit = strstr(rc.out, key);
+	if (!hit)
+		fprintf(stderr, "\n  no %s in the JSON", key);
+	CU_ASSERT_PTR_NOT_NULL(hit);
+}
+
+static void test_json_utf8(void)
+{
+	check_json_module_name("mod\xc3\xa8l", "mod\xc3\xa8l\"");
+	check_json_module_name("drv\xffpi", "drv\\ufffdpi\"");
+	check_json_module_name("dr\"\\pi", "dr\\\"\\\\pi\"");
+}
+
+/* ---- damaged timestamps ---- */
+
+/* The file offsets of the first nr events of a trace. */
+static unsigned event_offsets(const char *path, uint64_t *off, unsigned nr)
+{
+	static struct kvt_trace_reader r;
+	struct kvt_trace_item it;
+	unsigned k = 0;
+	CU_ASSERT_FATAL(kvt_trace_reader_open(&r, path) == 0);
+	while (k < nr && kvt_trace_next(&r, &it) > 0)
+		if (it.ev)
+			off[k++] = r.offset - sizeof *it.ev;
+	kvt_trace_reader_close(&r);
+	return k;
+}
+
+/* 8 corrupt bytes in one event's time once gave a 584-year report, exit 0:
+ * the event is left out, one warning names the file and the offset, and
+ * the report's span is the trace's own. */
+static void test_bad_timestamp(void)
+{
+	uint64_t off[8];
+	CU_ASSERT_FATAL(event_offsets(vllm_trace, off, 8) == 8);
+	char *good = report("json", vllm_trace, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(good);
+	uint64_t dur = kvt_num_after(good, (const char *const[]){ "\"duration_ns\":", NULL });
+	uint64_t nev = kvt_num_after(good, (const char *const[]){ "\"events\":", NULL });
+	free(good);
+	CU_ASSERT_FATAL(dur > 0 && dur < 3600ull * 1000000000 && nev > 8);
+	size_t n = 0;
+	char *t = kvt_slurp(vllm_trace, &n);
+	CU_ASSERT_FATAL(t != NULL);
+	const uint64_t bad[] = { 0xfedcba9876543210ull, 31ull * 86400 * 1000000000 };
+	for (int round = 0; round < 2; round++) {
+		/* round 0: one event, 8 random-looking bytes; round 1: events 3 and 6, 31 days */
+		for (int k = 0; k <= round; k++)
+			memcpy(t + off[3 + 3 * k] + offsetof(struct kvt_rec_event, t_ns), &bad[round], 8);
+		write_file(tmp_path("badtime.trace"), t, n);
+		for (int f = 0; f < 2; f++) {
+			const char *argv[] = { kvt_path("kvtier"), "report", "-q", "--format",
+					       f ? "text" : "json", tmp_path("badtime.trace"), NULL };
+			CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+			CU_ASSERT_EQUAL(rc.exit_code, 0);
+			char want[700];
+			snprintf(want, sizeof want, "kvtier report: warning: %s: %d record%s (events, "
+				 "epochs) stamped more than 30 days after the trace's start left out "
+				 "(damaged trace; the first at byte %" PRIu64 ")\n", tmp_path("badtime.trace"),
+				 round + 1, round ? "s" : "", off[3]);
+			CU_ASSERT_STRING_EQUAL(rc.err, want);      /* that one line, nothing else */
+			if (f) {
+				CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "left out (damaged trace"));
+				continue;
+			}
+			CU_ASSERT_EQUAL(kvt_num_after(rc.out, (const char *const[]){ "\"duration_ns\":", NULL }), dur);
+			CU_ASSERT_EQUAL(kvt_num_after(rc.out, (const char *const[]){ "\"events\":", NULL }),
+					nev - 1 - (uint64_t)round);
+			CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "\"notes\":[\""));
+		}
+	}
+	/* 30 days to the ns is still a time (the bound itself) */
+	uint64_t edge = 30ull * 86400 * 1000000000;
+	free(t);
+	t = kvt_slurp(vllm_trace, &n);
+	CU_ASSERT_FATAL(t != NULL);
+	memcpy(t + off[3] + offsetof(struct kvt_rec_event, t_ns), &edge, 8);
+	write_file(tmp_path("edge.trace"), t, n);
+	free(t);
+	const char *argv[] = { kvt_path("kvtier"), "report", "-q", "--format", "json",
+			       tmp_path("edge.trace"), NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_PTR_NULL(strstr(rc.err, "left out"));
+	CU_ASSERT_EQUAL(kvt_num_after(rc.out, (const char *const[]){ "\"events\":", NULL }), nev);
+}
+
 /* ---- the symbolizer on this binary ---- */
 
 static int first_bias(struct dl_phdr_info *info, size_t size, void *arg)
@@ -536,6 +734,10 @@ int main(void)
 		{ "malformed, newer version: exit 1; cut short: read to the cut", test_malformed },
 		{ "150 fuzzed traces: never a crash", test_fuzzed },
 		{ "usage errors exit 2, --help 0, dump still works", test_usage },
+		{ "-o FILE.html/.json imply the format; --format wins", test_output_suffix },
+		{ "JSON strings: one escaper, UTF-8 kept, bad bytes U+FFFD", test_json_escaper },
+		{ "JSON: a non-ASCII and an invalid module name", test_json_utf8 },
+		{ "timestamps past 30 days: left out, one warning with the offset", test_bad_timestamp },
 		{ "libdwfl symbolizer: own symbols and lines, demangling, bad files", test_dwsym_self },
 		CU_TEST_INFO_NULL,
 	};

@@ -243,7 +243,7 @@ static void test_control_active(void)
 	CU_ASSERT_EQUAL(c.exit_code, 0);
 	CU_ASSERT_STRING_EQUAL(field(&c, "secure"), "0");
 	CU_ASSERT_STRING_EQUAL(field(&c, "cuda"), "ok");
-	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "kvtier: KVTIER_TRACE"));          /* verbose table */
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "]: KVTIER_TRACE "));          /* verbose table */
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "unknown variable 'KVTIER_CUPTI_LIB"));
 	CU_ASSERT_TRUE(atoi(field(&c, "new_threads")) >= 1);
 	CU_ASSERT_STRING_EQUAL(field(&c, "stats"), "1");

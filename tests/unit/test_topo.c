@@ -15,6 +15,7 @@
 
 /* The command itself, compiled in: unit tests link only libkvtier.a. */
 #include "../../tools/cmd_topo.c"
+#include "../../tools/json.c"
 
 #define FIX "tests/fixtures/topo/"
 
@@ -463,6 +464,21 @@ static void test_cmd_topo_json(void)
 				   "\"weight_bp\":[10000]"));
 	CU_ASSERT_EQUAL(out[strlen(out) - 2], '}');
 	CU_ASSERT_EQUAL(strchr(out, '\n'), out + strlen(out) - 1);   /* one line */
+
+	/* a root whose name is UTF-8 with one invalid byte (tools/json.c):
+	 * "modèle" as it is, the 0xff as U+FFFD */
+	char cwd[400], target[600], link[64];
+	CU_ASSERT_FATAL(getcwd(cwd, sizeof cwd) != NULL);
+	snprintf(target, sizeof target, "%s/" FIX "cxl", cwd);
+	snprintf(link, sizeof link, "/tmp/kvt-topo-mod\xc3\xa8le-\xff.%d", (int)getpid());
+	CU_ASSERT_FATAL(symlink(target, link) == 0);
+	CU_ASSERT_EQUAL(run_topo(out, sizeof out, NULL, "--json", "--root", link), 0);
+	unlink(link);
+	char want[100];
+	snprintf(want, sizeof want, "{\"root\":\"/tmp/kvt-topo-mod\xc3\xa8le-\\ufffd.%d\"",
+		 (int)getpid());
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"node\":2,\"memdevs\":[\"mem0\"]"));
 }
 
 static void test_cmd_topo_usage(void)
