@@ -724,6 +724,35 @@ static void test_serve_trace_azure(void)
 	unlink(path);
 }
 
+/* The public Mooncake trace, read in place from ../shared/traces/ (never
+ * copied into the project): its rows, ids and best-case hit ratio as its
+ * README gives them (3,993 requests, 0.64 with an unbounded cache).
+ * Skipped, with one line, where the folder is absent. */
+static void test_serve_trace_public(void)
+{
+	static struct kvt_child c;
+	static const char path[] = "../shared/traces/synthetic_trace.jsonl";
+	if (access(path, R_OK)) {
+		printf("\n  skipped: no %s (the public traces)\n", path);
+		return;
+	}
+	const char *san = getenv("SAN");
+	if (san && strstr(san, "thread")) {         /* one thread of parsing: nothing to check */
+		printf("\n  skipped under ThreadSanitizer (single-threaded file reading)\n");
+		return;
+	}
+	const char *stats[] = { "--trace", path, "--trace-stats", NULL };
+	sv_run(&c, stats, false);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_EQUAL(sv_num(c.out, "requests"), 3993);
+	CU_ASSERT_EQUAL(sv_num(c.out, "truncated"), 10);     /* past 131072 tokens */
+	CU_ASSERT_EQUAL(sv_num(c.out, "distinct_block_ids"), 43924);
+	double best = sv_num(c.out, "hit_ratio_unbounded");
+	CU_ASSERT(best > 0.64 && best < 0.66);
+	/* an LRU cache of the pool that fits (about 1 Mi tokens) gets far less */
+	CU_ASSERT(sv_num(c.out, "hit_ratio_lru_1024k_tokens") < 0.2);
+}
+
 /* A bad trace or a bad mix of options: one line naming it, exit 2, before
  * any GPU work. */
 static void test_serve_trace_errors(void)
@@ -774,6 +803,7 @@ static CU_TestInfo tests_serve[] = {
 	{ "trace replay: Mooncake prefix hits exactly, windows, cuts, kvtier", test_serve_trace_mooncake },
 	{ "trace replay: Azure rows share nothing", test_serve_trace_azure },
 	{ "trace replay: bad files and options fail in one line", test_serve_trace_errors },
+	{ "trace replay: the public Mooncake trace's prefix statistics", test_serve_trace_public },
 	CU_TEST_INFO_NULL,
 };
 
