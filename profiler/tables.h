@@ -50,7 +50,7 @@
 #include <stdint.h>
 
 #define KVT_TABLE_SLOTS       32          /* candidate tables (copy destinations) kept */
-#define KVT_TABLE_MAX_BYTES   (1u << 20)  /* a larger host-to-device copy is not a table */
+#define KVT_TABLE_MAX_BYTES   (8u << 20)  /* a larger host-to-device copy is not a table */
 #define KVT_TABLE_IDS         (1u << 21)  /* ids stamped per table (larger ids are ignored) */
 #define KVT_TABLE_SCALARS     8           /* scalar parameters kept per table */
 #define KVT_TABLE_ASSOC       256         /* (base, table) pairs kept */

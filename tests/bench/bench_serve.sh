@@ -29,6 +29,11 @@
 #                        the paced mode's kvtier rows, which depend on load)
 #   BENCH_SERVE_OUT ($BUILD/bench-serve)  where the runs go; the JSON is
 #                        that path + .json (make demo: $BUILD/demo)
+#   BENCH_SERVE_KEEP (0)  1: rows whose run in $OUT finished (rc 0) are not
+#                        run again and their figures are kept (virtual time:
+#                        a rerun prints the same unless the code changed;
+#                        to rerun the kvtier rows alone after a change to
+#                        the library, delete their files first)
 #   BENCH_SERVE_TRACES, BENCH_SERVE_TRACE_DIR, BENCH_SERVE_TRACE_PERSONAS,
 #   BENCH_SERVE_TRACE_MODES   the trace rows (tests/bench/serve_trace.sh);
 #                        BENCH_SERVE_TRACES="" leaves them out
@@ -55,7 +60,8 @@ export FAKECUDA_RECLAIM=0
 export FAKECUDA_UM_PAGE=${FAKECUDA_UM_PAGE:-64K}
 export LD_LIBRARY_PATH=$BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 mkdir -p "$OUT"
-rm -f "$OUT"/*.out "$OUT"/*.err "$OUT"/*.rc "$OUT"/*.wall "$OUT"/*.trace
+KEEP=${BENCH_SERVE_KEEP:-0}
+[ "$KEEP" = 1 ] || rm -f "$OUT"/*.out "$OUT"/*.err "$OUT"/*.rc "$OUT"/*.wall "$OUT"/*.trace
 start=$(date +%s.%N)
 
 # the server's own offload (serve-like's host pool of N-1 x; llamacpp: its
@@ -81,6 +87,10 @@ run_one() {
 		alt=$3
 		cmd=$(trace_cmd "${1#T:}" "$2" "$3" "$4") ;;
 	esac
+	if [ "$KEEP" = 1 ] && [ "$(cat "$base.rc" 2>/dev/null)" = 0 ]; then
+		return 0                            # kept from the last run
+	fi
+	rm -f "$base".*.trace
 	t0=$(date +%s.%N)
 	case $alt in
 	kvtier)
@@ -95,7 +105,7 @@ run_one() {
 	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", b - a }' >"$base.wall"
 }
 export -f run_one trace_base trace_cmd
-export OUT BUILD ARGS PACE TMO MODE NORAND TRACE_DIR TRACE_X
+export OUT BUILD ARGS PACE TMO MODE NORAND TRACE_DIR TRACE_X KEEP
 
 # native does not depend on N: one run per persona, reported at every N
 for p in $PERSONAS; do
