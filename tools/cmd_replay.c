@@ -69,14 +69,14 @@ static int replay_trace(const char *path, struct kvt_replay *r)
 
 int kvt_cmd_replay(int argc, char **argv)
 {
-	const char *rules = getenv("KVTIER_POLICY"), *file = NULL;
+	const char *rules = getenv("KVTIER_POLICY"), *file = NULL, *v;
 	int check = 0, quiet = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			replay_usage(stdout);
 			return 0;
-		} else if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
-			rules = argv[++i];
+		} else if ((v = kvt_opt_value(argc, argv, &i, "--policy"))) {
+			rules = v;
 		} else if (!strcmp(argv[i], "--check")) {
 			check = 1;
 		} else if (!strcmp(argv[i], "--quiet")) {

@@ -57,6 +57,7 @@ static void run_usage(FILE *f)
 {
 	fprintf(f, "usage: kvtier run [--policy TEXT|FILE] [--budget BYTES] [--cxl-nodes LIST]\n"
 		   "                  [--trace PATTERN] [--quiet] [--] CMD ARGS...\n"
+
 		   "  --policy TEXT|FILE  placement rules (KVTIER_POLICY), or a file of them\n"
 		   "                   (one or more per line, '#' comments); checked first\n"
 		   "  --budget BYTES   HBM budget for redirected memory (KVTIER_HBM_BUDGET; K/M/G)\n"
@@ -68,43 +69,6 @@ static void run_usage(FILE *f)
 
 /* ---- the options that become KVTIER_* variables ---- */
 
-/* A rules file: '#' comments dropped, blank lines skipped, lines joined
- * with "; " (a trailing ';' on a line is not doubled). 0, or -1 with a
- * message on stderr. */
-static int read_policy_file(const char *path, char *out, size_t len)
-{
-	FILE *f = fopen(path, "r");
-	char line[4096];
-	size_t j = 0;
-	if (!f) {
-		fprintf(stderr, "kvtier run: --policy %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	out[0] = 0;
-	while (fgets(line, sizeof line, f)) {
-		char *hash = strchr(line, '#');
-		if (hash)
-			*hash = 0;
-		char *b = line, *e = line + strlen(line);
-		while (*b == ' ' || *b == '\t')
-			b++;
-		while (e > b && strchr(" \t\r\n;", e[-1]))
-			e--;
-		if (e == b)
-			continue;
-		int n = snprintf(out + j, len - j, "%s%.*s", j ? "; " : "", (int)(e - b), b);
-		if (n < 0 || (size_t)n >= len - j) {
-			fprintf(stderr, "kvtier run: --policy %s: the rules are longer than %zu "
-				"characters\n", path, len - 1);
-			fclose(f);
-			return -1;
-		}
-		j += (size_t)n;
-	}
-	fclose(f);
-	return 0;
-}
-
 /* TEXT, or FILE when the argument names a readable regular file. The
  * rules are parsed here: an error names the column, exit 2, nothing runs. */
 static int resolve_policy(const char *arg, char *out, size_t len)
@@ -114,8 +78,11 @@ static int resolve_policy(const char *arg, char *out, size_t len)
 	struct stat sb;
 	int from_file = !stat(arg, &sb) && S_ISREG(sb.st_mode) && !access(arg, R_OK);
 	if (from_file) {
-		if (read_policy_file(arg, out, len))
+		char why[PATH_MAX + 100];
+		if (kvt_rules_file_read(arg, out, len, NULL, why, sizeof why)) {
+			fprintf(stderr, "kvtier run: --policy %s\n", why);
 			return -1;
+		}
 	} else if (snprintf(out, len, "%s", arg) >= (int)len) {
 		fprintf(stderr, "kvtier run: --policy: longer than %zu characters\n", len - 1);
 		return -1;
@@ -190,20 +157,20 @@ static void print_summary(const char *pattern)
 int kvt_cmd_run(int argc, char **argv)
 {
 	static char policy[KVT_POLICY_MAX_TEXT + 1];
-	const char *trace = NULL, *policy_arg = NULL, *budget = NULL, *nodes = NULL;
+	const char *trace = NULL, *policy_arg = NULL, *budget = NULL, *nodes = NULL, *v;
 	int quiet = 0, i = 1;
 	for (; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
-		} else if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
-			trace = argv[++i];
-		} else if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
-			policy_arg = argv[++i];
-		} else if (!strcmp(argv[i], "--budget") && i + 1 < argc) {
-			budget = argv[++i];
-		} else if (!strcmp(argv[i], "--cxl-nodes") && i + 1 < argc) {
-			nodes = argv[++i];
+		} else if ((v = kvt_opt_value(argc, argv, &i, "--trace"))) {
+			trace = v;
+		} else if ((v = kvt_opt_value(argc, argv, &i, "--policy"))) {
+			policy_arg = v;
+		} else if ((v = kvt_opt_value(argc, argv, &i, "--budget"))) {
+			budget = v;
+		} else if ((v = kvt_opt_value(argc, argv, &i, "--cxl-nodes"))) {
+			nodes = v;
 		} else if (!strcmp(argv[i], "--quiet")) {
 			quiet = 1;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {

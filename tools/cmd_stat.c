@@ -443,8 +443,15 @@ static int parse_args(int argc, char **argv, struct stat_args *a)
 {
 	for (int i = 1; i < argc; i++) {
 		char *end;
+		const char *val;
 		if (!strcmp(argv[i], "--prometheus")) {
 			a->prometheus = 1;
+		} else if (!strncmp(argv[i], "--watch=", 8)) {     /* --watch=SEC */
+			double s = strtod(argv[i] + 8, &end);
+			if (*end || end == argv[i] + 8 || s < 0.05 || s > 3600)
+				return -1;
+			a->watch = 1;
+			a->every_s = s;
 		} else if (!strcmp(argv[i], "--watch")) {
 			a->watch = 1;
 			if (i + 1 < argc && argv[i + 1][0] != '-') {
@@ -456,11 +463,11 @@ static int parse_args(int argc, char **argv, struct stat_args *a)
 					i++;
 				}
 			}
-		} else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
-			long v = strtol(argv[++i], &end, 10);
-			if (*end || v < 1 || v > 1000000)
+		} else if ((val = kvt_opt_value(argc, argv, &i, "--count"))) {
+			long n = strtol(val, &end, 10);
+			if (*end || end == val || n < 1 || n > 1000000)
 				return -1;
-			a->count = (int)v;
+			a->count = (int)n;
 		} else if (argv[i][0] != '-' && !a->pid) {
 			long v = strtol(argv[i], &end, 10);
 			if (*end || v <= 0 || v > INT_MAX)

@@ -637,7 +637,7 @@ int kvt_cmd_suggest(int argc, char **argv)
 	long long window_ms = 1000;
 	int quiet = 0, nr = 0, only_paths = 0;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+		const char *a = argv[i], *v;
 		if (only_paths || a[0] != '-' || !a[1]) {
 			nr++;
 		} else if (!strcmp(a, "--")) {
@@ -647,9 +647,9 @@ int kvt_cmd_suggest(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			quiet = 1;
-		} else if (!strcmp(a, "--window") && i + 1 < argc &&
-			   !kvt_parse_int(argv[i + 1], 1, 86400000, &window_ms)) {
-			i++;
+		} else if ((v = kvt_opt_value(argc, argv, &i, "--window")) &&
+			   !kvt_parse_int(v, 1, 86400000, &window_ms)) {
+			;                       /* --window MS or --window=MS */
 		} else {
 			fprintf(stderr, "kvtier policy suggest: bad or incomplete option '%s'\n", a);
 			suggest_usage(stderr);

@@ -277,14 +277,14 @@ static void print_json(FILE *f, const struct kvt_topo *t, const struct kvt_topo_
 
 int kvt_cmd_topo(int argc, char **argv)
 {
-	const char *root = "/";
+	const char *root = "/", *v;
 	int json = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = 1;
-		} else if (!strcmp(argv[i], "--root") && i + 1 < argc) {
-			root = argv[++i];
-		} else if (!strcmp(argv[i], "--root")) {
+		} else if ((v = kvt_opt_value(argc, argv, &i, "--root")) && *v) {
+			root = v;
+		} else if (!strncmp(argv[i], "--root", 6) && (!argv[i][6] || argv[i][6] == '=')) {
 			fprintf(stderr, "kvtier topo: --root needs a directory\n");
 			return 2;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {

@@ -18,7 +18,8 @@ static void usage(FILE *f)
 		"  report TRACE... [--format text|json|html] [-o FILE] [-q]\n"
 		"                                 the offline allocation report of trace file(s)\n"
 		"  dump TRACE                     every record of a trace, as text\n"
-		"  policy check ['RULES']         parse KVTIER_POLICY rules, print the canonical form\n"
+		"  policy check ['RULES'|FILE]    parse KVTIER_POLICY rules, print the canonical form\n"
+		"                                 and warnings (shadowed rules, bad globs, nodes)\n"
 		"  policy default                 the built-in default rules\n"
 		"  policy suggest TRACE...        propose rules and an HBM budget from traces\n"
 		"  replay [--policy 'RULES'] FILE replay an allocation sequence or a trace\n"
@@ -29,6 +30,7 @@ static void usage(FILE *f)
 		"  options                        the KVTIER_* variables\n"
 		"  --version, --help              'kvtier COMMAND --help' for a command's options\n"
 		"\n"
+		"An option with a value takes it as --OPTION VALUE or --OPTION=VALUE.\n"
 		"Exit status: 0 success, 1 failure, 2 usage error; run passes the command's\n"
 		"status through (128+N when killed by signal N). See kvtier(1).\n");
 }

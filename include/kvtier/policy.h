@@ -138,6 +138,29 @@ enum kvt_placement kvt_policy_action_placement(const struct kvt_policy_action *a
 /* True when the action puts bytes on the far tier (cxl or node=N). */
 bool kvt_policy_action_is_far(const struct kvt_policy_action *a);
 
+/* ---- lint (policy/lint.c): rules that are valid but cannot do anything ---- */
+
+enum kvt_policy_lint_kind {
+	KVT_LINT_SHADOWED = 1,   /* earlier rules (by_mask) match all this rule does */
+	KVT_LINT_NEVER,          /* its comparisons (or kinds and kv) admit no allocation */
+	KVT_LINT_GLOB,           /* its site~ glob is malformed or can never match */
+};
+
+struct kvt_policy_lint {
+	uint8_t kind;            /* enum kvt_policy_lint_kind */
+	uint8_t rule;            /* 0-based index of the rule warned about */
+	uint64_t by_mask;        /* SHADOWED: bit i = rule i covers part of it */
+	char msg[200];           /* one line, rules numbered from 1, no newline */
+};
+
+/* Warnings about a parsed rule set, in rule order: at most one SHADOWED or
+ * NEVER per rule, plus one GLOB per rule with a bad glob. Fills up to max
+ * entries of out and returns how many there are (max 2 * nr_rules). Exact
+ * where it says something: a SHADOWED rule can never be the first match of
+ * any allocation. Not every shadowed rule is found (docs/policy.md, "Lint"). */
+unsigned kvt_policy_lint(const struct kvt_policy *p, struct kvt_policy_lint *out,
+			 unsigned max);
+
 /* ---- matching ------------------------------------------------------------- */
 
 /* The call-site callback: fills frame `i` (0 = innermost application frame)

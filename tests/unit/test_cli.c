@@ -2,9 +2,11 @@
 /* The kvtier command as operators meet it: `kvtier run` on the simulated
  * workloads (summary, exit-status passthrough, LD_PRELOAD appended), the
  * --help/usage conventions of every subcommand, `policy suggest` closing
- * the loop profile -> rules -> replay, the man page (groff) and the HTML
- * report in headless Chromium. Runs $(BUILD)/kvtier as a child process. */
+ * the loop profile -> rules -> replay, the man page (groff), make install
+ * (into a DESTDIR) with its bash completion, and the HTML report in
+ * headless Chromium. Runs $(BUILD)/kvtier as a child process. */
 #include <dirent.h>
+#include <limits.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -296,6 +298,105 @@ static void test_usage_conventions(void)
 	}
 }
 
+/* ---- --OPTION=VALUE ----------------------------------------------------------------- */
+
+/* Runs kvtier with args (NULL-ended) into *c; 0 or the kvt_run error. */
+static int kvtier_args(struct kvt_child *c, const char *const *args)
+{
+	const char *argv[16] = { kvt_path("kvtier") };
+	for (int i = 0; args[i] && i < 14; i++)
+		argv[i + 1] = args[i];
+	return kvt_run(c, argv, NULL);
+}
+
+/* Every subcommand's valued options also as --OPTION=VALUE: the same
+ * output as --OPTION VALUE, and a bad VALUE after '=' is still an error. */
+static void test_opt_equals(void)
+{
+	static struct kvt_child a, b;
+	char tr[400], trace[512];
+	snprintf(tr, sizeof tr, "--trace=%s/eq.%%p.trace", tmpdir);
+	/* run: --trace=, --policy=, --budget=, --cxl-nodes= reach the command */
+	const char *r_true[] = { "run", "--quiet", tr, "--", "/bin/true", NULL };
+	CU_ASSERT_FATAL(kvtier_args(&a, r_true) == 0);
+	CU_ASSERT_EQUAL(a.exit_code, 0);
+	const char *t = find_file("eq.");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	snprintf(trace, sizeof trace, "%s", t);
+	const char *san = getenv("SAN");
+	if (!(san && *san)) {       /* see test_run_preload_appended */
+		const char *r_env[] = { "run", "--quiet", tr, "--policy=kv => managed:cxl",
+					"--budget=40G", "--cxl-nodes=2-3", "--", "/bin/sh", "-c",
+					"echo \"$KVTIER_POLICY|$KVTIER_HBM_BUDGET|$KVTIER_CXL_NODES\"",
+					NULL };
+		CU_ASSERT_FATAL(kvtier_args(&a, r_env) == 0);
+		CU_ASSERT_EQUAL(a.exit_code, 0);
+		CU_ASSERT_STRING_EQUAL(a.out, "kv => managed:cxl|40G|2-3\n");
+	}
+	const char *r_bad[] = { "run", "--quiet", "--budget=12Q", "--", "/bin/true", NULL };
+	CU_ASSERT_FATAL(kvtier_args(&a, r_bad) == 0);
+	CU_ASSERT_EQUAL(a.exit_code, 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(a.err, "--budget '12Q'"));
+
+	/* pairs: the same command with --OPT VALUE and --OPT=VALUE */
+	static const struct { const char *sp[6], *eq[6]; } same[] = {
+		{ { "report", "-q", "--format", "json", NULL },
+		  { "report", "-q", "--format=json", NULL } },
+		{ { "report", "-q", "--debuginfo-path", "/nonexistent", NULL },
+		  { "report", "-q", "--debuginfo-path=/nonexistent", NULL } },
+		{ { "replay", "--policy", "* => trace", NULL },
+		  { "replay", "--policy=* => trace", NULL } },
+		{ { "policy", "suggest", "--window", "500", NULL },
+		  { "policy", "suggest", "--window=500", NULL } },
+		{ { "topo", "--root", "tests/fixtures/topo/onenode", NULL },
+		  { "topo", "--root=tests/fixtures/topo/onenode", NULL } },
+	};
+	for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+		const char *sp[8] = { 0 }, *eq[8] = { 0 };
+		int n = 0, m = 0;
+		for (; same[i].sp[n]; n++)
+			sp[n] = same[i].sp[n];
+		for (; same[i].eq[m]; m++)
+			eq[m] = same[i].eq[m];
+		if (strcmp(sp[0], "topo")) {        /* the trace last */
+			sp[n] = trace;
+			eq[m] = trace;
+		}
+		CU_ASSERT_FATAL(kvtier_args(&a, sp) == 0);
+		CU_ASSERT_FATAL(kvtier_args(&b, eq) == 0);
+		if (b.exit_code || strcmp(a.out, b.out))
+			fprintf(stderr, "\n  %s: '%s' exit %d, '=' exit %d: %.200s", sp[0],
+				same[i].eq[m - 1], a.exit_code, b.exit_code, b.err);
+		CU_ASSERT_EQUAL(a.exit_code, 0);
+		CU_ASSERT_EQUAL(b.exit_code, 0);
+		CU_ASSERT(b.out_len > 0);
+		CU_ASSERT_STRING_EQUAL(a.out, b.out);
+	}
+	CU_ASSERT_EQUAL(b.out[0] ? strstr(b.out, "root tests/fixtures/topo/onenode") != NULL : 0, 1);
+
+	/* a bad VALUE after '=' is read as the value (and refused) */
+	const char *bad[][5] = {
+		{ "replay", "--policy=kv => bogus", trace, NULL },
+		{ "policy", "suggest", "--window=0", trace, NULL },
+		{ "topo", "--root=", NULL },
+		{ "stat", "--count=0", NULL },
+		{ "stat", "--watch=abc", NULL },
+		{ "report", "--format=yaml", trace, NULL },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CU_ASSERT_FATAL(kvtier_args(&a, bad[i]) == 0);
+		if (a.exit_code != 2)
+			fprintf(stderr, "\n  %s %s: exit %d", bad[i][0], bad[i][1], a.exit_code);
+		CU_ASSERT_EQUAL(a.exit_code, 2);
+		CU_ASSERT(a.err_len > 0);
+	}
+	/* stat: --count=N and --watch=SEC (a list of this user's processes) */
+	const char *st[] = { "stat", "--count=2", "--watch=0.05", NULL };
+	CU_ASSERT_FATAL(kvtier_args(&a, st) == 0);
+	CU_ASSERT_EQUAL(a.exit_code, 0);
+	CU_ASSERT_EQUAL(a.err_len, 0);
+}
+
 /* ---- policy suggest ------------------------------------------------------------------ */
 
 /* A vllm-like trace made under the preload directly (not through kvtier run). */
@@ -477,6 +578,113 @@ static void test_man_page(void)
 	CU_ASSERT(nr >= 20);
 }
 
+/* ---- make install -------------------------------------------------------------------- */
+
+/* make install DESTDIR=<tmp> PREFIX=/usr from the files already built
+ * (make -o: the command and the library are never rebuilt here, whatever
+ * their timestamps, so the suite cannot race others over $(BUILD)). */
+static int make_install(const char *target, const char *destdir)
+{
+	char build[600], dest[600], old_bin[600], old_lib[600];
+	snprintf(build, sizeof build, "BUILD=%s", kvt_build_dir());
+	snprintf(dest, sizeof dest, "DESTDIR=%s", destdir);
+	snprintf(old_bin, sizeof old_bin, "--old-file=%s", kvt_path("kvtier"));
+	snprintf(old_lib, sizeof old_lib, "--old-file=%s", kvt_path("libkvtier.so"));
+	const char *argv[] = { "/usr/bin/make", "--no-print-directory", "-s", old_bin, old_lib,
+			       build, dest, "PREFIX=/usr", target, NULL };
+	CU_ASSERT_FATAL(kvt_run_bounded(&rc, argv, NULL, 120) == 0);
+	if (rc.exit_code)
+		fprintf(stderr, "\n  make %s: exit %d: %.600s", target, rc.exit_code, rc.err);
+	return rc.exit_code;
+}
+
+static void test_install(void)
+{
+	if (access("/usr/bin/make", X_OK)) {
+		CU_PASS("make absent: install not tested");
+		return;
+	}
+	char dest[300], path[600];
+	snprintf(dest, sizeof dest, "%s/install", tmpdir);
+	CU_ASSERT_EQUAL_FATAL(make_install("install", dest), 0);
+	static const struct { const char *rel; mode_t mode; } files[] = {
+		{ "usr/bin/kvtier", 0755 }, { "usr/lib/kvtier/libkvtier.so", 0755 },
+		{ "usr/share/man/man1/kvtier.1", 0644 },
+		{ "usr/share/bash-completion/completions/kvtier", 0644 },
+	};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		struct stat st;
+		snprintf(path, sizeof path, "%s/%s", dest, files[i].rel);
+		CU_ASSERT_EQUAL(stat(path, &st), 0);
+		CU_ASSERT_EQUAL(st.st_mode & 07777, files[i].mode);
+		CU_ASSERT(st.st_size > 0);
+	}
+	char bin[600], lib[600];
+	snprintf(bin, sizeof bin, "%s/usr/bin/kvtier", dest);
+	snprintf(lib, sizeof lib, "%s/usr/lib/kvtier/libkvtier.so", dest);
+
+	/* the installed command runs and finds the installed library (no
+	 * LD_LIBRARY_PATH, no LD_PRELOAD): a trace is written by /bin/true */
+	const char *env[] = { "LD_LIBRARY_PATH=", "LD_PRELOAD=", NULL };
+	const char *help[] = { bin, "--help", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, help, env) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "usage: kvtier"));
+	char pattern[320];
+	snprintf(pattern, sizeof pattern, "%s/inst.%%p.trace", tmpdir);
+	const char *run_true[] = { bin, "run", "--quiet", "--trace", pattern, "--", "/bin/true",
+				   NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, run_true, env) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_PTR_NULL(strstr(rc.err, "cannot find libkvtier.so"));
+	CU_ASSERT_PTR_NOT_NULL(find_file("inst."));
+	const char *san = getenv("SAN");
+	if (!(san && *san)) {         /* see test_run_preload_appended */
+		const char *echo[] = { bin, "run", "--quiet", "--trace", pattern, "--", "/bin/sh",
+				       "-c", "echo \"$LD_PRELOAD\"", NULL };
+		CU_ASSERT_FATAL(kvt_run(&rc, echo, env) == 0);
+		/* <bin's folder>/../lib/kvtier/libkvtier.so: the installed file */
+		char want[PATH_MAX], got[PATH_MAX];
+		rc.out[strcspn(rc.out, "\n")] = 0;
+		CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(lib, want));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(rc.out, got));
+		CU_ASSERT_STRING_EQUAL(got, want);
+		CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "/lib/kvtier/libkvtier.so"));
+	}
+
+	/* the completion script: bash accepts it, and sourcing it registers
+	 * _kvtier, which completes subcommands and an option's values */
+	snprintf(path, sizeof path, "%s/usr/share/bash-completion/completions/kvtier", dest);
+	const char *syntax[] = { "/bin/bash", "-n", path, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, syntax, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_EQUAL(rc.err_len, 0);
+	char script[1200];
+	snprintf(script, sizeof script,
+		 "source '%s' && complete -p kvtier && "
+		 "COMP_WORDS=(kvtier re); COMP_CWORD=1; _kvtier; echo \"${COMPREPLY[*]}\"; "
+		 "COMP_WORDS=(kvtier report --format j); COMP_CWORD=3; _kvtier; "
+		 "echo \"${COMPREPLY[*]}\"; "
+		 "COMP_WORDS=(kvtier topo --); COMP_CWORD=2; _kvtier; echo \"${COMPREPLY[*]}\"",
+		 path);
+	const char *comp[] = { "/bin/bash", "--norc", "--noprofile", "-c", script, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, comp, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_STRING_EQUAL(rc.out, "complete -F _kvtier kvtier\nreport replay\njson\n"
+				       "--json --root --help\n");
+
+	/* uninstall removes the four files and the library's folder */
+	CU_ASSERT_EQUAL(make_install("uninstall", dest), 0);
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", dest, files[i].rel);
+		CU_ASSERT_EQUAL(access(path, F_OK), -1);
+	}
+	snprintf(path, sizeof path, "%s/usr/lib/kvtier", dest);
+	CU_ASSERT_EQUAL(access(path, F_OK), -1);
+	snprintf(path, sizeof path, "rm -rf '%s'", dest);
+	CU_ASSERT_EQUAL(system(path), 0);
+}
+
 /* ---- the HTML report in a browser ----------------------------------------------------- */
 
 /* Distinct colours of a PNG, through python3's zlib (no imaging library
@@ -580,9 +788,12 @@ int main(void)
 		{ "run: summary shows placements, fallbacks, migrations", test_run_summary_counters },
 		{ "every subcommand: --help 0 on stdout, usage errors 2 on stderr",
 		  test_usage_conventions },
+		{ "every valued option also as --OPTION=VALUE", test_opt_equals },
 		{ "policy suggest vllm-like: check accepts, replay agrees", test_suggest_roundtrip },
 		{ "policy suggest: missing trace 1, no KV -> default", test_suggest_errors },
 		{ "man page renders without warnings, names everything", test_man_page },
+		{ "make install DESTDIR PREFIX: four files, kvtier run finds the library, "
+		  "completion loads; uninstall", test_install },
 		{ "HTML report: headless Chromium screenshot not blank", test_html_screenshot },
 		CU_TEST_INFO_NULL,
 	};

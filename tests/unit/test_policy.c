@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* CUnit suites for policy/: the KVTIER_POLICY parser and canonical form,
  * rule matching, budget arithmetic, the decision engine (provisional
- * placement, CXL limit, determinism) and `kvtier policy check`.
+ * placement, CXL limit, determinism), the lint and `kvtier policy check`.
  * Replay sequences are checked in test_policy_replay.c. */
 #include <errno.h>
 #include <stdint.h>
@@ -451,6 +451,88 @@ static void test_glob(void)
 			fprintf(stderr, "glob '%s' '%s' = %d\n", t[i].pat, t[i].s, m);
 		CU_ASSERT_EQUAL(m, t[i].m);
 	}
+}
+
+/* ---- lint ------------------------------------------------------------ */
+
+/* Each case: rules, then the findings as "kind:rule[:by,by...]" joined by
+ * spaces (rules from 0; S shadowed, N never, G glob), "" for none. */
+static const struct { const char *rules, *want; } lint_cases[] = {
+	/* clean: the default, the issue's example, disjoint or wider-later rules */
+	{ KVT_POLICY_DEFAULT_TEXT, "" },
+	{ "kv => managed:cxl; device,size>=8G => managed:cxl; host,size>=1G => pinned:cxl; "
+	  "mmap,size>=2G => bind:cxl; * => native", "" },
+	{ "size>=2G => native; size>=1G => trace", "" },
+	{ "size!=4K => native; size>=4K => trace", "" },
+	{ "* => managed:cxl; host => native", "" },          /* managed never serves host */
+	{ "!kv,device => native; device => trace", "" },    /* device can be kv */
+	{ "after>=1 => native; * => trace", "" },           /* after is 0 before a meminfo */
+	{ "site~foo => native; * => trace", "" },
+	{ "site~foo* => native; site~foobar => trace", "" }, /* glob containment: not decided */
+	{ "size<1G => native; size>=1G => trace; * => native", "" },  /* a union of sizes: not decided */
+	{ "site~[]] => native; site~[!a-c]x => trace; site~lib[0-9]*.so => trace", "" },
+	/* shadowed by one earlier rule */
+	{ "* => native; kv => managed:cxl", "S:1:0" },
+	{ "host => native; host,size>1G => pinned:cxl", "S:1:0" },
+	{ "size>=1G => native; size>=2G => trace", "S:1:0" },
+	{ "size!=4K => native; size>=8K => trace", "S:1:0" },
+	{ "size>=1G,size<=4G => native; size==2G => trace", "S:1:0" },
+	{ "* => managed:cxl; device => native", "S:1:0" },
+	{ "nth>=1 => native; * => trace", "S:1:0" },        /* nth counts from 1 */
+	{ "* => native; after>=5 => trace", "S:1:0" },
+	{ "!kv,host => native; host => trace", "S:1:0" },   /* host is never kv */
+	{ "site~*llama* => native; device,site~*llama* => trace", "S:1:0" },
+	{ "site~** => native; site~foo => trace", "S:1:0" },
+	{ "device|host => trace; device,kv => managed:cxl; * => native", "S:1:0" },
+	/* shadowed by several: each kind x kv cell has its cover */
+	{ "kv => managed:cxl; !kv => native; * => trace", "S:2:0,1" },
+	{ "device|async|managed|vmm => native; host|register|mmap => trace; size>=1G => native",
+	  "S:2:0,1" },
+	/* never: comparisons that admit no value */
+	{ "size>2G,size<1G => native; * => trace", "N:0" },
+	{ "nth<1 => native", "N:0" },
+	{ "after<1 => native", "N:0" },
+	{ "size<0 => native", "N:0" },
+	{ "size==4K,size!=4K => native", "N:0" },
+	/* globs: unterminated '[', only reversed ranges, a path */
+	{ "site~foo[ => native", "G:0" },
+	{ "site~[z-a]x => native", "G:0" },
+	{ "site~/usr/lib/* => native", "G:0" },
+	{ "* => native; site~foo[ => trace", "G:1" },       /* a bad glob: no shadow claim */
+	{ "site~[z-a],size<0 => native", "G:0 N:0" },
+};
+
+static void test_lint(void)
+{
+	for (size_t c = 0; c < sizeof lint_cases / sizeof lint_cases[0]; c++) {
+		CU_ASSERT_EQUAL_FATAL(parse(lint_cases[c].rules), 0);
+		struct kvt_policy_lint l[2 * KVT_POLICY_MAX_RULES];
+		unsigned n = kvt_policy_lint(&pol, l, 2 * KVT_POLICY_MAX_RULES);
+		char got[256] = "";
+		size_t w = 0;
+		for (unsigned i = 0; i < n; i++) {
+			w += (size_t)snprintf(got + w, sizeof got - w, "%s%c:%u", i ? " " : "",
+					      " SNG"[l[i].kind], l[i].rule);
+			for (unsigned j = 0, k = 0; j < 64; j++)
+				if (l[i].by_mask >> j & 1)
+					w += (size_t)snprintf(got + w, sizeof got - w, "%c%u",
+							      k++ ? ',' : ':', j);
+			CU_ASSERT(l[i].msg[0] != 0);
+		}
+		if (strcmp(got, lint_cases[c].want))
+			fprintf(stderr, "\n  lint '%s': got '%s', want '%s'", lint_cases[c].rules,
+				got, lint_cases[c].want);
+		CU_ASSERT_STRING_EQUAL(got, lint_cases[c].want);
+	}
+	/* messages say why; max bounds what is stored, not the count */
+	CU_ASSERT_EQUAL_FATAL(parse("size>=1G => native; size>=2G => trace; site~a[ => native"), 0);
+	struct kvt_policy_lint one[1];
+	CU_ASSERT_EQUAL(kvt_policy_lint(&pol, one, 1), 2u);
+	CU_ASSERT_EQUAL(one[0].kind, KVT_LINT_SHADOWED);
+	CU_ASSERT_STRING_EQUAL(one[0].msg, "earlier rule 1 matches every allocation it does");
+	CU_ASSERT_EQUAL(parse("site~a[ => native"), 0);
+	CU_ASSERT_EQUAL(kvt_policy_lint(&pol, one, 1), 1u);
+	CU_ASSERT_PTR_NOT_NULL(strstr(one[0].msg, "'[' at character 2 is not closed"));
 }
 
 /* ---- budgets --------------------------------------------------------- */
@@ -927,6 +1009,96 @@ static void test_cmd_policy(void)
 	}
 }
 
+/* policy check's warnings: on stderr, one line each with the rule's line,
+ * exit status 0; none for clean rules; a rules FILE numbered by its lines. */
+static void test_cmd_policy_lint(void)
+{
+	const char *tool = kvt_path("kvtier");
+	if (access(tool, X_OK)) {
+		fprintf(stderr, "(%s not built: policy check warnings not tested)\n", tool);
+		CU_PASS("kvtier not built");
+		return;
+	}
+	static struct kvt_child c;
+	/* clean, as text and from the environment; node=0 when this machine has it */
+	const char *clean = access("/sys/devices/system/node/node0", F_OK) ?
+		"kv => managed:cxl; host,size>=1G => pinned:cxl; * => native" :
+		"kv => managed:cxl; host,size>=1G => pinned:node=0; * => native";
+	const char *a_clean[] = { tool, "policy", "check", clean, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, a_clean, NULL), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_EQUAL(c.err_len, 0);
+	CU_ASSERT(c.out_len > 0);
+	const char *a_def[] = { tool, "policy", "check", NULL };
+	const char *no_env[] = { "KVTIER_POLICY=", NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, a_def, no_env), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_EQUAL(c.err_len, 0);
+
+	/* each warning, from text over three lines */
+	const char *bad = "host => native;\n host,size>1G => pinned:cxl;\n"
+			  " size>2G,size<1G => native; site~lib[cuda => trace;\n"
+			  " host => pinned:node=999";
+	const char *a_bad[] = { tool, "policy", "check", bad, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, a_bad, NULL), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_STRING_EQUAL(c.out, "host => native; host,size>1G => pinned:cxl; "
+			       "size>2G,size<1G => native; site~lib[cuda => trace; "
+			       "host => pinned:node=999\n");
+	static const char *const want[] = {
+		"kvtier: KVTIER_POLICY:2: warning: rule 2 'host,size>1G => pinned:cxl' can never "
+		"apply: earlier rule 1 (line 1) matches every allocation it does\n",
+		"kvtier: KVTIER_POLICY:3: warning: rule 3 'size>2G,size<1G => native' can never "
+		"apply: its size comparisons admit no value\n",
+		"kvtier: KVTIER_POLICY:3: warning: rule 4 'site~lib[cuda => trace': site glob "
+		"'lib[cuda': the '[' at character 4 is not closed, so it matches a literal '['\n",
+		"kvtier: KVTIER_POLICY:4: warning: rule 5 'host => pinned:node=999' can never apply: "
+		"earlier rule 1 (line 1) matches every allocation it does\n",
+		"kvtier: KVTIER_POLICY:4: warning: rule 5 'host => pinned:node=999': NUMA node 999 "
+		"is not online on this machine (online: ",
+	};
+	const char *at = c.err;
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		size_t n = strlen(want[i]);
+		if (strncmp(at, want[i], n)) {
+			fprintf(stderr, "\n  want: %s\n  got:  %.300s", want[i], at);
+			CU_FAIL("policy check warning");
+			break;
+		}
+		at = strchr(at, '\n');
+		at = at ? at + 1 : "";
+	}
+	CU_ASSERT_STRING_EQUAL(at, "");      /* nothing more, one line each */
+
+	/* a rules file: comments and blank lines count, as in kvtier run --policy */
+	char path[] = "/tmp/kvt-policy-lint-XXXXXX";
+	int fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	static const char file[] = "# rules\nkv => managed:cxl   # the KV cache\n\n"
+				   "* => native;\nmmap => bind:cxl\n";
+	CU_ASSERT_EQUAL(write(fd, file, sizeof file - 1), (ssize_t)(sizeof file - 1));
+	close(fd);
+	const char *a_file[] = { tool, "policy", "check", path, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, a_file, NULL), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_STRING_EQUAL(c.out, "kv => managed:cxl; * => native; mmap => bind:cxl\n");
+	char w[600];
+	snprintf(w, sizeof w, "kvtier: %s:5: warning: rule 3 'mmap => bind:cxl' can never apply: "
+		 "earlier rule 2 (line 4) matches every allocation it does\n", path);
+	CU_ASSERT_STRING_EQUAL(c.err, w);
+	/* an invalid file: its line, exit 2 */
+	FILE *f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("kv => managed:cxl\n# next\nsize>>4 => native\n", f);
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, a_file, NULL), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 2);
+	snprintf(w, sizeof w, "kvtier: %s:3: column 25: ", path);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, w));
+	CU_ASSERT_EQUAL(c.out_len, 0);
+	unlink(path);
+}
+
 /* ---- registration --------------------------------------------------------- */
 
 static CU_TestInfo parser_tests[] = {
@@ -946,6 +1118,7 @@ static CU_TestInfo match_tests[] = {
 	{ "kv, !kv, nth, after", test_kv_nth_after },
 	{ "site globs through the callback", test_site },
 	{ "glob table", test_glob },
+	{ "lint: shadowed rules, empty comparisons, bad globs", test_lint },
 	CU_TEST_INFO_NULL,
 };
 
@@ -967,6 +1140,8 @@ static CU_TestInfo engine_tests[] = {
 
 static CU_TestInfo cmd_tests[] = {
 	{ "kvtier policy check exit status", test_cmd_policy },
+	{ "kvtier policy check warnings: line numbers, exit 0, none when clean",
+	  test_cmd_policy_lint },
 	CU_TEST_INFO_NULL,
 };
 
