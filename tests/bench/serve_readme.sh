@@ -41,15 +41,15 @@ section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" --arg rows "$ROWS" '
   def x($b): if . == null or $b == null or $b == 0 then "-" else ((. / $b) * 100 | round / 100 | tostring) + "×" end;
   def verdict: if . == null or . == "-" then "" elif startswith("met") then "met"
                else "**missed**" + (ltrimstr("MISSED") | if . == "" then "" else "" + . end) end;
-  map(select(.trace != null and ($rows == "trace-all" or .persona == "vllm-v2"))) |
+  map(select(.trace != null and ($rows == "trace-all" or (.persona == "vllm-v2" and .alternative != "oracle")))) |
   "Serving from public request traces (`make bench-serve`, \($date), commit \($commit); SIMULATED GPU, every figure simulated): `serve-like --trace` replays the Mooncake FAST'"'"'25 synthetic trace (kvcache-ai/Mooncake, Apache-2.0; prefixes shared by hash id) and the Azure LLM inference conversation trace (Azure/AzurePublicDataset, CC-BY-4.0, Splitwise ISCA 2024; no prefix information), read from `../shared/traces/`, at a 4× pool. Open loop: arrivals at trace time ÷ the trace'"'"'s time scale; goodput: requests per trace second within TTFT ≤ 2 s and TPOT ≤ 100 ms of trace time. Closed loop: every request at once, in trace order. The model, the time scales and why: [docs/workloads.md](docs/workloads.md), \"Serving from request traces\". Targets (kvtier): closed ≥ 1.2× native tok/s and ≥ 1.0× offload; open goodput ≥ 1.2× native and TTFT p50 ≤ 0.75× native.",
   "",
   "| trace | persona | loop | alternative | output tok/s | goodput req/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | prefix hits | link MiB | targets |",
   "|---|---|---|---|---|---|---|---|---|---|---|",
-  ( group_by([.trace, .persona, .mode]) | .[] |
+  ( group_by([.trace, .persona, .mode]) | sort_by(.[0] | [(.trace | startswith("synthetic") | not), .persona != "vllm-v2", .mode != "open"]) | .[] |
     (map(select(.alternative == "native")) | .[0]) as $nat |
     .[] |
-    "| \(.trace) | \(.persona) | \(.mode) | \(.alternative) | \(.output_tokens_per_s | n(0))\(if .alternative != "native" and $nat != null then " (" + (.output_tokens_per_s | x($nat.output_tokens_per_s)) + ")" else "" end) | \(if .goodput_rps == null then "-" else (.goodput_rps | n(3)) end) | \(.ttft_ms_p50 | n(2)) / \(.ttft_ms_p99 | n(1)) | \(.tpot_ms_p50 | n(3)) / \(.tpot_ms_p99 | n(3)) | \(.prefix_hit_rate | n(3)) | \(.bytes_link / 1048576 | round) | \(.targets | verdict) |" )
+    "| \(.trace) | \(.persona) | \(.mode) | \(.alternative) | \(.output_tokens_per_s | n(0))\(if .alternative != "native" and $nat != null then " (" + (.output_tokens_per_s | x($nat.output_tokens_per_s)) + ")" else "" end) | \(if .goodput_rps == null then "-" else (.goodput_rps | n(3)) + (if .alternative != "native" and $nat != null then " (" + (.goodput_rps | x($nat.goodput_rps)) + ")" else "" end) end) | \(.ttft_ms_p50 | n(2)) / \(.ttft_ms_p99 | n(1)) | \(.tpot_ms_p50 | n(3)) / \(.tpot_ms_p99 | n(3)) | \(.prefix_hit_rate | n(3)) | \(.bytes_link / 1048576 | round) | \(.targets | verdict) |" )
 ' "$JSON") || { echo "serve_readme: $JSON did not parse" >&2; exit 1; }
 elif [ "$ROWS" = readme ]; then
 section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" '
