@@ -171,6 +171,13 @@ static void lc_setup(struct sv *v)
 	while (s->ubatch > LC_MASK_PAD &&
 	       (uint64_t)s->ubatch * v->nr_blocks > (uint64_t)LC_UBATCH * v->fit_blocks)
 		s->ubatch /= 2;
+	/* rows so small that the mask (4 B a cell per ubatch token) outgrows
+	 * the KV itself (--trace's model: 512 B a token): -ub lowered until
+	 * the mask is at most half the KV budget, as a user does when the
+	 * compute buffer does not fit (the default models: never) */
+	while (s->ubatch > LC_MASK_PAD &&
+	       (uint64_t)s->ubatch * s->kv_size * sizeof(float) > v->kv_budget / 2)
+		s->ubatch /= 2;
 	s->mask_cap = (size_t)s->ubatch * s->kv_size * sizeof(float);
 	WL_CK(cudaMallocHost((void **)&s->h_mask, s->mask_cap));
 	memset(s->h_mask, 0, s->mask_cap);
