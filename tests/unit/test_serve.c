@@ -696,6 +696,27 @@ static void test_serve_trace_mooncake(void)
 	unlink(path);
 }
 
+/* Every persona replays the same five rows with the same hand-computed
+ * hits (the trace model's defaults: llamacpp lowers its -ub to fit). */
+static void test_serve_trace_personas(void)
+{
+	static const char *const personas[] = { "sglang", "llamacpp", "hybrid", "vllm-v1-triton" };
+	char path[256];
+	sv_tmp_file(path, sizeof path, ".jsonl", sv_moon);
+	for (size_t i = 0; i < sizeof personas / sizeof *personas; i++) {
+		static struct kvt_child c;
+		const char *run[] = { "--trace", path, "--time-scale", "1", "--persona", personas[i],
+				      NULL };
+		sv_run(&c, run, false);
+		CU_ASSERT_EQUAL(c.exit_code, 0);
+		CU_ASSERT_EQUAL(sv_num(c.out, "hit_tokens"), 2544);
+		CU_ASSERT_EQUAL(sv_num(c.out, "corrupt"), 0);
+		if (c.exit_code || sv_num(c.out, "hit_tokens") != 2544)
+			fprintf(stderr, "persona %s: %.300s\n", personas[i], c.err);
+	}
+	unlink(path);
+}
+
 /* Azure rows: no prefixes, so nothing is shared; timestamps across
  * midnight, two rows on one timestamp spread over the mean gap. */
 static void test_serve_trace_azure(void)
@@ -801,6 +822,7 @@ static CU_TestInfo tests_serve[] = {
 	{ "persona uploads at 131072 tokens of context", test_serve_persona_uploads },
 	{ "persona decode graphs, replayed and updated", test_serve_persona_graphs },
 	{ "trace replay: Mooncake prefix hits exactly, windows, cuts, kvtier", test_serve_trace_mooncake },
+	{ "trace replay: every persona, the same hits", test_serve_trace_personas },
 	{ "trace replay: Azure rows share nothing", test_serve_trace_azure },
 	{ "trace replay: bad files and options fail in one line", test_serve_trace_errors },
 	{ "trace replay: the public Mooncake trace's prefix statistics", test_serve_trace_public },
