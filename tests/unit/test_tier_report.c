@@ -442,7 +442,8 @@ static void test_hostile_records(void)
 	put_epoch(&w, 0, 1000, 10 * CHUNK, 8 * CHUNK, 3, 1, 5, 64);        /* over budget */
 	put_epoch(&w, 0, 2000, UINT64_MAX, UINT64_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX, 64);
 	put_epoch(&w, 0, 3000, UINT64_MAX, 1, UINT32_MAX, 0, 0, 80);       /* a longer record */
-	put_epoch(&w, -7, UINT64_MAX, 0, 0, 0, 0, 0, 64);                  /* odd device, time */
+	put_epoch(&w, -7, 3500, 0, 0, 0, 0, 0, 64);                        /* odd device */
+	put_epoch(&w, 0, UINT64_MAX, 0, 0, 0, 0, 0, 64);                   /* odd time: left out */
 	for (int d = 1; d <= 40; d++)                                      /* past the 32 kept */
 		put_epoch(&w, d, 4000 + (uint64_t)d, CHUNK, CHUNK, 1, 0, 0, 64);
 	struct kvt_rec_end end = { .head = { KVT_REC_END, sizeof end } };
@@ -455,6 +456,8 @@ static void test_hostile_records(void)
 		if (i == 0) {
 			CU_ASSERT_PTR_NOT_NULL(strstr(out, "  device 0: 3 epochs"));
 			CU_ASSERT_PTR_NOT_NULL(strstr(out, "  device -7: 1 epochs"));
+			/* the epoch stamped UINT64_MAX ns is past 30 days: left out, said once */
+			CU_ASSERT_PTR_NOT_NULL(strstr(out, "1 record (events, epochs) stamped more than 30 days"));
 			CU_ASSERT_PTR_NOT_NULL(strstr(out, "residency above the budget at the end of 2 epochs"));
 			/* totals do not wrap at 32 bits */
 			CU_ASSERT_PTR_NOT_NULL(strstr(out, "GPU faults 4294967300,"));
