@@ -192,6 +192,7 @@ struct kvt_options {
 	int log_level;               /* KVTIER_LOG */
 	int verbose;                 /* KVTIER_VERBOSE */
 	char trace[512];             /* KVTIER_TRACE ("" = off) */
+	char run_id[64];             /* KVTIER_RUN_ID ("" = the process makes one) */
 	int stack_depth;             /* KVTIER_STACK_DEPTH */
 	int python;                  /* KVTIER_PYTHON: Python frames in call sites */
 	uint64_t trace_buffer;       /* KVTIER_TRACE_BUFFER bytes */

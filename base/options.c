@@ -42,7 +42,11 @@ static const struct opt_desc table[] = {
 	  .help = "print the resolved option table to stderr at start" },
 	{ .name = "KVTIER_TRACE", .type = OPT_STR, .offset = OFF(trace),
 	  .str_bytes = sizeof kvt_opt.trace, .def = "", .unit = "path",
-	  .help = "write every event to this file (%p = pid); never overwrites" },
+	  .help = "write every event to this file (%p = pid, %e = program name); never overwrites" },
+	{ .name = "KVTIER_RUN_ID", .type = OPT_STR, .offset = OFF(run_id),
+	  .str_bytes = sizeof kvt_opt.run_id, .def = "", .unit = "id",
+	  .help = "the run every trace names (kvtier run sets it); unset: a traced process "
+		  "makes one and exports it to its children" },
 	{ .name = "KVTIER_STACK_DEPTH", .type = OPT_INT, .offset = OFF(stack_depth),
 	  .def = "32", .unit = "frames", .min = 0, .max = 128,
 	  .help = "call-site frames captured per allocation in the trace (0 = none)" },

@@ -32,6 +32,7 @@ _Static_assert(KVT_PLACE__COUNT <= KVT_STATS_PLACES, "placements outgrew the sta
 _Static_assert(KVT_FB__COUNT <= KVT_STATS_FALLBACKS, "fallbacks outgrew the stats segment");
 _Static_assert(KVT_SRC__COUNT <= KVT_STATS_SOURCES, "sources outgrew the stats segment");
 _Static_assert(KVT_EVC__COUNT <= KVT_STATS_EVC, "evidence classes outgrew the stats segment");
+_Static_assert(KVT_MIGR_DEVICES <= KVT_STATS_DEVICES, "devices outgrew the stats segment");
 
 #define PUBLISH_EVERY_NS 100000000ull     /* from the hooks: at most every 100 ms */
 #define SEG_BYTES 4096u
@@ -110,13 +111,37 @@ static void fill_static(struct kvt_stats_seg *s)
 		snprintf(s->py_fallback_name[i], KVT_STATS_NAME, "%s", kvt_py_fallback_name(i));
 }
 
+/* The devices: budget and HBM bytes as the last epoch left them (the sum
+ * of the budgets in force replaces placement's start-time figure once the
+ * migrator has planned), faults and link bytes as CUPTI counted them. */
+static void fill_devices(struct kvt_stats_seg *s)
+{
+	uint64_t budgets = 0;
+	s->nr_devices = st.migr.nr_dev < KVT_STATS_DEVICES ? st.migr.nr_dev : KVT_STATS_DEVICES;
+	for (unsigned i = 0; i < s->nr_devices; i++) {
+		const struct kvt_migr_dev *m = &st.migr.dev[i];
+		struct kvt_stats_dev *d = &s->dev[i];
+		d->device = m->dev;
+		d->epoch = m->epoch;
+		d->budget_bytes = m->budget_bytes;
+		d->hbm_bytes = m->hbm_bytes;
+		d->faults = kvt_cupti_faults(m->dev);
+		kvt_cupti_link_bytes(m->dev, &d->link_to_hbm_bytes, &d->link_to_far_bytes);
+		budgets += m->epoch ? m->budget_bytes : 0;
+	}
+	if (budgets)
+		s->hbm_budget_bytes = budgets;
+}
+
 static void fill_counters(struct kvt_stats_seg *s)
 {
 	struct kvt_place_counters pc;
 	kvt_place_counters(&pc);
 	s->flags = (kvt_opt.migrate ? KVT_STATS_F_MIGRATE : 0) |
 		   (kvt_trace_active() ? KVT_STATS_F_TRACE : 0) |
-		   (pc.placing ? KVT_STATS_F_PLACING : 0);
+		   (pc.placing ? KVT_STATS_F_PLACING : 0) |
+		   (!strncmp(kvt_prof_source_state(KVT_SRC_CUPTI), "active", 6) ?
+		    KVT_STATS_F_CUPTI : 0);
 	s->far_node = pc.far_node;
 	uint64_t live_nr[KVT_STATS_PLACES], live_bytes[KVT_STATS_PLACES];
 	for (unsigned p = 0; p < KVT_STATS_PLACES; p++) {
@@ -152,6 +177,7 @@ static void fill_counters(struct kvt_stats_seg *s)
 	s->rehomed = pc.rehomed;
 	s->node_mismatch = pc.mismatch;
 	s->hbm_budget_bytes = st.hbm_budget;
+	fill_devices(s);
 	s->epochs = st.migr.epochs;
 	s->nr_promoted = st.migr.nr_promoted;
 	s->bytes_promoted = st.migr.bytes_promoted;

@@ -74,10 +74,24 @@ static void drop_from_ld_preload(void)
 		unsetenv("LD_PRELOAD");
 }
 
+/* The run this process's traces belong to: KVTIER_RUN_ID, or one made here
+ * and exported, so that the images this process execs name the same run
+ * (a forked child keeps it in memory). */
+static void set_run_id(void)
+{
+	if (!kvt_opt.run_id[0]) {
+		kvt_trace_run_id(kvt_opt.run_id, sizeof kvt_opt.run_id,
+				 kvt_realtime_ns() / 1000000000ull, (int)getpid());
+		setenv("KVTIER_RUN_ID", kvt_opt.run_id, 1);
+	}
+	kvt_trace_set_run(kvt_opt.run_id);
+}
+
 static void open_trace(void)
 {
 	if (!kvt_opt.trace[0])
 		return;
+	set_run_id();
 	int r = kvt_trace_open(kvt_opt.trace, kvt_opt.trace_buffer, kvt_opt.stack_depth);
 	if (r) {
 		kvt_warn("KVTIER_TRACE='%s': cannot create the trace (%s); tracing is off",

@@ -137,6 +137,10 @@ uint64_t kvt_cupti_far_faults(void);
  * every GPU page-fault record, tracked memory or not. */
 #define KVT_CUPTI_FAULT_DEVS 8
 uint64_t kvt_cupti_faults(int32_t dev);
+/* Bytes the driver migrated for device dev's redirected ranges over the
+ * link (CUPTI's HtoD and DtoH transfer records, every cause: prefetches,
+ * GPU faults, evictions) since the start; 0 for dev out of range. */
+void kvt_cupti_link_bytes(int32_t dev, uint64_t *to_hbm, uint64_t *to_host);
 
 /* The region-sampling source (profiler/src_sample.c, docs/profiler.md). */
 extern const struct kvt_prof_source_ops kvt_src_sample;

@@ -68,6 +68,25 @@ uint64_t kvt_cupti_faults(int32_t dev)
 	return __atomic_load_n(&faults[dev < 0 ? KVT_CUPTI_FAULT_DEVS : dev], __ATOMIC_RELAXED);
 }
 
+/* Bytes the driver migrated over the link for each device's redirected
+ * ranges, whatever the cause (prefetch, fault, eviction): [dev][0] host
+ * to device, [dev][1] device to host. */
+static uint64_t link_bytes[KVT_CUPTI_FAULT_DEVS][2];
+
+void kvt_cupti_link_bytes(int32_t dev, uint64_t *to_hbm, uint64_t *to_host)
+{
+	int ok = dev >= 0 && dev < KVT_CUPTI_FAULT_DEVS;
+	*to_hbm = ok ? __atomic_load_n(&link_bytes[dev][0], __ATOMIC_RELAXED) : 0;
+	*to_host = ok ? __atomic_load_n(&link_bytes[dev][1], __ATOMIC_RELAXED) : 0;
+}
+
+static void count_link(uint64_t addr, uint64_t bytes, int to_host)
+{
+	int32_t dev = kvt_heat_dev_at(addr);
+	if (dev >= 0 && dev < KVT_CUPTI_FAULT_DEVS)
+		__atomic_fetch_add(&link_bytes[dev][to_host], bytes, __ATOMIC_RELAXED);
+}
+
 static void count_fault(uint64_t addr)
 {
 	int32_t dev = kvt_heat_dev_at(addr);
@@ -106,6 +125,7 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 		}
 		break;
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
+		count_link(r->address, r->value, 0);
 		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE)
 			credited = kvt_heat_add(r->address, 1, 1.0f, 1);
 		/* a migration kvtier did not ask for brought the chunk in */
@@ -116,6 +136,7 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 			kvt_heat_prefetched_in(r->address, r->value);   /* for the step */
 		break;
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
+		count_link(r->address, r->value, 1);
 		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION)
 			kvt_heat_evicted(r->address);
 		else if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH)

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -36,6 +37,7 @@ struct trace {
 	int failed;                      /* a write failed: drop from now on */
 	char pattern[512];
 	char path[600];
+	char run_id[64];                 /* KVTIER_RUN_ID: an INFO record after each header */
 	char *buf;                       /* the active buffer: bufs[0] or bufs[1] */
 	char *bufs[2];
 	uint64_t cap, pos;
@@ -81,7 +83,18 @@ static struct { uint64_t start, end; } modules[MAX_MODULES];
 static unsigned nr_modules;
 
 
-int kvt_trace_expand(const char *pattern, int pid, char *out, unsigned len)
+/* The decimal digits of v into num (NUL-terminated, at most 15 digits). */
+static void decimal(int v, char num[16])
+{
+	int n = 0;
+	char rev[16];
+	do { rev[n++] = (char)('0' + v % 10); v /= 10; } while (v && n < 15);
+	for (int k = 0; k < n; k++)
+		num[k] = rev[n - 1 - k];
+	num[n] = 0;
+}
+
+int kvt_trace_expand(const char *pattern, int pid, const char *name, char *out, unsigned len)
 {
 	unsigned j = 0;
 	for (const char *p = pattern; *p; p++) {
@@ -89,13 +102,11 @@ int kvt_trace_expand(const char *pattern, int pid, char *out, unsigned len)
 		const char *ins = NULL;
 		char one[2] = { *p, 0 };
 		if (p[0] == '%' && p[1] == 'p') {
-			int n = 0, v = pid;
-			char rev[16];
-			do { rev[n++] = (char)('0' + v % 10); v /= 10; } while (v && n < 15);
-			for (int k = 0; k < n; k++)
-				num[k] = rev[n - 1 - k];
-			num[n] = 0;
+			decimal(pid, num);
 			ins = num;
+			p++;
+		} else if (p[0] == '%' && p[1] == 'e') {
+			ins = name && *name ? name : "prog";
 			p++;
 		} else if (p[0] == '%' && p[1] == '%') {
 			ins = "%";
@@ -111,6 +122,68 @@ int kvt_trace_expand(const char *pattern, int pid, char *out, unsigned len)
 	}
 	out[j] = 0;
 	return 0;
+}
+
+void kvt_trace_file_name(const char *comm, char out[16])
+{
+	size_t j = 0;
+	for (size_t i = 0; comm[i] && comm[i] != '\n' && j < 15; i++) {
+		char c = comm[i];
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			 c == '_' || c == '-' || c == '+' || (c == '.' && j);
+		out[j++] = ok ? c : '_';
+	}
+	out[j] = 0;
+	if (!j)
+		memcpy(out, "prog", 5);
+}
+
+/* This process's name for %e: /proc/self/comm (the main thread's; a
+ * process may have renamed itself since exec), else this thread's. */
+static void program_name(char out[16])
+{
+	char comm[32] = "";
+	int fd = kvt_sys_open("/proc/self/comm", O_RDONLY | O_CLOEXEC, 0);
+	ssize_t n = fd >= 0 ? kvt_sys_read(fd, comm, sizeof comm - 1) : -1;
+	if (fd >= 0)
+		kvt_sys_close(fd);
+	if (n > 0)
+		comm[n] = 0;
+	else
+		kvt_sys_thread_name(comm);
+	comm[16] = 0;
+	kvt_trace_file_name(comm, out);
+}
+
+/* Days since 1970-01-01 to a civil date (Howard Hinnant's days_from_civil,
+ * inverted): no libc time zone code inside the process. */
+static void civil(int64_t days, int *y, unsigned *m, unsigned *d)
+{
+	days += 719468;
+	int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+	unsigned doe = (unsigned)(days - era * 146097);
+	unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	unsigned mp = (5 * doy + 2) / 153;
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = (int)(yoe + era * 400 + (*m <= 2));
+}
+
+void kvt_trace_run_id(char *out, size_t len, uint64_t unix_s, int pid)
+{
+	int y;
+	unsigned mo, d, s = (unsigned)(unix_s % 86400);
+	civil((int64_t)(unix_s / 86400), &y, &mo, &d);
+	snprintf(out, len, "%04d%02u%02u-%02u%02u%02u-%d", y, mo, d, s / 3600, s / 60 % 60, s % 60,
+		 pid);
+}
+
+void kvt_trace_set_run(const char *id)
+{
+	pthread_mutex_lock(&tr.lock);
+	snprintf(tr.run_id, sizeof tr.run_id, "%s", id ? id : "");
+	pthread_mutex_unlock(&tr.lock);
 }
 
 static int open_excl(const char *path)
@@ -139,7 +212,9 @@ static int owner_pid(const char *path)
 static int open_file(void)
 {
 	int pid = (int)getpid();
-	int r = kvt_trace_expand(tr.pattern, pid, tr.path, sizeof tr.path);
+	char name[16];
+	program_name(name);
+	int r = kvt_trace_expand(tr.pattern, pid, name, tr.path, sizeof tr.path);
 	if (r)
 		return r;
 	int fd = open_excl(tr.path);
@@ -151,12 +226,12 @@ static int open_file(void)
 		return -ENAMETOOLONG;
 	memcpy(alt, tr.path, n);
 	alt[n] = '.';
-	kvt_trace_expand("%p", pid, alt + n + 1, (unsigned)(sizeof alt - n - 1));
+	kvt_trace_expand("%p", pid, NULL, alt + n + 1, (unsigned)(sizeof alt - n - 1));
 	size_t m = strlen(alt);
 	for (int k = 1; k <= KVT_TRACE_TRIES && fd == -EEXIST; k++) {
 		if (k > 1) {
 			alt[m] = '.';
-			kvt_trace_expand("%p", k, alt + m + 1, (unsigned)(sizeof alt - m - 1));
+			kvt_trace_expand("%p", k, NULL, alt + m + 1, (unsigned)(sizeof alt - m - 1));
 		}
 		fd = open_excl(alt);
 	}
@@ -268,6 +343,7 @@ static void make_room_locked(uint64_t n)
 
 static int start_locked(void);
 static void flusher_spawn(void);
+static void info_locked(const char *key, const char *value);
 
 /* A forked child's first record opens its file (kvt_trace_fork_child).
  * `pending` drops only once tr.fd is set (or the open failed): threads that
@@ -330,6 +406,8 @@ static void write_header_locked(void)
 	h.ppid = (uint32_t)getppid();
 	kvt_sys_thread_name(h.exe);
 	append_locked(&h, sizeof h, 0);
+	if (tr.run_id[0])            /* every file of a run says so first, forked children's too */
+		info_locked("kvtier.run", tr.run_id);
 }
 
 static int start_locked(void)
@@ -454,7 +532,8 @@ void kvt_trace_epoch(struct kvt_rec_epoch *e)
 	pthread_mutex_unlock(&tr.lock);
 }
 
-void kvt_trace_info(const char *key, const char *value)
+/* One INFO record "key=value" (the value cut to fit 1 KiB). */
+static void info_locked(const char *key, const char *value)
 {
 	char rec[1024];
 	struct kvt_rec_head h = { KVT_REC_INFO, 0 };
@@ -466,8 +545,13 @@ void kvt_trace_info(const char *key, const char *value)
 	memcpy(rec + sizeof h + kl + 1, value, vl);
 	h.bytes = (uint16_t)(sizeof h + kl + 1 + vl);
 	memcpy(rec, &h, sizeof h);
-	pthread_mutex_lock(&tr.lock);
 	append_locked(rec, h.bytes, 0);
+}
+
+void kvt_trace_info(const char *key, const char *value)
+{
+	pthread_mutex_lock(&tr.lock);
+	info_locked(key, value);
 	pthread_mutex_unlock(&tr.lock);
 }
 

@@ -10,11 +10,13 @@
 #ifndef KVT_TRACE_H
 #define KVT_TRACE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kvtier/trace_format.h"
 
-/* Open the trace file named by pattern (%p = pid, %% = %), created with
+/* Open the trace file named by pattern (%p = pid, %e = the program's name
+ * as kvt_trace_file_name makes it, %% = %), created with
  * O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC and mode 0600. An existing path is
  * never overwritten: "<path>.<pid>", then "<path>.<pid>.2" .. ".16" are
  * tried instead (each exec'd image of one pid needs a name). 0 or -errno. */
@@ -105,7 +107,19 @@ struct kvt_trace_stats {
 };
 void kvt_trace_stats(struct kvt_trace_stats *out);
 
-/* Expand %p/%% of pattern into out; -ENAMETOOLONG when it does not fit. */
-int kvt_trace_expand(const char *pattern, int pid, char *out, unsigned len);
+/* Expand %p, %e (name; NULL or "": "prog") and %% of pattern into out;
+ * -ENAMETOOLONG when it does not fit. */
+int kvt_trace_expand(const char *pattern, int pid, const char *name, char *out, unsigned len);
+/* A process name (comm) as it goes into a file name: at most 15 bytes of
+ * [A-Za-z0-9._+-], anything else '_', no leading '.'; "" becomes "prog". */
+void kvt_trace_file_name(const char *comm, char out[16]);
+
+/* The run a trace belongs to (KVTIER_RUN_ID): before kvt_trace_open. Every
+ * file opened after it, a forked child's included, starts with the INFO
+ * record kvtier.run=<id> right after its header. "" or NULL: none. */
+void kvt_trace_set_run(const char *id);
+/* A run id: "<YYYYmmdd>-<HHMMSS>-<pid>" in UTC (kvtier run's, and the one a
+ * traced process without KVTIER_RUN_ID takes). */
+void kvt_trace_run_id(char *out, size_t len, uint64_t unix_s, int pid);
 
 #endif

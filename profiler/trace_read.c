@@ -185,3 +185,28 @@ void kvt_trace_reader_close(struct kvt_trace_reader *r)
 		fclose(r->f);
 	r->f = NULL;
 }
+
+int kvt_trace_read_run(const char *path, char *id, size_t len, char *err, size_t errlen)
+{
+	static struct kvt_trace_reader r;     /* 64 KiB record buffer: not on the stack */
+	struct kvt_trace_item it;
+	int ret = kvt_trace_reader_open(&r, path);
+	id[0] = 0;
+	for (int i = 0; !ret && i < 4; i++) {   /* the writer puts it first */
+		int n = kvt_trace_next(&r, &it);
+		if (n <= 0) {
+			ret = n;
+			break;
+		}
+		if (it.type == KVT_REC_INFO && it.text_len > 11 && it.text_len - 11 < len &&
+		    !memcmp(it.text, "kvtier.run=", 11)) {
+			memcpy(id, it.text + 11, it.text_len - 11);
+			id[it.text_len - 11] = 0;
+			ret = 1;
+		}
+	}
+	if (ret < 0)
+		snprintf(err, errlen, "%s: %s", path, r.err);
+	kvt_trace_reader_close(&r);
+	return ret < 0 ? ret : id[0] != 0;
+}

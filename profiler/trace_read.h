@@ -62,5 +62,10 @@ int kvt_trace_next(struct kvt_trace_reader *r, struct kvt_trace_item *it);
  * reader (the byte it stopped at, the events read) in buf; else 0. */
 int kvt_trace_stop_line(const struct kvt_trace_reader *r, char *buf, size_t len);
 void kvt_trace_reader_close(struct kvt_trace_reader *r);
+/* The run a trace belongs to (its INFO record kvtier.run=<id>, written
+ * right after the header since traces carry one) into id: 1, 0 when the
+ * file names none (an older trace), or a negative errno with "path: why"
+ * in err. */
+int kvt_trace_read_run(const char *path, char *id, size_t len, char *err, size_t errlen);
 
 #endif

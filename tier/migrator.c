@@ -35,7 +35,7 @@
 /* Devices one process may have redirected memory on that the thread keeps
  * apart (a node's GPUs; a process of vLLM or SGLang uses one, llama.cpp
  * splits a model over several). Ranges placed for more stay where placed. */
-#define MAX_DEVICES 8
+#define MAX_DEVICES KVT_MIGR_DEVICES
 #define STOP_WAIT_MS 2000
 /* CPU time an epoch's collection and plan are charged in a simulator's
  * virtual time (kvt_clock_charge; nothing on a real GPU): a bound above
@@ -79,6 +79,9 @@ static struct {
 		struct kvt_planner *planner;   /* mmap'd at first use (512 KiB) */
 		uint64_t budget;     /* derived when placement had none */
 		uint64_t faults_seen;   /* kvt_cupti_faults(dev) at its last EPOCH record */
+		/* for the live counters: its last epoch, the budget in force then
+		 * and the chunks believed in HBM after its moves */
+		uint64_t live_epoch, live_budget, live_hbm_chunks;
 	} d[MAX_DEVICES];
 	unsigned nr_dev;
 	struct kvt_plan_params params;
@@ -653,6 +656,10 @@ static void epoch_device(struct mdev *d, uint32_t now_ms)
 			mv.demoted += moved;
 	}
 	trace_epoch(d, out.hbm_before + stepped + part_chunks, budget, &mv);
+	uint64_t in_hbm = (uint64_t)out.hbm_before + stepped + part_chunks + mv.promoted;
+	d->live_hbm_chunks = in_hbm > mv.demoted ? in_hbm - mv.demoted : 0;
+	d->live_budget = budget;
+	d->live_epoch = CTR_LD(epochs) + 1;
 	if (kvt_step_enabled()) {            /* the step's room, in pages: to the low watermark */
 		int64_t hbm = ((int64_t)out.hbm_before + stepped + mv.promoted - mv.demoted) *
 			      KVT_STEP_PAGES + (int64_t)part;
@@ -665,6 +672,19 @@ static void epoch_device(struct mdev *d, uint32_t now_ms)
 		doing(DOING_SYNC);
 		kvt_cuda_stream_sync(d->stream);
 	}
+}
+
+/* Each device as its last epoch left it, for the live counters: the
+ * budget is published with the epoch that derived it. */
+static void live_devices(struct kvt_stats_migr *s)
+{
+	s->nr_dev = m.nr_dev;
+	for (unsigned i = 0; i < m.nr_dev; i++)
+		s->dev[i] = (struct kvt_migr_dev){
+			.dev = (int32_t)m.d[i].dev, .epoch = m.d[i].live_epoch,
+			.budget_bytes = m.d[i].live_budget,
+			.hbm_bytes = m.d[i].live_hbm_chunks << KVT_CHUNK_SHIFT,
+		};
 }
 
 static void epoch(void)
@@ -702,8 +722,11 @@ static void epoch(void)
 	CTR_ADD(epoch_ns, dt);
 	if (dt > __atomic_load_n(&ctr.epoch_ns_max, __ATOMIC_RELAXED))
 		__atomic_store_n(&ctr.epoch_ns_max, dt, __ATOMIC_RELAXED);
-	if (host.epoch_done)
-		host.epoch_done(KVT_STATS_MIGR(ctr));
+	if (host.epoch_done) {
+		struct kvt_stats_migr s = *KVT_STATS_MIGR(ctr);
+		live_devices(&s);
+		host.epoch_done(&s);
+	}
 }
 
 /* ---- the thread ---- */

@@ -11,10 +11,19 @@
 #include <stdint.h>
 
 /* The migration counters, as handed to the host after each epoch; read
- * with atomic loads by KVT_STATS_MIGR(ctr). */
+ * with atomic loads by KVT_STATS_MIGR(ctr). dev[]: each device the thread
+ * serves, in the order first met, as its last epoch left it. */
+#define KVT_MIGR_DEVICES 8
 struct kvt_stats_migr {
 	uint64_t epochs, nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
 	uint64_t prefetch_issued, prefetch_failed, tracked, track_failed;
+	uint32_t nr_dev;
+	struct kvt_migr_dev {
+		int32_t dev;                 /* CUdevice ordinal */
+		uint64_t epoch;              /* the epoch that set these (0: none yet) */
+		uint64_t budget_bytes;       /* the HBM budget that epoch planned against */
+		uint64_t hbm_bytes;          /* redirected bytes believed in HBM after it */
+	} dev[KVT_MIGR_DEVICES];
 };
 #define KVT_STATS_LD(c, f) __atomic_load_n(&(c).f, __ATOMIC_RELAXED)
 #define KVT_STATS_MIGR(c) (&(const struct kvt_stats_migr){                        \

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* `kvtier report TRACE...` (argument handling; the report itself is in
- * report_*.c) and `kvtier dump TRACE` (every record as one text line; the
- * format tests and humans read). */
+/* `kvtier report TRACE|DIR|RUN...` (argument handling: a run's directory
+ * or id gives its traces, traces of different runs are refused without
+ * --mixed-runs; the report itself is in report_*.c) and `kvtier dump
+ * TRACE` (every record as one text line; the format tests and humans
+ * read). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,18 +13,30 @@
 
 #include "cmd.h"
 #include "report.h"
+#include "runs.h"
 #include "../profiler/trace_read.h"
 
 static int report_usage(FILE *f, int status)
 {
-	fprintf(f, "usage: kvtier report TRACE... [--format text|json|html] [-o FILE] [-q]\n"
-		"                    [--debuginfo-path PATH]\n"
+	fprintf(f, "usage: kvtier report TRACE|DIR|RUN... [--format text|json|html] [-o FILE] [-q]\n"
+		"                    [--mixed-runs] [--debuginfo-path PATH] [--value bytes|count]\n"
+		"       kvtier report --diff A B [--format text|json] [-o FILE] [-q]\n"
 		"  the offline allocation report of one or more traces (one per process):\n"
 		"  call sites, sizes, kinds and decisions, timeline, phases and chunk heat.\n"
-		"  --format F   text (default), json (every number), html (one file, SVG)\n"
+		"  DIR: every trace in it (the directory kvtier run made); RUN: a run id,\n"
+		"  the traces of ./kvtier-RUN.*\n"
+		"  --format F   text (default), json (every number), html (one file, SVG),\n"
+		"               folded (flame-graph input: one line per call stack,\n"
+		"               \"root;...;leaf VALUE\", kvtier's frames left out; VALUE is\n"
+		"               the bytes allocated there, or with --value count the\n"
+		"               number of allocations)\n"
+		"  --diff A B   compare two runs (each a trace, a run's directory or a run id):\n"
+		"               per call site bytes and counts in A, in B and the change,\n"
+		"               sorted by the absolute change in bytes; text or json\n"
 		"  -o FILE      write there instead of stdout; without --format, a FILE\n"
 		"               ending in .html or .htm means html, .json means json\n"
 		"  -q           no progress line on stderr for big traces\n"
+		"  --mixed-runs read traces of different runs together (refused otherwise)\n"
 		"  --debuginfo-path PATH  where libdwfl looks for debug files and, by build\n"
 		"               id, for modules rebuilt since the trace (default\n"
 		"               \":.debug:/usr/lib/debug\")\n");
@@ -52,7 +66,9 @@ static int report_write(struct kvt_report *r, const char *fmt, const char *out)
 		return 1;
 	}
 	int ret = !strcmp(fmt, "json") ? kvt_report_print_json(r, f) :
-		  !strcmp(fmt, "html") ? kvt_report_print_html(r, f) : kvt_report_print_text(r, f);
+		  !strcmp(fmt, "html") ? kvt_report_print_html(r, f) :
+		  !strcmp(fmt, "folded") ? kvt_report_print_folded(r, f, r->value_count) :
+		  kvt_report_print_text(r, f);
 	if (fflush(f) || (out && fclose(f)) || ret) {
 		fprintf(stderr, "kvtier report: %s: write failed\n", out ? out : "stdout");
 		return 1;
@@ -62,24 +78,66 @@ static int report_write(struct kvt_report *r, const char *fmt, const char *out)
 	return 0;
 }
 
+/* The traces the arguments name; 0, or 1 said. */
+static int collect_paths(char **args, int nr, struct kvt_paths *paths)
+{
+	char err[600];
+	for (int i = 0; i < nr; i++)
+		if (kvt_run_arg_traces(args[i], paths, err, sizeof err)) {
+			fprintf(stderr, "kvtier report: %s\n", err);
+			return 1;
+		}
+	return 0;
+}
+
+/* Traces of more than one run: refused (2), or with mixed, read with a
+ * note. 0, or the status. */
+static int check_runs(struct kvt_report *r, struct kvt_paths *paths, int mixed)
+{
+	char err[600];
+	int runs = kvt_runs_count(paths->v, paths->n, mixed ? NULL : stderr,
+				  "kvtier report: these traces come from different runs; give one "
+				  "run's directory (kvtier run prints it), or --mixed-runs to read "
+				  "them together:\n", err, sizeof err);
+	if (runs < 0) {
+		fprintf(stderr, "kvtier report: %s\n", err);
+		return 1;
+	}
+	if (runs > 1 && !mixed)
+		return 2;
+	if (runs > 1)
+		kvt_report_note(r, "traces of %d different runs read together (--mixed-runs)", runs);
+	return 0;
+}
+
 int kvt_cmd_report(int argc, char **argv)
 {
 	const char *fmt = NULL, *out = NULL, *debuginfo = NULL;
-	char **paths = calloc((size_t)argc, sizeof *paths);
-	int nr = 0, quiet = 0, only_paths = 0;
-	if (!paths)
+	char **args = calloc((size_t)argc, sizeof *args);
+	struct kvt_paths paths = { 0 };
+	int nr = 0, quiet = 0, only_paths = 0, mixed = 0, diff = 0;
+	const char *value = "bytes";
+	if (!args)
 		return 1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (only_paths || a[0] != '-' || !a[1]) {
-			paths[nr++] = argv[i];
+			args[nr++] = argv[i];
 		} else if (!strcmp(a, "--")) {
 			only_paths = 1;
 		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			free(paths);
+			free(args);
 			return report_usage(stdout, 0);
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			quiet = 1;
+		} else if (!strcmp(a, "--mixed-runs")) {
+			mixed = 1;
+		} else if (!strcmp(a, "--diff")) {
+			diff = 1;
+		} else if (!strcmp(a, "--value") && i + 1 < argc) {
+			value = argv[++i];
+		} else if (!strncmp(a, "--value=", 8)) {
+			value = a + 8;
 		} else if ((!strcmp(a, "--format") || !strcmp(a, "-o")) && i + 1 < argc) {
 			*(a[1] == 'o' ? &out : &fmt) = argv[++i];
 		} else if (!strncmp(a, "--format=", 9)) {
@@ -90,33 +148,51 @@ int kvt_cmd_report(int argc, char **argv)
 			debuginfo = a + 17;
 		} else {
 			fprintf(stderr, "kvtier report: unknown or incomplete option '%s'\n", a);
-			free(paths);
+			free(args);
 			return report_usage(stderr, 2);
 		}
 	}
 	if (!fmt)                       /* an explicit --format wins over -o's suffix */
 		fmt = format_of_path(out) ? format_of_path(out) : "text";
-	if (strcmp(fmt, "text") && strcmp(fmt, "json") && strcmp(fmt, "html")) {
-		fprintf(stderr, "kvtier report: --format must be text, json or html, not '%s'\n", fmt);
-		free(paths);
+	if (strcmp(fmt, "text") && strcmp(fmt, "json") && strcmp(fmt, "html") &&
+	    strcmp(fmt, "folded")) {
+		fprintf(stderr, "kvtier report: --format must be text, json, html or folded, not "
+			"'%s'\n", fmt);
+		free(args);
 		return 2;
 	}
+	if (strcmp(value, "bytes") && strcmp(value, "count")) {
+		fprintf(stderr, "kvtier report: --value must be bytes or count, not '%s'\n", value);
+		free(args);
+		return 2;
+	}
+	if (diff) {                     /* report_diff.c */
+		char *run_a = nr == 2 ? args[0] : NULL, *run_b = nr == 2 ? args[1] : NULL;
+		free(args);
+		return run_a ? kvt_report_diff_cmd(run_a, run_b, fmt, out, quiet, debuginfo)
+			     : report_usage(stderr, 2);
+	}
 	if (!nr) {
-		free(paths);
+		free(args);
 		return report_usage(stderr, 2);
 	}
 	struct kvt_report *r = calloc(1, sizeof *r);
 	char err[512];
-	int status = 0;
-	if (!r || kvt_report_init(r, paths, nr, err, sizeof err)) {
+	int status = collect_paths(args, nr, &paths);
+	if (status)
+		goto out;
+	if (!r || kvt_report_init(r, paths.v, paths.n, err, sizeof err)) {
 		fprintf(stderr, "kvtier report: %s\n", r ? err : "out of memory");
 		status = 1;
 		goto out;
 	}
+	if ((status = check_runs(r, &paths, mixed)))
+		goto out;
 	r->progress = !quiet;
 	r->debuginfo_path = debuginfo;
-	for (int i = 0; i < nr && !status; i++)
-		if (kvt_report_add(r, paths[i], err, sizeof err)) {
+	r->value_count = !strcmp(value, "count");
+	for (int i = 0; i < paths.n && !status; i++)
+		if (kvt_report_add(r, paths.v[i], err, sizeof err)) {
 			fprintf(stderr, "kvtier report: %s\n", err);
 			status = 1;
 		}
@@ -128,7 +204,8 @@ out:
 	if (r)
 		kvt_report_free(r);
 	free(r);
-	free(paths);
+	free(args);
+	kvt_paths_free(&paths);
 	return status;
 }
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* `kvtier run [--policy TEXT|FILE] [--budget BYTES] [--cxl-nodes LIST]
- * [--trace PATTERN] [--] CMD ARGS...`: checks the options (bad ones: exit
- * 2, nothing run), runs CMD with libkvtier appended to LD_PRELOAD (an
- * existing preload list is kept, in front) and the KVTIER_* variables set,
- * passes its exit status through (128+N when killed by signal N), and
- * prints a one-screen summary of every trace the run wrote to stderr. */
+ * [--trace PATTERN | --trace-dir DIR] [--] CMD ARGS...`: checks the options
+ * (bad ones: exit 2, nothing run), makes the run's directory
+ * (DIR/kvtier-<run id>.<program>/, one trace per process, exec'd images
+ * included), runs CMD with libkvtier appended to LD_PRELOAD (an existing
+ * preload list is kept, in front) and the KVTIER_* variables set, passes
+ * its exit status through (128+N when killed by signal N), and prints a
+ * one-screen summary of every trace the run wrote, and where, to stderr. */
 #include <errno.h>
 #include <glob.h>
 #include <limits.h>
@@ -14,10 +16,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd.h"
+#include "runs.h"
 #include "summary.h"
+#include "../profiler/trace.h"
+#include "../profiler/trace_read.h"
 #include "kvtier/policy.h"
 #include "kvtier/units.h"
 
@@ -56,14 +62,18 @@ static int set_preload(const char *lib)
 static void run_usage(FILE *f)
 {
 	fprintf(f, "usage: kvtier run [--policy TEXT|FILE] [--budget BYTES] [--cxl-nodes LIST]\n"
-		   "                  [--trace PATTERN] [--quiet] [--] CMD ARGS...\n"
+		   "                  [--trace PATTERN | --trace-dir DIR] [--quiet] [--] CMD ARGS...\n"
 
 		   "  --policy TEXT|FILE  placement rules (KVTIER_POLICY), or a file of them\n"
 		   "                   (one or more per line, '#' comments); checked first\n"
 		   "  --budget BYTES   HBM budget for redirected memory (KVTIER_HBM_BUDGET; K/M/G)\n"
 		   "  --cxl-nodes LIST far-tier NUMA nodes (KVTIER_CXL_NODES: 1, 2,3, 2-4)\n"
-		   "  --trace PATTERN  trace file pattern (%%p = pid); default\n"
-		   "                   ./kvtier-<id>.%%p.trace, one file per process\n"
+		   "  --trace-dir DIR  where the run's directory goes (default .): it is\n"
+		   "                   DIR/kvtier-<run id>.<program>/, with one trace per\n"
+		   "                   process, <program>.<pid>.trace; read it with\n"
+		   "                   kvtier report DIR/kvtier-<run id>.<program>\n"
+		   "  --trace PATTERN  one trace file per process named by PATTERN instead\n"
+		   "                   (%%p = pid, %%e = program name)\n"
 		   "  --quiet          no summary at the end\n");
 }
 
@@ -119,14 +129,28 @@ static int check_nodes(const char *v)
 	return -1;
 }
 
-/* Every file the run may have written: PATTERN with %p -> *, plus exec
- * successors (<file>.<pid>). */
-static void print_summary(const char *pattern)
+/* The summary of the traces in paths. */
+static void summarize(char *const *paths, size_t n)
+{
+	struct kvt_summary s;
+	memset(&s, 0, sizeof s);
+	for (size_t i = 0; i < n; i++) {
+		char err[512];
+		if (kvt_summary_add(&s, paths[i], err, sizeof err))
+			fprintf(stderr, "kvtier run: %s\n", err);
+	}
+	kvt_summary_print(&s, stderr);
+}
+
+/* --trace PATTERN: every file this run may have written, PATTERN with %p
+ * and %e -> *, plus exec successors (<file>.<pid>); files that name
+ * another run (the pattern used before) are left out, and counted. */
+static void print_summary_pattern(const char *pattern, const char *run_id)
 {
 	char g[PATH_MAX];
 	size_t j = 0;
 	for (const char *p = pattern; *p && j + 2 < sizeof g; p++) {
-		if (p[0] == '%' && p[1] == 'p') {
+		if (p[0] == '%' && (p[1] == 'p' || p[1] == 'e')) {
 			g[j++] = '*';
 			p++;
 		} else {
@@ -137,27 +161,91 @@ static void print_summary(const char *pattern)
 	char g2[PATH_MAX + 4];
 	snprintf(g2, sizeof g2, "%s*", g);
 	glob_t gl;
-	struct kvt_summary s;
-	memset(&s, 0, sizeof s);
-	if (glob(g2, 0, NULL, &gl) == 0) {
-		for (size_t i = 0; i < gl.gl_pathc; i++) {
-			char err[512];
-			if (kvt_summary_add(&s, gl.gl_pathv[i], err, sizeof err))
-				fprintf(stderr, "kvtier run: %s\n", err);
-		}
-		kvt_summary_print(&s, stderr);
-		fprintf(stderr, "  traces: %s (%zu file%s)\n", g2, gl.gl_pathc,
-			gl.gl_pathc == 1 ? "" : "s");
-		globfree(&gl);
-	} else {
+	if (glob(g2, 0, NULL, &gl)) {
 		fprintf(stderr, "kvtier run: no trace was written (%s)\n", g2);
+		return;
 	}
+	size_t n = 0, other = 0;
+	char **mine = calloc(gl.gl_pathc + 1, sizeof *mine);
+	if (!mine) {
+		fprintf(stderr, "kvtier run: out of memory\n");
+		globfree(&gl);
+		return;
+	}
+	for (size_t i = 0; i < gl.gl_pathc; i++) {
+		char id[64], err[600];
+		if (kvt_trace_read_run(gl.gl_pathv[i], id, sizeof id, err, sizeof err) == 1 &&
+		    strcmp(id, run_id))
+			other++;
+		else
+			mine[n++] = gl.gl_pathv[i];
+	}
+	summarize(mine, n);
+	free(mine);
+	fprintf(stderr, "  traces: %s (%zu file%s", g2, n, n == 1 ? "" : "s");
+	if (other)
+		fprintf(stderr, "; %zu of other runs left out", other);
+	fprintf(stderr, ")\n");
+	globfree(&gl);
+}
+
+/* The run's directory: its summary, how the command ended (killed), then
+ * one line saying where the traces are. An empty directory (nothing
+ * traced: the command did not start) is removed. */
+static void finish_dir(const char *dir, const char *run_id, int quiet, const char *killed)
+{
+	struct kvt_paths p = { 0 };
+	char err[600];
+	int n = kvt_run_dir_traces(dir, &p, err, sizeof err);
+	if (n <= 0)
+		rmdir(dir);
+	if (!quiet && n > 0)
+		summarize(p.v, (size_t)p.n);
+	if (!quiet && killed)
+		fputs(killed, stderr);
+	if (!quiet && n <= 0)
+		fprintf(stderr, "kvtier run: no trace was written (%s)\n",
+			n < 0 ? err : "the command traced nothing");
+	else if (!quiet)
+		fprintf(stderr, "kvtier run: run %s: %d trace file%s in %s/ (kvtier report %s)\n",
+			run_id, n, n == 1 ? "" : "s", dir, dir);
+	kvt_paths_free(&p);
+}
+
+/* DIR/kvtier-<run id>.<program>, made 0700; its absolute path (for the
+ * pattern: the program may change directory) in abs. 0, or -1 said. */
+static int make_run_dir(const char *parent, const char *run_id, const char *cmd,
+			char *dir, size_t len, char *abs, size_t abs_len)
+{
+	const char *base = strrchr(cmd, '/') ? strrchr(cmd, '/') + 1 : cmd;
+	char name[16];
+	kvt_trace_file_name(base, name);
+	int n = !strcmp(parent, ".") ? snprintf(dir, len, "kvtier-%s.%s", run_id, name) :
+		snprintf(dir, len, "%s%skvtier-%s.%s", parent,
+			 parent[strlen(parent) - 1] == '/' ? "" : "/", run_id, name);
+	if (n < 0 || (size_t)n >= len || n + 32 >= (int)abs_len) {
+		fprintf(stderr, "kvtier run: --trace-dir %s: path too long\n", parent);
+		return -1;
+	}
+	if (mkdir(dir, 0700)) {
+		fprintf(stderr, "kvtier run: cannot create the run's directory %s: %s\n", dir,
+			strerror(errno));
+		return -1;
+	}
+	if (!realpath(dir, abs) || strlen(abs) + 32 >= abs_len) {
+		fprintf(stderr, "kvtier run: %s: %s\n", dir, strerror(errno));
+		rmdir(dir);
+		return -1;
+	}
+	strcat(abs, "/%e.%p.trace");
+	return 0;
 }
 
 int kvt_cmd_run(int argc, char **argv)
 {
 	static char policy[KVT_POLICY_MAX_TEXT + 1];
-	const char *trace = NULL, *policy_arg = NULL, *budget = NULL, *nodes = NULL, *v;
+	const char *trace = NULL, *trace_dir = NULL, *policy_arg = NULL, *budget = NULL;
+	const char *nodes = NULL, *v;
 	int quiet = 0, i = 1;
 	for (; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
@@ -165,6 +253,8 @@ int kvt_cmd_run(int argc, char **argv)
 			break;
 		} else if ((v = kvt_opt_value(argc, argv, &i, "--trace"))) {
 			trace = v;
+		} else if ((v = kvt_opt_value(argc, argv, &i, "--trace-dir"))) {
+			trace_dir = v;
 		} else if ((v = kvt_opt_value(argc, argv, &i, "--policy"))) {
 			policy_arg = v;
 		} else if ((v = kvt_opt_value(argc, argv, &i, "--budget"))) {
@@ -194,13 +284,25 @@ int kvt_cmd_run(int argc, char **argv)
 		run_usage(stderr);
 		return 2;
 	}
-	char lib[PATH_MAX], deftrace[64];
+	if (trace && trace_dir) {
+		fprintf(stderr, "kvtier run: --trace and --trace-dir: give one of them\n");
+		run_usage(stderr);
+		return 2;
+	}
+	if (trace_dir && !*trace_dir) {
+		fprintf(stderr, "kvtier run: --trace-dir: an empty path\n");
+		return 2;
+	}
+	char lib[PATH_MAX], run_id[64], dir[PATH_MAX], deftrace[PATH_MAX];
 	if (find_library(lib, sizeof lib)) {
 		fprintf(stderr, "kvtier run: cannot find libkvtier.so next to the kvtier binary\n");
 		return 1;
 	}
+	kvt_trace_run_id(run_id, sizeof run_id, (uint64_t)time(NULL), (int)getpid());
 	if (!trace) {
-		snprintf(deftrace, sizeof deftrace, "kvtier-%d.%%p.trace", (int)getpid());
+		if (make_run_dir(trace_dir ? trace_dir : ".", run_id, argv[i], dir, sizeof dir,
+				 deftrace, sizeof deftrace))
+			return 1;
 		trace = deftrace;
 	}
 	pid_t pid = fork();
@@ -211,6 +313,7 @@ int kvt_cmd_run(int argc, char **argv)
 	if (pid == 0) {
 		set_preload(lib);
 		setenv("KVTIER_TRACE", trace, 1);
+		setenv("KVTIER_RUN_ID", run_id, 1);
 		if (policy_arg)
 			setenv("KVTIER_POLICY", policy, 1);
 		if (budget)
@@ -226,12 +329,15 @@ int kvt_cmd_run(int argc, char **argv)
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	if (!quiet)
-		print_summary(trace);
-	if (WIFSIGNALED(st)) {
-		if (!quiet)
-			fprintf(stderr, "kvtier run: %s killed by signal %d\n", argv[i], WTERMSIG(st));
-		return 128 + WTERMSIG(st);
+	char killed[PATH_MAX + 64] = "";
+	if (WIFSIGNALED(st))
+		snprintf(killed, sizeof killed, "kvtier run: %s killed by signal %d\n", argv[i],
+			 WTERMSIG(st));
+	if (trace == deftrace) {
+		finish_dir(dir, run_id, quiet, killed[0] ? killed : NULL);
+	} else if (!quiet) {
+		print_summary_pattern(trace, run_id);
+		fputs(killed, stderr);
 	}
-	return WEXITSTATUS(st);
+	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 }

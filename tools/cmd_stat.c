@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* `kvtier stat [PID] [--watch [SEC] [--count N]] [--prometheus]`: the live
- * counters a process running under kvtier publishes in
+/* `kvtier stat [PID] [--watch [SEC] [--count N]] [--prometheus] [-o FILE]`:
+ * the live counters a process running under kvtier publishes in
  * /dev/shm/kvtier.<pid> (include/kvtier/stats_format.h). Reads only:
  * refuses a segment that is not a regular file of the caller's with mode
- * 0600 (no group/other bits), never follows a symlink, never writes. */
+ * 0600 (no group/other bits), never follows a symlink, never writes it.
+ * -o FILE is written whole each time: a temporary file in FILE's
+ * directory, then rename (node-exporter's textfile collector never reads
+ * half a file). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,14 +31,18 @@
 
 static void stat_usage(FILE *f)
 {
-	fprintf(f, "usage: kvtier stat [PID] [--watch [SEC]] [--count N] [--prometheus]\n"
+	fprintf(f, "usage: kvtier stat [PID] [--watch [SEC]] [--count N] [--prometheus] [-o FILE]\n"
 		   "  (no PID)          list this user's processes running under kvtier\n"
 		   "  PID               the live counters of that process\n"
 		   "  --watch [SEC]     refresh every SEC seconds (default 1) until Ctrl-C;\n"
 		   "                    when standard output is not a terminal, 10 times\n"
 		   "  --count N         stop after N refreshes\n"
 		   "  --prometheus      Prometheus text format (all processes without PID),\n"
-		   "                    for node-exporter's textfile collector\n");
+		   "                    for node-exporter's textfile collector\n"
+		   "  -o FILE           write FILE instead of standard output, atomically\n"
+		   "                    (a temporary file in its directory, then rename),\n"
+		   "                    again at each refresh: e.g. --prometheus --watch 15\n"
+		   "                    -o /var/lib/node_exporter/textfile/kvtier.prom\n");
 }
 
 /* ---- reading a segment ---- */
@@ -207,6 +214,27 @@ static void print_places(const struct kvt_stats_seg *s, FILE *f)
 	}
 }
 
+/* One line per device the migration thread serves. */
+static void print_devices(const struct kvt_stats_seg *s, FILE *f)
+{
+	char a[32], b[32], c[32], d[32];
+	for (unsigned i = 0; i < s->nr_devices && i < KVT_STATS_DEVICES; i++) {
+		const struct kvt_stats_dev *v = &s->dev[i];
+		fprintf(f, "  device %d: ", v->device);
+		if (v->epoch)
+			fprintf(f, "HBM budget %s in force (epoch %llu), %s in HBM", sz(v->budget_bytes, a),
+				(unsigned long long)v->epoch, sz(v->hbm_bytes, b));
+		else
+			fprintf(f, "no epoch yet");
+		if (s->flags & KVT_STATS_F_CUPTI)
+			fprintf(f, "; GPU faults %llu; link %s to HBM, %s to far\n",
+				(unsigned long long)v->faults, sz(v->link_to_hbm_bytes, c),
+				sz(v->link_to_far_bytes, d));
+		else
+			fprintf(f, "; faults and link bytes not measured (cupti source off)\n");
+	}
+}
+
 static void print_text(const struct kvt_stats_seg *s, FILE *f)
 {
 	char a[32], b[32];
@@ -237,7 +265,10 @@ static void print_text(const struct kvt_stats_seg *s, FILE *f)
 		(unsigned long long)s->prefetch_failed);
 	fprintf(f, "  chunks: %llu in HBM, %llu far; HBM budget %s\n",
 		(unsigned long long)s->chunks_hbm, (unsigned long long)s->chunks_far,
-		s->hbm_budget_bytes ? sz(s->hbm_budget_bytes, a) : "not yet derived");
+		s->hbm_budget_bytes ? sz(s->hbm_budget_bytes, a) :
+		s->flags & KVT_STATS_F_MIGRATE ? "not yet derived (no migration epoch yet)" :
+		"not derived (migration off)");
+	print_devices(s, f);
 	fprintf(f, "  evidence:");
 	for (unsigned i = 0; i < s->nr_sources && i < KVT_STATS_SOURCES; i++)
 		fprintf(f, " %.*s %llu", KVT_STATS_NAME, s->source_name[i],
@@ -380,6 +411,48 @@ static void prom_labelled(FILE *f, const struct kvt_stats_seg *segs, int n)
 				(unsigned long long)s->evc_ranges[i]);
 }
 
+/* Per device, labelled device="N": the budget in force, HBM bytes, faults
+ * and link bytes (the last two only where CUPTI measures them). */
+static void prom_devices(FILE *f, const struct kvt_stats_seg *segs, int n)
+{
+	static const struct { const char *name, *help; enum metric_kind k; int which; } m[] = {
+		{ "kvtier_device_hbm_budget_bytes",
+		  "HBM budget in force for redirected memory (the last migration epoch's).",
+		  M_GAUGE, 0 },
+		{ "kvtier_device_hbm_bytes",
+		  "Redirected bytes believed in HBM after the last migration epoch.", M_GAUGE, 1 },
+		{ "kvtier_device_gpu_faults_total",
+		  "GPU page faults on redirected memory (CUPTI).", M_COUNTER, 2 },
+		{ "kvtier_device_link_bytes_total",
+		  "Bytes migrated over the host-device link for redirected memory (CUPTI).",
+		  M_COUNTER, 3 },
+	};
+	for (unsigned j = 0; j < sizeof m / sizeof m[0]; j++) {
+		metric_head(f, m[j].name, m[j].k, m[j].help);
+		for (const struct kvt_stats_seg *s = segs; s < segs + n; s++)
+			for (unsigned i = 0; i < s->nr_devices && i < KVT_STATS_DEVICES; i++) {
+				const struct kvt_stats_dev *d = &s->dev[i];
+				if (m[j].which >= 2 && !(s->flags & KVT_STATS_F_CUPTI))
+					continue;
+				if (m[j].which == 3) {
+					fprintf(f, "%s{pid=\"%d\",device=\"%d\",direction=\"to_hbm\"} "
+						"%llu\n", m[j].name, s->pid, d->device,
+						(unsigned long long)d->link_to_hbm_bytes);
+					fprintf(f, "%s{pid=\"%d\",device=\"%d\",direction=\"to_far\"} "
+						"%llu\n", m[j].name, s->pid, d->device,
+						(unsigned long long)d->link_to_far_bytes);
+					continue;
+				}
+				uint64_t v = m[j].which == 0 ? d->budget_bytes :
+					     m[j].which == 1 ? d->hbm_bytes : d->faults;
+				if (m[j].which < 2 && !d->epoch)
+					continue;            /* not planned yet: no sample */
+				fprintf(f, "%s{pid=\"%d\",device=\"%d\"} %llu\n", m[j].name, s->pid,
+					d->device, (unsigned long long)v);
+			}
+	}
+}
+
 #define SEGOFF(f) offsetof(struct kvt_stats_seg, f)
 
 static void print_prometheus(const struct kvt_stats_seg *segs, int n, FILE *f)
@@ -398,8 +471,8 @@ static void print_prometheus(const struct kvt_stats_seg *segs, int n, FILE *f)
 		  SEGOFF(prefetch_failed) },
 		{ "kvtier_rehomed_total", "Provisional allocations re-homed to the far node.",
 		  M_COUNTER, SEGOFF(rehomed) },
-		{ "kvtier_hbm_budget_bytes", "HBM budget for redirected memory.", M_GAUGE,
-		  SEGOFF(hbm_budget_bytes) },
+		{ "kvtier_hbm_budget_bytes", "HBM budget for redirected memory in force "
+		  "(all devices; 0: not derived yet).", M_GAUGE, SEGOFF(hbm_budget_bytes) },
 		{ "kvtier_tracked_live_bytes", "Bytes in the address ranges kvtier tracks.", M_GAUGE,
 		  SEGOFF(reg_bytes_live) },
 		{ "kvtier_trace_events_total", "Trace events written.", M_COUNTER,
@@ -412,6 +485,7 @@ static void print_prometheus(const struct kvt_stats_seg *segs, int n, FILE *f)
 		  SEGOFF(nr_publish) },
 	};
 	prom_labelled(f, segs, n);
+	prom_devices(f, segs, n);
 	for (unsigned j = 0; j < sizeof sc / sizeof sc[0]; j++)
 		prom_scalar(f, segs, n, sc[j].name, sc[j].k, sc[j].help, sc[j].off);
 	metric_head(f, "kvtier_start_time_seconds", M_GAUGE, "When kvtier started in the process.");
@@ -437,6 +511,7 @@ static void on_sigint(int sig)
 struct stat_args {
 	int pid, prometheus, watch, count;
 	double every_s;
+	const char *out;                /* -o FILE, or NULL: stdout */
 };
 
 static int parse_args(int argc, char **argv, struct stat_args *a)
@@ -463,6 +538,10 @@ static int parse_args(int argc, char **argv, struct stat_args *a)
 					i++;
 				}
 			}
+		} else if ((val = kvt_opt_value(argc, argv, &i, "-o"))) {
+			if (!*val)
+				return -1;
+			a->out = val;
 		} else if ((val = kvt_opt_value(argc, argv, &i, "--count"))) {
 			long n = strtol(val, &end, 10);
 			if (*end || end == val || n < 1 || n > 1000000)
@@ -480,8 +559,8 @@ static int parse_args(int argc, char **argv, struct stat_args *a)
 	return 0;
 }
 
-/* One screen: the process, every process (prometheus), or the list. */
-static int show_once(const struct stat_args *a)
+/* One screen to f: the process, every process (prometheus), or the list. */
+static int show_once(const struct stat_args *a, FILE *f)
 {
 	static struct kvt_stats_seg segs[MAX_PROCS];
 	char err[300];
@@ -491,19 +570,69 @@ static int show_once(const struct stat_args *a)
 			return 1;
 		}
 		if (a->prometheus)
-			print_prometheus(segs, 1, stdout);
+			print_prometheus(segs, 1, f);
 		else
-			print_text(&segs[0], stdout);
+			print_text(&segs[0], f);
 		return 0;
 	}
 	if (!a->prometheus)
-		return cmd_list(stdout);
+		return cmd_list(f);
 	int pids[MAX_PROCS], n = list_pids(pids, MAX_PROCS), got = 0;
 	for (int i = 0; i < n; i++)
 		if (!read_segment(pids[i], &segs[got], err, sizeof err) && alive(pids[i]))
 			got++;
-	print_prometheus(segs, got, stdout);
+	print_prometheus(segs, got, f);
 	return 0;
+}
+
+/* One screen into path, atomically: a temporary file next to it (a dot
+ * file not ending in .prom, which the textfile collector skips), written,
+ * flushed to disk, made 0644 less the umask, then renamed over path. A
+ * reader sees the old file or the new one, never part of one. */
+static int show_to_file(const struct stat_args *a, const char *path)
+{
+	char tmp[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int dl = slash ? (int)(slash - path) + 1 : 0;
+	if (snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", dl, path, slash ? slash + 1 : path) >=
+	    (int)sizeof tmp) {
+		fprintf(stderr, "kvtier stat: -o %s: path too long\n", path);
+		return 1;
+	}
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		fprintf(stderr, "kvtier stat: -o %s: cannot create a temporary file there: %s\n",
+			path, strerror(errno));
+		return 1;
+	}
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		fprintf(stderr, "kvtier stat: -o %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	mode_t um = umask(0);
+	umask(um);
+	int r = show_once(a, f);
+	int bad = fflush(f) || fsync(fileno(f)) || fchmod(fileno(f), 0644 & ~um);
+	int e = errno;
+	if (fclose(f))
+		bad = 1, e = errno;
+	if (!r && !bad && rename(tmp, path))
+		bad = 1, e = errno;
+	if (r || bad) {
+		unlink(tmp);
+		if (bad)
+			fprintf(stderr, "kvtier stat: -o %s: write failed: %s\n", path, strerror(e));
+		return 1;
+	}
+	return 0;
+}
+
+static int show(const struct stat_args *a)
+{
+	return a->out ? show_to_file(a, a->out) : show_once(a, stdout);
 }
 
 int kvt_cmd_stat(int argc, char **argv)
@@ -518,10 +647,12 @@ int kvt_cmd_stat(int argc, char **argv)
 		return 2;
 	}
 	if (!a.watch)
-		return show_once(&a);
-	int tty = isatty(STDOUT_FILENO);
-	int count = a.count ? a.count : tty ? 0 : 10;
+		return show(&a);
+	int tty = isatty(STDOUT_FILENO) && !a.out;
+	int count = a.count ? a.count : tty || a.out ? 0 : 10;   /* -o: until stopped */
 	signal(SIGINT, on_sigint);
+	if (a.out)
+		signal(SIGTERM, on_sigint);  /* a service's stop: the last write completes */
 	int r = 0;
 	for (int i = 0; !interrupted && (!count || i < count); i++) {
 		if (i) {
@@ -534,9 +665,9 @@ int kvt_cmd_stat(int argc, char **argv)
 		}
 		if (tty && !a.prometheus)
 			fputs("\033[H\033[2J", stdout);
-		else if (i)
+		else if (i && !a.out)
 			fputs("\n", stdout);
-		r = show_once(&a);
+		r = show(&a);
 		fflush(stdout);
 		if (r)
 			break;

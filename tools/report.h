@@ -11,6 +11,7 @@
 
 #include "report_tier.h"                /* struct kvt_rpt_tier */
 #include "dwsym.h"
+#include "moves.h"                 /* struct kvt_moves */
 #include "summary.h"                    /* struct kvt_kind_sum */
 #include "kvtier/api.h"
 #include "kvtier/trace_format.h"
@@ -26,6 +27,7 @@
 #define KVT_RPT_CHUNK_SHIFT 21          /* 2 MiB heat chunks */
 #define KVT_RPT_NO_MOD    UINT32_MAX
 #define KVT_RPT_PY_FRAMES 8u            /* Python frames kept per call site */
+#define KVT_RPT_CALLERS   128u          /* callers shown per call site (a stack's most) */
 
 /* Timeline series: live bytes per kind, then per placement. */
 #define KVT_RPT_SER_PLACE KVT_KIND__COUNT
@@ -51,6 +53,32 @@ struct kvt_rpt_site {
 	 * the first stack seen there. Innermost first. */
 	uint32_t nr_py;
 	struct kvt_rpt_pyframe py[KVT_RPT_PY_FRAMES];
+};
+
+/* A distinct full stack with allocations (report_stacks.c): its frames,
+ * innermost first, as the trace has them (kvtier's own frames included;
+ * printers hide them), and the site its allocations were counted at. Two
+ * traces' identical stacks are one. */
+struct kvt_rpt_stack {
+	uint64_t first;                 /* index of its innermost frame in stk.frames */
+	uint32_t nr_frames, site;
+	uint64_t hash, nr, bytes;
+};
+
+struct kvt_rpt_stacks {
+	struct kvt_rpt_stack *v;
+	uint32_t nr, cap;
+	struct kvt_rpt_frame *frames;   /* of every v[] */
+	uint64_t nr_frames, cap_frames;
+	uint32_t *hash, hash_cap;       /* (site, frames) -> index in v */
+	uint64_t lost_nr, lost_bytes;   /* allocations whose stack could not be kept (no memory) */
+	/* this trace: stack id -> its frames, and its v[] once it allocated */
+	struct kvt_rpt_stack_id *ids;
+	uint32_t ids_cap, nr_ids, ids_file;
+	struct kvt_rpt_frame *id_frames;
+	uint64_t nr_id_frames, cap_id_frames;
+	/* for the printers (kvt_report_site_stack): per site, the heaviest */
+	uint32_t *best, *count, nr_best;
 };
 
 struct kvt_rpt_module {
@@ -133,7 +161,10 @@ struct kvt_report {
 	uint32_t nr_meminfo, nr_bursts;
 	uint64_t nr_meminfo_total;
 	int progress;                   /* print a progress line on stderr */
+	int value_count;                /* --value count: folded values are allocations */
 	struct kvt_rpt_tier tier;       /* EPOCH records: the tiers over time */
+	struct kvt_moves moves;         /* INFO counters: moves into and out of HBM */
+	struct kvt_rpt_stacks stk;      /* full stacks (report_stacks.c) */
 	const char *debuginfo_path;     /* libdwfl's; NULL: its default */
 	char *notes[KVT_RPT_MAX_NOTES]; /* warnings for the reader (symbolization) */
 	uint32_t nr_notes;
@@ -165,6 +196,14 @@ int kvt_rpt_on_pystack(struct kvt_report *r, const struct kvt_rec_pystack *ps,
 void kvt_rpt_py_free(struct kvt_report *r);
 /* report_scan.c: this file's site slot of stack id, or NULL when unknown. */
 uint32_t *kvt_rpt_stack_slot(struct kvt_report *r, uint32_t id);
+/* report_scan.c: the frame of ip in the current trace's modules. */
+struct kvt_rpt_frame kvt_rpt_frame_of(const struct kvt_rpt_file *f, uint64_t ip);
+/* report_stacks.c: a STACK record's frames (ips: n u64, 4-byte aligned), and
+ * a successful allocation of that stack id counted at site. 0 or -ENOMEM
+ * (an allocation whose stack could not be kept is counted as lost). */
+int kvt_rpt_stacks_on_stack(struct kvt_report *r, uint32_t id, const void *ips, uint32_t n);
+void kvt_rpt_stacks_on_alloc(struct kvt_report *r, uint32_t id, uint32_t site, uint64_t size);
+void kvt_rpt_stacks_free(struct kvt_report *r);
 /* report_scan.c: room for one more site (sites may move). 0 or -ENOMEM. */
 int kvt_rpt_grow_sites(struct kvt_report *r);
 
@@ -188,6 +227,27 @@ void kvt_report_note(struct kvt_report *r, const char *fmt, ...)
 const char *kvt_report_mod_name(const struct kvt_report *r, uint32_t mod);
 /* Chunk rows sorted by (file, addr) into idx; returns nr_chunks. */
 uint32_t kvt_report_chunk_order(const struct kvt_report *r, uint32_t *idx);
+
+/* report_stacks.c: the heaviest stack (by bytes) counted at site, or NULL;
+ * *nr_stacks: how many distinct stacks the site has. */
+const struct kvt_rpt_stack *kvt_report_site_stack(struct kvt_report *r, uint32_t site,
+						  uint32_t *nr_stacks);
+/* kvtier's own frame (module libkvtier*): hidden in every printed stack. */
+int kvt_report_frame_hidden(const struct kvt_report *r, const struct kvt_rpt_frame *f);
+/* The callers of site in stack st, outward from the site's frame, kvtier's
+ * frames left out, into out (at most max); returns how many. */
+uint32_t kvt_report_callers(const struct kvt_report *r, const struct kvt_rpt_stack *st,
+			    uint32_t site, const struct kvt_rpt_frame **out, uint32_t max);
+/* Flame-graph input ("root;...;leaf VALUE" per stack; report_stacks.c). */
+int kvt_report_print_folded(struct kvt_report *r, FILE *f, int by_count);
+
+/* report_diff.c: `--diff A B`, run a against run b, text or JSON. */
+int kvt_report_print_diff(struct kvt_report *a, struct kvt_report *b, const char *name_a,
+			  const char *name_b, int json, FILE *f);
+/* The whole of `kvtier report --diff A B`: each of A and B a trace, a run's
+ * directory or a run id (tools/runs.h); the exit status. */
+int kvt_report_diff_cmd(const char *a, const char *b, const char *fmt, const char *out,
+			int quiet, const char *debuginfo);
 
 int kvt_report_print_text(struct kvt_report *r, FILE *f);
 int kvt_report_print_json(struct kvt_report *r, FILE *f);

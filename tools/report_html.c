@@ -164,12 +164,44 @@ static void html_counts(const struct kvt_report *r, FILE *f)
 	fprintf(f, "</table>\n");
 }
 
+static void html_line(FILE *f, const char *cls, const char *what, const char *text)
+{
+	fprintf(f, "<br/><span class=\"%s\">%s", cls, what);
+	esc(f, text);
+	fprintf(f, "</span>");
+}
+
+/* As the text: callers (Python, else the heaviest stack's native callers),
+ * then the runtime frames below the site; kvtier's own frames hidden. */
+static void html_stack(struct kvt_report *r, FILE *f, uint32_t site)
+{
+	const struct kvt_rpt_site *s = &r->sites[site];
+	const struct kvt_rpt_frame *up[KVT_RPT_CALLERS];
+	uint32_t nr_stacks, n = 0;
+	char lab[512];
+	const struct kvt_rpt_stack *st = site ? kvt_report_site_stack(r, site, &nr_stacks) : NULL;
+	for (uint32_t j = 1; j < s->nr_py; j++)
+		html_line(f, "via", "from ", kvt_rpt_py_label(&s->py[j], lab, sizeof lab));
+	if (st && !s->nr_py)
+		n = kvt_report_callers(r, st, site, up, KVT_RPT_CALLERS);
+	for (uint32_t j = 0; j < n; j++)
+		html_line(f, "via caller", "from ", kvt_rpt_frame_label(r, up[j], lab, sizeof lab));
+	if (st && !s->nr_py && nr_stacks > 1) {
+		snprintf(lab, sizeof lab, "(the heaviest of %u call stacks: %" PRIu64 " of %" PRIu64
+			 " bytes)", nr_stacks, st->bytes, s->bytes);
+		html_line(f, "via", "", lab);
+	}
+	for (uint32_t j = 0; j < kvt_rpt_site_via(s); j++)
+		if (!kvt_report_frame_hidden(r, &s->frames[j]))
+			html_line(f, "via", "via ", kvt_rpt_frame_label(r, &s->frames[j], lab, sizeof lab));
+}
+
 static void html_sites(struct kvt_report *r, FILE *f, int by_count)
 {
 	uint32_t idx[KVT_RPT_TOP], n = kvt_report_top(r, by_count, idx, KVT_RPT_TOP);
 	char lab[512];
 	fprintf(f, "<h2>Top call sites by %s</h2>\n<table id=\"sites-%s\"><tr><th>#</th><th>bytes</th>"
-		"<th>allocs</th><th>failed</th><th>call site (runtime frames below)</th></tr>\n",
+		"<th>allocs</th><th>failed</th><th>call site (its callers, then the runtime frames below it)</th></tr>\n",
 		by_count ? "count" : "bytes", by_count ? "count" : "bytes");
 	for (uint32_t k = 0; k < n; k++) {
 		const struct kvt_rpt_site *s = &r->sites[idx[k]];
@@ -177,16 +209,7 @@ static void html_sites(struct kvt_report *r, FILE *f, int by_count)
 			"</td><td><b>", k + 1, s->bytes, s->nr, s->nr_failed);
 		esc(f, kvt_rpt_site_label(r, idx[k], lab, sizeof lab));
 		fprintf(f, "</b>");
-		for (uint32_t j = 1; j < s->nr_py; j++) {
-			fprintf(f, "<br/><span class=\"via\">from ");
-			esc(f, kvt_rpt_py_label(&s->py[j], lab, sizeof lab));
-			fprintf(f, "</span>");
-		}
-		for (uint32_t j = 0; j < kvt_rpt_site_via(s); j++) {
-			fprintf(f, "<br/><span class=\"via\">via ");
-			esc(f, kvt_rpt_frame_label(r, &s->frames[j], lab, sizeof lab));
-			fprintf(f, "</span>");
-		}
+		html_stack(r, f, idx[k]);
 		fprintf(f, "</td></tr>\n");
 	}
 	fprintf(f, "</table>\n");
@@ -263,6 +286,7 @@ int kvt_report_print_html(struct kvt_report *r, FILE *f)
 	for (uint32_t b = 0; b < tl->nr; b++)
 		eps[b] = (uint64_t)((double)tl->nr_events[b] * 1e9 / (double)tl->bucket_ns);
 	svg_bars(f, "Events per second", eps, tl->nr, NULL, "events/s");
+	kvt_moves_print_html(&r->moves, f);
 	kvt_rpt_tier_html(r, tl, f);
 	for (uint32_t i = 0; i < r->nr_bursts; i++)
 		fprintf(f, "<p class=\"phase\">KV burst at %.4f&#8211;%.4f s (trace %u): %" PRIu64

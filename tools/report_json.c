@@ -40,6 +40,24 @@ static void json_frame(struct kvt_report *r, FILE *f, const struct kvt_rpt_frame
 		fr->mod != KVT_RPT_NO_MOD && r->mods[fr->mod].runtime ? "true" : "false");
 }
 
+/* "stacks":N,"stack_bytes":B,"callers":[...]: the heaviest stack's native
+ * callers of the site, outward, kvtier's frames left out. */
+static void json_callers(struct kvt_report *r, FILE *f, uint32_t site)
+{
+	const struct kvt_rpt_frame *up[KVT_RPT_CALLERS];
+	uint32_t nr_stacks = 0, n = 0;
+	const struct kvt_rpt_stack *st = site ? kvt_report_site_stack(r, site, &nr_stacks) : NULL;
+	if (st && !r->sites[site].nr_py)
+		n = kvt_report_callers(r, st, site, up, KVT_RPT_CALLERS);
+	fprintf(f, "\"stacks\":%u,\"stack_bytes\":%" PRIu64 ",\"callers\":[", nr_stacks,
+		st ? st->bytes : 0);
+	for (uint32_t j = 0; j < n; j++) {
+		fprintf(f, "%s", j ? "," : "");
+		json_frame(r, f, up[j]);
+	}
+	fprintf(f, "]");
+}
+
 static void json_sites(struct kvt_report *r, FILE *f, int by_count)
 {
 	uint32_t idx[KVT_RPT_TOP], n = kvt_report_top(r, by_count, idx, KVT_RPT_TOP);
@@ -56,11 +74,16 @@ static void json_sites(struct kvt_report *r, FILE *f, int by_count)
 		else
 			fprintf(f, "null");
 		fprintf(f, ",\"frames\":[");
-		for (uint32_t j = 0; j < s->nr_frames; j++) {
-			fprintf(f, "%s", j ? "," : "");
+		for (uint32_t j = 0, first = 1; j < s->nr_frames; j++) {
+			if (kvt_report_frame_hidden(r, &s->frames[j]))
+				continue;
+			fprintf(f, "%s", first ? "" : ",");
 			json_frame(r, f, &s->frames[j]);
+			first = 0;
 		}
-		fprintf(f, "],\"python\":[");
+		fprintf(f, "],");
+		json_callers(r, f, idx[k]);
+		fprintf(f, ",\"python\":[");
 		for (uint32_t j = 0; j < s->nr_py; j++) {
 			fprintf(f, "%s{\"function\":", j ? "," : "");
 			kvt_json_str(f, s->py[j].func);
@@ -184,6 +207,8 @@ int kvt_report_print_json(struct kvt_report *r, FILE *f)
 	json_timeline(tl, f);
 	json_marks(f, "meminfo", r->meminfo, r->nr_meminfo, 0);
 	json_marks(f, "kv_bursts", r->bursts, r->nr_bursts, 1);
+	kvt_moves_print_json(&r->moves, f);
+	fprintf(f, ",\n");
 	kvt_rpt_tier_json(r, tl, f);
 	json_heat(r, tl, f);
 	fprintf(f, ",\"notes\":[");

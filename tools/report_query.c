@@ -115,14 +115,16 @@ static struct kvt_dwsym *module_syms(struct kvt_report *r, struct kvt_rpt_module
 const struct kvt_dwsym_loc *kvt_report_loc(struct kvt_report *r, const struct kvt_rpt_frame *f)
 {
 	static struct kvt_dwsym_loc loc;
+	static const struct kvt_report *last_r;         /* --diff has two reports */
 	static uint32_t last_mod = KVT_RPT_NO_MOD;
 	static uint64_t last_off;
 	static int last_ok;
 	if (f->mod >= r->nr_mods || !f->off)
 		return NULL;
-	if (f->mod == last_mod && f->off == last_off)
+	if (r == last_r && f->mod == last_mod && f->off == last_off)
 		return last_ok ? &loc : NULL;
 	struct kvt_dwsym *s = module_syms(r, &r->mods[f->mod]);
+	last_r = r;
 	last_mod = f->mod;
 	last_off = f->off;
 	/* a return address: look up the call instruction just before it */
@@ -146,9 +148,14 @@ void kvt_report_symbolize(struct kvt_report *r)
 	uint32_t idx[KVT_RPT_TOP];
 	for (int by_count = 0; by_count < 2; by_count++) {
 		uint32_t n = kvt_report_top(r, by_count, idx, KVT_RPT_TOP);
-		for (uint32_t k = 0; k < n; k++)
+		for (uint32_t k = 0; k < n; k++) {
 			for (uint32_t j = 0; idx[k] && j < r->sites[idx[k]].nr_frames; j++)
 				kvt_report_loc(r, &r->sites[idx[k]].frames[j]);
+			uint32_t nr;
+			const struct kvt_rpt_stack *st = idx[k] ? kvt_report_site_stack(r, idx[k], &nr) : NULL;
+			for (uint32_t j = 0; st && j < st->nr_frames; j++)
+				kvt_report_loc(r, &r->stk.frames[st->first + j]);
+		}
 	}
 }
 

@@ -141,7 +141,7 @@ static int on_build_id(struct kvt_report *r, const struct kvt_rec_module_buildid
 	return 0;
 }
 
-static struct kvt_rpt_frame frame_of(const struct kvt_rpt_file *f, uint64_t ip)
+struct kvt_rpt_frame kvt_rpt_frame_of(const struct kvt_rpt_file *f, uint64_t ip)
 {
 	for (uint32_t i = 0; i < f->nr_mods; i++)
 		if (ip >= f->mods[i].start && ip < f->mods[i].end)
@@ -181,7 +181,7 @@ static int site_of_stack(struct kvt_report *r, const void *ips, uint32_t n, uint
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t ip;
 		memcpy(&ip, (const char *)ips + 8 * i, sizeof ip);  /* only 4-byte aligned */
-		fr[i] = frame_of(&r->cur, ip);
+		fr[i] = kvt_rpt_frame_of(&r->cur, ip);
 		if (!found && (fr[i].mod == KVT_RPT_NO_MOD || !r->mods[fr[i].mod].runtime)) {
 			at = i;
 			found = 1;
@@ -222,6 +222,8 @@ static int on_stack(struct kvt_report *r, const struct kvt_rec_stack *st, const 
 	r->nr_stacks++;
 	if (!st->id || site_of_stack(r, ips, st->nr_frames, &site))
 		return st->id ? -ENOMEM : 0;
+	if (kvt_rpt_stacks_on_stack(r, st->id, ips, st->nr_frames))
+		return -ENOMEM;
 	if ((f->nr_stack + 1) * 2 > f->stack_cap) {
 		uint32_t cap = f->stack_cap ? f->stack_cap * 2 : 256;
 		uint32_t *k = calloc(cap, sizeof *k), *v = calloc(cap, sizeof *v);
@@ -482,6 +484,7 @@ static void on_alloc(struct kvt_report *r, const struct kvt_rec_event *ev, uint6
 	r->hist_bytes[lg] += ev->size;
 	site->nr++;
 	site->bytes += ev->size;
+	kvt_rpt_stacks_on_alloc(r, ev->stack_id, (uint32_t)(site - r->sites), ev->size);
 	b->delta[ev->kind] += (int64_t)ev->size;
 	b->delta[KVT_RPT_SER_PLACE + p] += (int64_t)ev->size;
 	b->alloc_bytes += ev->size;
@@ -667,6 +670,8 @@ int kvt_report_add(struct kvt_report *r, const char *path, char *err, size_t err
 			ret = on_build_id(r, it.build_id, it.id);
 		} else if (it.end) {
 			r->nr_dropped += it.end->nr_dropped;
+		} else if (it.type == KVT_REC_INFO) {
+			kvt_moves_on_record(&r->moves, it.text, it.text_len);
 		} else if (it.epoch) {
 			if (time_ok(&r->cur, it.epoch->t_ns, rd.offset - it.epoch->head.bytes))
 				ret = on_epoch(r, it.epoch);
@@ -703,6 +708,7 @@ void kvt_report_free(struct kvt_report *r)
 		free(r->notes[i]);
 	free(r->mods);
 	kvt_rpt_py_free(r);
+	kvt_rpt_stacks_free(r);
 	free(r->sites);
 	free(r->site_hash);
 	free(r->chunks);

@@ -64,6 +64,31 @@ uint32_t kvt_rpt_site_via(const struct kvt_rpt_site *s)
 	return s->nr_py ? s->nr_frames : (s->nr_frames ? s->nr_frames - 1 : 0);
 }
 
+/* Under a site's label: its callers (Python frames, else the native
+ * callers of its heaviest stack, outward to main), then the runtime frames
+ * below it; kvtier's own frames hidden. */
+static void print_stack(struct kvt_report *r, FILE *f, uint32_t site)
+{
+	const struct kvt_rpt_site *s = &r->sites[site];
+	const struct kvt_rpt_frame *up[KVT_RPT_CALLERS];
+	uint32_t nr_stacks, n = 0;
+	char lab[512];
+	const struct kvt_rpt_stack *st = site ? kvt_report_site_stack(r, site, &nr_stacks) : NULL;
+	for (uint32_t j = 1; j < s->nr_py; j++)
+		fprintf(f, "  %46s   from %s\n", "", kvt_rpt_py_label(&s->py[j], lab, sizeof lab));
+	if (st && !s->nr_py)
+		n = kvt_report_callers(r, st, site, up, KVT_RPT_CALLERS);
+	for (uint32_t j = 0; j < n; j++)
+		fprintf(f, "  %46s   from %s\n", "", kvt_rpt_frame_label(r, up[j], lab, sizeof lab));
+	if (st && !s->nr_py && nr_stacks > 1)
+		fprintf(f, "  %46s   (the heaviest of %u call stacks: %" PRIu64 " of %" PRIu64
+			" bytes)\n", "", nr_stacks, st->bytes, s->bytes);
+	for (uint32_t j = 0; j < kvt_rpt_site_via(s); j++)
+		if (!kvt_report_frame_hidden(r, &s->frames[j]))
+			fprintf(f, "  %46s    via %s\n", "",
+				kvt_rpt_frame_label(r, &s->frames[j], lab, sizeof lab));
+}
+
 static void print_sites(struct kvt_report *r, FILE *f, int by_count)
 {
 	uint32_t idx[KVT_RPT_TOP], n = kvt_report_top(r, by_count, idx, KVT_RPT_TOP);
@@ -79,11 +104,8 @@ static void print_sites(struct kvt_report *r, FILE *f, int by_count)
 		fprintf(f, "  %3u %14" PRIu64 " %10s %8" PRIu64 " %7" PRIu64 "  %s\n", k + 1,
 			s->bytes, kvt_format_size(s->bytes, a, sizeof a), s->nr, s->nr_failed,
 			kvt_rpt_site_label(r, idx[k], lab, sizeof lab));
-		for (uint32_t j = 1; !by_count && j < s->nr_py; j++)
-			fprintf(f, "  %46s   from %s\n", "", kvt_rpt_py_label(&s->py[j], lab, sizeof lab));
-		for (uint32_t j = 0; !by_count && j < kvt_rpt_site_via(s); j++)
-			fprintf(f, "  %46s    via %s\n", "",
-				kvt_rpt_frame_label(r, &s->frames[j], lab, sizeof lab));
+		if (!by_count)
+			print_stack(r, f, idx[k]);
 	}
 }
 
@@ -240,6 +262,7 @@ int kvt_report_print_text(struct kvt_report *r, FILE *f)
 	print_sites(r, f, 1);
 	print_hist(r, f);
 	print_timeline(r, tl, f);
+	kvt_moves_print_text(&r->moves, f);
 	kvt_rpt_tier_text(r, f);
 	print_phases(r, f);
 	print_heat(r, tl, f);

@@ -72,7 +72,7 @@ static void on_fallback(struct kvt_summary *s, const char *name, uint64_t n)
 
 static void on_info(struct kvt_summary *s, const char *text, size_t len)
 {
-	char kv[256], *v;
+	char kv[512], *v;                   /* migrate.step holds 14 counters */
 	uint64_t n, b;
 	if (len >= sizeof kv)
 		return;
@@ -81,6 +81,7 @@ static void on_info(struct kvt_summary *s, const char *text, size_t len)
 	if (!(v = strchr(kv, '=')))
 		return;
 	*v++ = 0;
+	kvt_moves_on_info(&s->moves, kv, v);
 	if (!strncmp(kv, "place.", 6)) {
 		for (unsigned p = 1; p < KVT_PLACE__COUNT; p++)
 			if (!strcmp(kv + 6, kvt_placement_name(p)) && !info_nums(v, &n, &b)) {
@@ -170,11 +171,12 @@ static void print_info(const struct kvt_summary *s, FILE *f)
 			fprintf(f, "%s %s %llu", any++ ? "," : "", s->fallback_name[i],
 				(unsigned long long)s->fallback[i]);
 	fprintf(f, "%s\n", any ? "" : " none");
-	fprintf(f, "  migration: %llu epochs, promoted %s (%llu chunks), demoted %s (%llu chunks);"
-		" at exit %llu chunks in HBM, %llu far\n", (unsigned long long)s->epochs,
+	fprintf(f, "  migration: %llu epochs, the migrator promoted %s (%llu chunks), demoted %s"
+		" (%llu chunks); at exit %llu chunks in HBM, %llu far\n", (unsigned long long)s->epochs,
 		kvt_format_size(s->bytes_promoted, a, sizeof a), (unsigned long long)s->nr_promoted,
 		kvt_format_size(s->bytes_demoted, b, sizeof b), (unsigned long long)s->nr_demoted,
 		(unsigned long long)s->chunks_hbm, (unsigned long long)s->chunks_far);
+	kvt_moves_print_summary(&s->moves, f);
 	if (s->devices) {
 		fprintf(f, "  migration served device%s", s->devices & (s->devices - 1) ? "s" : "");
 		for (unsigned d = 0, k = 0; d < 64; d++)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "moves.h"
 #include "kvtier/api.h"
 #include "kvtier/trace_format.h"
 
@@ -37,6 +38,7 @@ struct kvt_summary {
 	 * "left ..."), and the first one's note */
 	unsigned threads_left;
 	char left_note[160];
+	struct kvt_moves moves;         /* every move into and out of HBM, by cause */
 };
 
 /* Add one trace file; 0, or -errno with a message in err. */

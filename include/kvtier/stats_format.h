@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The live stats segment, version 4 (2 added the Python call-site counters, 3 room for 8 evidence sources, 4 the KV ranges by evidence class): what a process running under kvtier
+/* The live stats segment, version 5 (2 added the Python call-site counters, 3 room for 8 evidence sources, 4 the KV ranges by evidence class, 5 the per-device budget, HBM bytes, faults and link bytes): what a process running under kvtier
  * publishes in /dev/shm/kvtier.<pid> (mode 0600) and `kvtier stat` reads.
  * Shared by the writer (place/stats.c) and the reader (tools/cmd_stat.c).
  * Fixed layout, no pointers; names travel with the counters. A reader
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define KVT_STATS_MAGIC     0x3154415453544b56ull    /* "VKTSTAT1" little-endian */
-#define KVT_STATS_VERSION   4u
+#define KVT_STATS_VERSION   5u
 #define KVT_STATS_DIR       "/dev/shm"
 #define KVT_STATS_PREFIX    "kvtier."                /* then the decimal pid */
 
@@ -20,12 +20,29 @@
 #define KVT_STATS_SOURCES   8      /* enum kvt_prof_src (profiler/evidence.h) */
 #define KVT_STATS_PY_FALLBACKS 4   /* enum kvt_py_fallback (profiler/pyframes.h) */
 #define KVT_STATS_EVC       8      /* enum kvt_evc (profiler/evclass.h) */
+#define KVT_STATS_DEVICES   8      /* devices the migration thread serves (tier/migrator.h) */
 #define KVT_STATS_NAME      24
 
 enum kvt_stats_flag {
 	KVT_STATS_F_MIGRATE = 1u << 0,      /* KVTIER_MIGRATE=1 */
 	KVT_STATS_F_TRACE   = 1u << 1,      /* a trace is being written */
 	KVT_STATS_F_PLACING = 1u << 2,      /* the rules parsed: placement is on */
+	KVT_STATS_F_CUPTI   = 1u << 3,      /* the cupti source is active: faults and link
+					     * bytes are measured */
+};
+
+/* One device the migration thread serves, as its last epoch left it
+ * (budget, HBM bytes: published with the epoch that derived them), and
+ * CUPTI's counts for its redirected ranges (read at each publish). */
+struct kvt_stats_dev {
+	int32_t  device;                /* CUdevice ordinal */
+	uint32_t pad;
+	uint64_t epoch;                 /* the migrator epoch that set budget and hbm (0: none) */
+	uint64_t budget_bytes;          /* the HBM budget in force: that epoch planned against it */
+	uint64_t hbm_bytes;             /* redirected bytes believed in HBM after its moves */
+	uint64_t faults;                /* GPU page faults on its redirected ranges (cumulative) */
+	uint64_t link_to_hbm_bytes;     /* migrated host to device over the link (cumulative) */
+	uint64_t link_to_far_bytes;     /* migrated device to host (cumulative) */
 };
 
 struct kvt_stats_kind {             /* one enum kvt_kind */
@@ -62,7 +79,7 @@ struct kvt_stats_seg {
 	char     fallback_name[KVT_STATS_FALLBACKS][KVT_STATS_NAME];
 	uint64_t fallback[KVT_STATS_FALLBACKS];
 	uint64_t rehomed, node_mismatch;
-	uint64_t hbm_budget_bytes;
+	uint64_t hbm_budget_bytes;      /* the budgets in force (devices' sum), else placement's */
 
 	uint64_t epochs;                /* migration (0 when the thread never ran) */
 	uint64_t nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
@@ -87,6 +104,10 @@ struct kvt_stats_seg {
 	uint32_t nr_evc, evc_pad;
 	char     evc_name[KVT_STATS_EVC][KVT_STATS_NAME];
 	uint64_t evc_ranges[KVT_STATS_EVC], evc_bytes[KVT_STATS_EVC];
+
+	/* Per device (version 5): nr_devices entries of dev[] are set. */
+	uint32_t nr_devices, dev_pad;
+	struct kvt_stats_dev dev[KVT_STATS_DEVICES];
 };
 
 #endif

@@ -21,14 +21,15 @@ static inline const char *kvt_tmp_path(const char *dir, const char *name)
 	return b;
 }
 
-/* `kvtier report -q --format fmt -o dir/fmt t1 [t2]`; its output, malloc'd,
+/* `kvtier report -q --format fmt -o dir/fmt t1 [--mixed-runs t2]` (two
+ * traces are of two runs, read together on purpose); its output, malloc'd,
  * or NULL (said on stderr) when it did not run or exited non-zero. */
 static inline char *kvt_report_run(struct kvt_child *c, const char *dir, const char *fmt,
 				   const char *t1, const char *t2)
 {
 	const char *out = kvt_tmp_path(dir, fmt);
 	const char *argv[] = { kvt_path("kvtier"), "report", "-q", "--format", fmt, "-o", out, t1,
-			       t2, NULL };
+			       t2 ? "--mixed-runs" : NULL, t2, NULL };
 	if (kvt_run(c, argv, NULL) || c->exit_code) {
 		fprintf(stderr, "report %s: %d %s\n", fmt, c->exit_code, c->err);
 		return NULL;

@@ -7,6 +7,7 @@
  * headless Chromium. Runs $(BUILD)/kvtier as a child process. */
 #include <dirent.h>
 #include <limits.h>
+#include <regex.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -247,6 +248,270 @@ static void test_run_summary_counters(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "\n  fallbacks: none\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "\n  migration: "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, " chunks in HBM, "));
+}
+
+/* ---- one run, one place ------------------------------------------------------------ */
+
+/* kvtier run's last line, "kvtier run: run ID: N trace files in DIR/ (...)":
+ * ID, N and DIR; 0, or -1 when it is not there. */
+static int run_where(const char *err, char id[64], char dir[512], int *n)
+{
+	const char *p = strstr(err, "kvtier run: run ");
+	if (!p)
+		return -1;
+	const char *in = strstr(p, " in ");
+	if (sscanf(p, "kvtier run: run %63[^:]: %d trace file", id, n) != 2 || !in ||
+	    sscanf(in, " in %511s", dir) != 1)
+		return -1;
+	size_t l = strlen(dir);
+	if (l && dir[l - 1] == '/')
+		dir[l - 1] = 0;
+	return 0;
+}
+
+/* The number of trace files in dir whose first record after the header
+ * names run id, and the number of trace files in it. */
+static int files_of_run(const char *dir, const char *id, int *all)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	*all = 0;
+	static struct kvt_child dump;
+	char want[128];
+	snprintf(want, sizeof want, "\ninfo kvtier.run=%s\n", id);
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[1024];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		const char *argv[] = { kvt_path("kvtier"), "dump", path, NULL };
+		(*all)++;
+		if (kvt_run(&dump, argv, NULL) == 0 && dump.exit_code == 0) {
+			char *nl = strchr(dump.out, '\n');     /* the header line, then the run */
+			n += nl && !strncmp(nl, want, strlen(want));
+		}
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* "kvtier report: N trace files, E events": N and E from report's output. */
+static int report_counts(const char *out, int *files, unsigned long long *events)
+{
+	return sscanf(out, "kvtier report: %d trace file%*[s], %llu events", files, events) == 2 ||
+	       sscanf(out, "kvtier report: %d trace file, %llu events", files, events) == 2 ? 0 : -1;
+}
+
+/* `kvtier run -- WRAPPER... exec rt_calls`: the run's directory holds one
+ * trace per image, named <program>.<pid>.trace (an image with the name of
+ * the one before it: <that>.<pid>), all of the run; `kvtier report DIR`
+ * reads every one, the exec'd program's events included. */
+static void test_run_dir_exec_chain(void)
+{
+	const char *san = getenv("SAN");
+	if (san && *san) {            /* see test_run_preload_appended */
+		CU_PASS("skipped in sanitizer builds: /bin/sh cannot host a sanitizer-built preload");
+		return;
+	}
+	char runs[400], cmd[3][800];
+	snprintf(runs, sizeof runs, "%s/runs", tmpdir);
+	CU_ASSERT_FATAL(mkdir(runs, 0700) == 0 || errno == EEXIST);
+	const char *rt = kvt_path("tests/progs/rt_calls");
+	snprintf(cmd[0], sizeof cmd[0], "exec %s", rt);
+	snprintf(cmd[1], sizeof cmd[1], "exec /bin/sh -c 'exec %s'", rt);
+	snprintf(cmd[2], sizeof cmd[2], "exec /bin/bash -c 'exec %s'", rt);
+	static const struct { const char *shell; int files; const char *names[3]; } cases[] = {
+		{ "/bin/bash", 2, { "bash.", "rt_calls." } },
+		{ "/bin/bash", 3, { "bash.", "sh.", "rt_calls." } },
+		{ "/bin/bash", 3, { "bash.", "bash.", "rt_calls." } },  /* bash.P.trace.P */
+	};
+	const char *env[] = { fakecuda_env(), NULL };
+	char first_dir[512] = "", first_id[64] = "";
+	for (unsigned c = 0; c < 3; c++) {
+		const char *argv[] = { kvt_path("kvtier"), "run", "--trace-dir", runs, "--",
+				       cases[c].shell, "-c", cmd[c], NULL };
+		CU_ASSERT_FATAL(kvt_run(&rc, argv, env) == 0);
+		CU_ASSERT_EQUAL(rc.exit_code, 0);
+		char id[64], dir[512];
+		int n = -1;
+		CU_ASSERT_FATAL(run_where(rc.err, id, dir, &n) == 0);
+		/* the directory is under --trace-dir, named after the run and the program */
+		char prefix[600];
+		snprintf(prefix, sizeof prefix, "%s/kvtier-%s.bash", runs, id);
+		CU_ASSERT_STRING_EQUAL(dir, prefix);
+		CU_ASSERT_EQUAL(n, cases[c].files);
+		int all = 0;
+		CU_ASSERT_EQUAL(files_of_run(dir, id, &all), cases[c].files);
+		CU_ASSERT_EQUAL(all, cases[c].files);
+		for (int k = 0; k < cases[c].files; k++) {
+			char glob_cmd[1200];
+			snprintf(glob_cmd, sizeof glob_cmd, "ls '%s' | grep -c '^%s[0-9]*\\.trace'", dir,
+				 cases[c].names[k]);
+			const char *ls[] = { "/bin/sh", "-c", glob_cmd, NULL };
+			CU_ASSERT_FATAL(kvt_run(&rc, ls, NULL) == 0);
+			CU_ASSERT(atoi(rc.out) >= 1);
+		}
+		/* report DIR: every image's trace, the exec'd program's events */
+		const char *rep[] = { kvt_path("kvtier"), "report", "-q", dir, NULL };
+		CU_ASSERT_FATAL(kvt_run(&rc, rep, NULL) == 0);
+		CU_ASSERT_EQUAL(rc.exit_code, 0);
+		int files = 0;
+		unsigned long long events = 0;
+		CU_ASSERT_EQUAL(report_counts(rc.out, &files, &events), 0);
+		CU_ASSERT_EQUAL(files, cases[c].files);
+		CU_ASSERT(events > 0);
+		if (!c) {
+			snprintf(first_dir, sizeof first_dir, "%s", dir);
+			snprintf(first_id, sizeof first_id, "%s", id);
+		}
+	}
+	/* the run id names the run: report ID from the directory's parent */
+	char by_id[1200];
+	snprintf(by_id, sizeof by_id, "cd '%s' && '%s' report -q %s", runs, kvt_path("kvtier"),
+		 first_id);
+	char kv[600];
+	if (realpath(kvt_path("kvtier"), kv))
+		snprintf(by_id, sizeof by_id, "cd '%s' && '%s' report -q %s", runs, kv, first_id);
+	const char *sh[] = { "/bin/sh", "-c", by_id, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, sh, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "kvtier report: 2 trace files"));
+}
+
+/* Traces of two runs given together are refused, in one message naming
+ * both runs, unless --mixed-runs; one run's files given one by one are
+ * read; a directory without traces is an error. */
+static void test_report_refuses_mixed_runs(void)
+{
+	char runs[400], d[2][512], id[2][64];
+	snprintf(runs, sizeof runs, "%s/mixed", tmpdir);
+	CU_ASSERT_FATAL(mkdir(runs, 0700) == 0 || errno == EEXIST);
+	const char *env[] = { fakecuda_env(), NULL };
+	for (int k = 0; k < 2; k++) {
+		const char *argv[] = { kvt_path("kvtier"), "run", "--trace-dir", runs, "--",
+				       kvt_path("tests/progs/rt_calls"), NULL };
+		CU_ASSERT_FATAL(kvt_run(&rc, argv, env) == 0);
+		CU_ASSERT_EQUAL(rc.exit_code, 0);
+		int n;
+		CU_ASSERT_FATAL(run_where(rc.err, id[k], d[k], &n) == 0);
+		CU_ASSERT_EQUAL(n, 1);
+		if (k == 0)
+			usleep(1100000);            /* run ids differ by second and pid */
+	}
+	CU_ASSERT_STRING_NOT_EQUAL(id[0], id[1]);
+	const char *both[] = { kvt_path("kvtier"), "report", "-q", d[0], d[1], NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, both, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 2);
+	CU_ASSERT_EQUAL(rc.out_len, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "come from different runs"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "--mixed-runs"));
+	for (int k = 0; k < 2; k++) {
+		char run[160];
+		snprintf(run, sizeof run, "  run %s: 1 file, e.g. ", id[k]);
+		CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, run));
+	}
+	const char *mixed[] = { kvt_path("kvtier"), "report", "-q", "--mixed-runs", d[0], d[1],
+				NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, mixed, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "kvtier report: 2 trace files"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "traces of 2 different runs read together"));
+	/* files of one run, named one by one */
+	char file[800];
+	DIR *dd = opendir(d[1]);
+	struct dirent *e;
+	file[0] = 0;
+	while (dd && (e = readdir(dd)))
+		if (e->d_name[0] != '.')
+			snprintf(file, sizeof file, "%s/%s", d[1], e->d_name);
+	if (dd)
+		closedir(dd);
+	const char *one[] = { kvt_path("kvtier"), "report", "-q", file, file, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, one, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	/* an empty directory */
+	char empty[600];
+	snprintf(empty, sizeof empty, "%s/empty", runs);
+	CU_ASSERT_FATAL(mkdir(empty, 0700) == 0);
+	const char *none[] = { kvt_path("kvtier"), "report", empty, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, none, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "no trace files in this directory"));
+	/* --trace PATTERN used twice: the second run's summary is of its own file */
+	char pat[600];
+	snprintf(pat, sizeof pat, "%s/same.%%p.trace", runs);
+	for (int k = 0; k < 2; k++) {
+		const char *argv[] = { kvt_path("kvtier"), "run", "--trace", pat, "--",
+				       kvt_path("tests/progs/rt_calls"), NULL };
+		CU_ASSERT_FATAL(kvt_run(&rc, argv, env) == 0);
+		CU_ASSERT_EQUAL(rc.exit_code, 0);
+		CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "kvtier summary: 1 trace file,"));
+		CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, k ? "(1 file; 1 of other runs left out)\n" :
+					      "(1 file)\n"));
+	}
+	/* --trace with --trace-dir: usage; a --trace-dir that is not there: 1 */
+	const char *two[] = { kvt_path("kvtier"), "run", "--trace", "x.%p", "--trace-dir", runs,
+			      "--", "/bin/true", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, two, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 2);
+	const char *gone[] = { kvt_path("kvtier"), "run", "--trace-dir", "/nonexistent/kvt",
+			       "--", "/bin/true", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, gone, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "cannot create the run's directory"));
+}
+
+/* Without kvtier run: a traced process makes a run id and exports it, so
+ * the image it execs names the same run (KVTIER_RUN_ID given: that one). */
+static void test_run_id_without_run(void)
+{
+	const char *san = getenv("SAN");
+	if (san && *san) {            /* see test_run_preload_appended */
+		CU_PASS("skipped in sanitizer builds: /bin/sh cannot host a sanitizer-built preload");
+		return;
+	}
+	char lib[512], fakedir[512], ldpath[600], preload[600], trace[600], dir[400], cmd[600];
+	CU_ASSERT_FATAL(kvt_preload_env(lib, fakedir, ldpath, preload) == 0);
+	for (int given = 0; given < 2; given++) {
+		snprintf(dir, sizeof dir, "%s/plain%d", tmpdir, given);
+		CU_ASSERT_FATAL(mkdir(dir, 0700) == 0);
+		snprintf(trace, sizeof trace, "KVTIER_TRACE=%s/%%e.%%p.trace", dir);
+		snprintf(cmd, sizeof cmd, "exec %s", kvt_path("tests/progs/rt_calls"));
+		const char *argv[] = { "/bin/bash", "-c", cmd, NULL };
+		const char *env[] = { ldpath, preload, trace,
+				      given ? "KVTIER_RUN_ID=my-run-7" : "KVTIER_RUN_ID=", NULL };
+		CU_ASSERT_FATAL(kvt_run(&rc, argv, env) == 0);
+		CU_ASSERT_EQUAL(rc.exit_code, 0);
+		/* the id: from the bash trace's dump */
+		char bash_trace[700], id[64] = "";
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		while (d && (e = readdir(d)))
+			if (!strncmp(e->d_name, "bash.", 5))
+				snprintf(bash_trace, sizeof bash_trace, "%s/%s", dir, e->d_name);
+		if (d)
+			closedir(d);
+		const char *dump[] = { kvt_path("kvtier"), "dump", bash_trace, NULL };
+		CU_ASSERT_FATAL(kvt_run(&rc, dump, NULL) == 0);
+		const char *p = strstr(rc.out, "\ninfo kvtier.run=");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		sscanf(p, "\ninfo kvtier.run=%63s", id);
+		if (given)
+			CU_ASSERT_STRING_EQUAL(id, "my-run-7");
+		regex_t re;
+		CU_ASSERT_FATAL(regcomp(&re, "^[0-9]{8}-[0-9]{6}-[0-9]+$", REG_EXTENDED | REG_NOSUB) == 0);
+		if (!given)
+			CU_ASSERT_EQUAL(regexec(&re, id, 0, NULL, 0), 0);
+		regfree(&re);
+		int all = 0;
+		CU_ASSERT_EQUAL(files_of_run(dir, id, &all), 2);
+		CU_ASSERT_EQUAL(all, 2);
+		const char *rep[] = { kvt_path("kvtier"), "report", "-q", dir, NULL };
+		CU_ASSERT_FATAL(kvt_run(&rc, rep, NULL) == 0);
+		CU_ASSERT_EQUAL(rc.exit_code, 0);
+	}
 }
 
 /* ---- --help and usage errors ------------------------------------------------------ */
@@ -786,6 +1051,10 @@ int main(void)
 		{ "run: --policy text/file, --budget, --cxl-nodes; bad -> 2, nothing run",
 		  test_run_options },
 		{ "run: summary shows placements, fallbacks, migrations", test_run_summary_counters },
+		{ "run: one directory per run; exec chains; report DIR and RUN",
+		  test_run_dir_exec_chain },
+		{ "report: traces of two runs refused unless --mixed-runs", test_report_refuses_mixed_runs },
+		{ "traces without kvtier run: one exported run id", test_run_id_without_run },
 		{ "every subcommand: --help 0 on stdout, usage errors 2 on stderr",
 		  test_usage_conventions },
 		{ "every valued option also as --OPTION=VALUE", test_opt_equals },

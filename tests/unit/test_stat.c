@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "kvt_test.h"
+#include "kvt_trace_test.h"
 #include "kvtier/stats_format.h"
 
 static struct kvt_child rc;
@@ -60,7 +61,7 @@ static void preload_env(void)
  * its pid first), then execs argv under the preload with stdout and
  * stderr into files. Returns the pid; *go is the pipe to write to. */
 static pid_t spawn_waiting(const char *const argv[], const char *out, const char *err,
-			   const char *extra_env, int *go)
+			   const char *const *extra_env, int *go)
 {
 	int p[2];
 	if (pipe(p))
@@ -76,8 +77,8 @@ static pid_t spawn_waiting(const char *const argv[], const char *out, const char
 		dup2(fo, 1);
 		dup2(fe, 2);
 		preload_env();
-		if (extra_env)
-			putenv((char *)extra_env);
+		for (int i = 0; extra_env && extra_env[i]; i++)
+			putenv((char *)extra_env[i]);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
@@ -145,7 +146,8 @@ static void test_live_workload(void)
 	int go;
 	/* paced (decode steps of ~20 ms real): the run lasts ~2-3 s of epochs
 	 * with every KV range tracked, not ~0.3 s mostly spent allocating */
-	pid_t pid = spawn_waiting(wl, out, err, "FAKECUDA_PACE=10", &go);
+	const char *pace[] = { "FAKECUDA_PACE=10", NULL };
+	pid_t pid = spawn_waiting(wl, out, err, pace, &go);
 	CU_ASSERT_FATAL(pid > 0);
 	go_now(go);
 	snprintf(pidarg, sizeof pidarg, "%d", (int)pid);
@@ -220,6 +222,172 @@ static void test_live_workload(void)
 	CU_ASSERT(most_chunks >= (double)(nr_kv * kv_bytes / (2u << 20)));
 	CU_ASSERT_PTR_NOT_NULL(strstr(last_prom, "# TYPE kvtier_placed_bytes_total counter\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(last_prom, "# HELP kvtier_live_bytes "));
+}
+
+/* ---- per device: the budget in force, HBM bytes, faults, link bytes ---- */
+
+/* The inode of path (0: none): a file replaced by rename gets a new one. */
+static ino_t inode_of(const char *path)
+{
+	struct stat sb;
+	return stat(path, &sb) ? 0 : sb.st_ino;
+}
+
+/* Files in tmpdir whose name starts with prefix. */
+static int count_prefixed(const char *prefix)
+{
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		n += !strncmp(e->d_name, prefix, strlen(prefix));
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* A paced vllm-like at 2x read with `stat --prometheus -o FILE` while it
+ * runs: every read parses line by line; from the first epoch on, the
+ * budget in force is there (per device and in the process's gauge), the
+ * same as the trace's migrate.hbm_budget; device 0 has HBM bytes, faults
+ * and link bytes; FILE is replaced by rename each time (a new inode) and
+ * no temporary file stays; the text view has the device line. */
+static void test_live_devices(void)
+{
+	char out[400], err[400], prom[400], pidarg[16], trace[500];
+	static char text[65536];
+	snprintf(out, sizeof out, "%s/dev.out", tmpdir);
+	snprintf(err, sizeof err, "%s/dev.err", tmpdir);
+	snprintf(prom, sizeof prom, "%s/kvtier.prom", tmpdir);
+	snprintf(trace, sizeof trace, "KVTIER_TRACE=%s/dev.%%p.trace", tmpdir);
+	const char *wl[] = { kvt_path("workloads/vllm-like"), "--mode", "native", "--kv-over-hbm",
+			     "2", "--steps", "100", "--quiet", NULL };
+	const char *env[] = { "FAKECUDA_PACE=10", trace, NULL };
+	int go;
+	pid_t pid = spawn_waiting(wl, out, err, env, &go);
+	CU_ASSERT_FATAL(pid > 0);
+	go_now(go);
+	snprintf(pidarg, sizeof pidarg, "%d", (int)pid);
+	const char *st_prom[] = { kvt_path("kvtier"), "stat", pidarg, "--prometheus", "-o", prom,
+				  NULL };
+	const char *st_txt[] = { kvt_path("kvtier"), "stat", pidarg, NULL };
+	char k_epochs[96], k_budget[96], k_dbudget[128], k_dhbm[128], k_faults[128], k_link[160];
+	snprintf(k_epochs, sizeof k_epochs, "kvtier_migrate_epochs_total{pid=\"%d\"}", (int)pid);
+	snprintf(k_budget, sizeof k_budget, "kvtier_hbm_budget_bytes{pid=\"%d\"}", (int)pid);
+	snprintf(k_dbudget, sizeof k_dbudget,
+		 "kvtier_device_hbm_budget_bytes{pid=\"%d\",device=\"0\"}", (int)pid);
+	snprintf(k_dhbm, sizeof k_dhbm, "kvtier_device_hbm_bytes{pid=\"%d\",device=\"0\"}", (int)pid);
+	snprintf(k_faults, sizeof k_faults, "kvtier_device_gpu_faults_total{pid=\"%d\",device=\"0\"}",
+		 (int)pid);
+	snprintf(k_link, sizeof k_link,
+		 "kvtier_device_link_bytes_total{pid=\"%d\",device=\"0\",direction=\"to_hbm\"}",
+		 (int)pid);
+	int wst, reads = 0, planned = 0, late = 0, bad_parse = 0, inode_same = 0;
+	double budget = -1, most_hbm = 0, most_faults = 0, most_link = 0;
+	ino_t last_ino = 0;
+	text[0] = 0;
+	while (waitpid(pid, &wst, WNOHANG) == 0) {
+		if (kvt_run(&rc, st_prom, NULL) == 0 && rc.exit_code == 0) {
+			char *p = kvt_slurp(prom, NULL);
+			ino_t ino = inode_of(prom);
+			if (p) {
+				static char body[65536 + 2];
+				snprintf(body, sizeof body, "\n%s", p);
+				reads++;
+				inode_same += last_ino && ino == last_ino;
+				last_ino = ino;
+				if (prom_parse(p) <= 0)
+					bad_parse++;
+				double ep = prom_sample(body, k_epochs), b = prom_sample(body, k_budget);
+				double db = prom_sample(body, k_dbudget), h = prom_sample(body, k_dhbm);
+				double fa = prom_sample(body, k_faults), li = prom_sample(body, k_link);
+				if (ep >= 1) {
+					planned++;
+					/* published with the epoch that derived it: never late */
+					if (b <= 0 || db <= 0 || db != b)
+						late++;
+					budget = db;
+				}
+				if (h > most_hbm)
+					most_hbm = h;
+				if (fa > most_faults)
+					most_faults = fa;
+				if (li > most_link)
+					most_link = li;
+				free(p);
+			}
+		}
+		if (planned && !text[0] && kvt_run(&rc, st_txt, NULL) == 0 && rc.exit_code == 0)
+			snprintf(text, sizeof text, "%s", rc.out);
+		usleep(20000);
+	}
+	CU_ASSERT(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	fprintf(stderr, "\n  %d reads, %d after the first epoch; budget %.0f, HBM at most %.0f, "
+		"faults %.0f, link to HBM %.0f", reads, planned, budget, most_hbm, most_faults,
+		most_link);
+	CU_ASSERT_FATAL(planned >= 2);
+	CU_ASSERT_EQUAL(late, 0);
+	CU_ASSERT_EQUAL(bad_parse, 0);
+	CU_ASSERT_EQUAL(inode_same, 0);              /* each -o write is a rename */
+	CU_ASSERT_EQUAL(count_prefixed(".kvtier.prom."), 0);   /* no temporary left */
+	CU_ASSERT(most_hbm > 0);
+	CU_ASSERT(most_faults > 0);
+	CU_ASSERT(most_link > 0);
+	/* the budget the trace says the migrator planned against */
+	char tpath[600] = "";
+	DIR *d = opendir(tmpdir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (!strncmp(e->d_name, "dev.", 4) && strstr(e->d_name, ".trace"))
+			snprintf(tpath, sizeof tpath, "%s/%s", tmpdir, e->d_name);
+	if (d)
+		closedir(d);
+	static char infos[65536];
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_infos(tpath, infos, sizeof infos), 0);
+	CU_ASSERT_EQUAL((double)kvt_info_u64(infos, "migrate.hbm_budget", 0), budget);
+	/* the text view: the device's line */
+	char want[96];
+	snprintf(want, sizeof want, "  device 0: HBM budget ");
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " in force (epoch "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "; GPU faults "));
+	CU_ASSERT_PTR_NULL(strstr(text, "not yet derived"));
+}
+
+/* -o FILE: a directory that cannot be written is an error (status 1, the
+ * file untouched); -o without a value is a usage error. */
+static void test_output_file_errors(void)
+{
+	char ro[400], target[500];
+	snprintf(ro, sizeof ro, "%s/ro", tmpdir);
+	CU_ASSERT_FATAL(mkdir(ro, 0500) == 0);
+	snprintf(target, sizeof target, "%s/x.prom", ro);
+	const char *argv[] = { kvt_path("kvtier"), "stat", "--prometheus", "-o", target, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, argv, NULL) == 0);
+	if (geteuid() != 0) {               /* root writes anywhere */
+		CU_ASSERT_EQUAL(rc.exit_code, 1);
+		CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "cannot create a temporary file"));
+		CU_ASSERT_EQUAL(access(target, F_OK), -1);
+	}
+	chmod(ro, 0700);
+	/* a good one: the list of processes, in Prometheus form, mode 0644 less umask */
+	snprintf(target, sizeof target, "%s/all.prom", tmpdir);
+	const char *ok[] = { kvt_path("kvtier"), "stat", "--prometheus", "-o", target, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, ok, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_EQUAL(rc.out_len, 0);
+	char *p = kvt_slurp(target, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	CU_ASSERT_PTR_NOT_NULL(strstr(p, "# TYPE kvtier_device_hbm_budget_bytes gauge\n"));
+	CU_ASSERT(prom_parse(p) >= 0);
+	free(p);
+	struct stat sb;
+	mode_t um = umask(0);
+	umask(um);
+	CU_ASSERT(!stat(target, &sb) && (sb.st_mode & 0777) == (0644 & ~um));
+	const char *none[] = { kvt_path("kvtier"), "stat", "-o", NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, none, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 2);
 }
 
 /* ---- permissions ---- */
@@ -419,6 +587,9 @@ int main(void)
 	CU_TestInfo tests[] = {
 		{ "a running workload read by kvtier stat: text, list, prometheus, plausible",
 		  test_live_workload },
+		{ "per device: budget in force from the first epoch, HBM, faults, link bytes; "
+		  "prometheus -o FILE atomic", test_live_devices },
+		{ "-o FILE: unwritable directory 1, mode, no value 2", test_output_file_errors },
 		{ "a planted symlink is never followed; nothing published, one warning",
 		  test_symlink_never_followed },
 		{ "a 0644 segment is refused; 0600 read; newer version refused", test_mode_0644_refused },

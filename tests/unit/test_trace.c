@@ -471,12 +471,40 @@ static void test_hostile(void)
 
 static void test_expand(void)
 {
-	char out[64];
-	CU_ASSERT_EQUAL(kvt_trace_expand("/t/%p.x", 42, out, sizeof out), 0);
+	char out[64], name[16];
+	CU_ASSERT_EQUAL(kvt_trace_expand("/t/%p.x", 42, NULL, out, sizeof out), 0);
 	CU_ASSERT_STRING_EQUAL(out, "/t/42.x");
-	CU_ASSERT_EQUAL(kvt_trace_expand("a%%p%q", 7, out, sizeof out), 0);
+	CU_ASSERT_EQUAL(kvt_trace_expand("a%%p%q", 7, NULL, out, sizeof out), 0);
 	CU_ASSERT_STRING_EQUAL(out, "a%p%q");
-	CU_ASSERT_EQUAL(kvt_trace_expand("%p%p%p%p%p%p%p%p%p%p", 1234567, out, 16), -ENAMETOOLONG);
+	CU_ASSERT_EQUAL(kvt_trace_expand("%p%p%p%p%p%p%p%p%p%p", 1234567, NULL, out, 16),
+			-ENAMETOOLONG);
+	/* %e: the program's name; none given: "prog" */
+	CU_ASSERT_EQUAL(kvt_trace_expand("d/%e.%p.trace", 9, "python3.11", out, sizeof out), 0);
+	CU_ASSERT_STRING_EQUAL(out, "d/python3.11.9.trace");
+	CU_ASSERT_EQUAL(kvt_trace_expand("%e.%p", 9, NULL, out, sizeof out), 0);
+	CU_ASSERT_STRING_EQUAL(out, "prog.9");
+	/* names made safe for a file name: no '/', no leading '.', 15 bytes */
+	static const char *const names[][2] = {
+		{ "bash", "bash" }, { "a/b c", "a_b_c" }, { ".hidden", "_hidden" },
+		{ "", "prog" }, { "VLLM::EngineCore", "VLLM__EngineCor" }, { "x\n", "x" },
+		{ "py-3.11+", "py-3.11+" },
+	};
+	for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
+		kvt_trace_file_name(names[i][0], name);
+		CU_ASSERT_STRING_EQUAL(name, names[i][1]);
+	}
+}
+
+/* Run ids: UTC date and time, then the pid. */
+static void test_run_id(void)
+{
+	char id[64];
+	kvt_trace_run_id(id, sizeof id, 0, 1);
+	CU_ASSERT_STRING_EQUAL(id, "19700101-000000-1");
+	kvt_trace_run_id(id, sizeof id, 951782400ull + 86399, 4242);     /* 2000-02-29 */
+	CU_ASSERT_STRING_EQUAL(id, "20000229-235959-4242");
+	kvt_trace_run_id(id, sizeof id, 1798761600ull + 3723, 7);          /* 2027-01-01 */
+	CU_ASSERT_STRING_EQUAL(id, "20270101-010203-7");
 }
 
 static void test_units(void)
@@ -656,6 +684,7 @@ int main(void)
 		{ "options table: values, bad values", test_options },
 		{ "each option's default is its table row's", test_option_defaults_are_the_table },
 		{ "README documents every option", test_readme_documents_options },
+		{ "run ids", test_run_id },
 		{ "build id of a loaded object, from its notes in memory", test_build_id_from_memory },
 		CU_TEST_INFO_NULL,
 	};
