@@ -35,16 +35,7 @@ static const char *site_key(struct kvt_report *r, uint32_t i, char *buf, size_t 
 		return kvt_rpt_frame_label(r, &s->at, buf, len);
 	size_t n = (size_t)snprintf(buf, len, "%s (%s)", l->fr[0].func,
 				    kvt_report_mod_name(r, s->at.mod));
-	for (unsigned k = 0; k < l->nr && n < len; k++) {
-		const struct kvt_dwsym_frame *fr = &l->fr[k];
-		if (k)
-			n += (size_t)snprintf(buf + n, len - n, ", inlined into %s",
-					      fr->func[0] ? fr->func : "?");
-		if (fr->line && n < len)
-			n += (size_t)snprintf(buf + n, len - n, " at %s:%u",
-					      kvt_rpt_base_name(fr->file), fr->line);
-	}
-	return buf;
+	return kvt_rpt_inlined(buf, n < len ? n : len, len, l);   /* no offset: builds compare */
 }
 
 static int add_rows(struct kvt_report *r, int side, struct diff_row **v, uint32_t *nr,

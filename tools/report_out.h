@@ -19,6 +19,9 @@ const char *kvt_rpt_frame_label(struct kvt_report *r, const struct kvt_rpt_frame
 const char *kvt_rpt_site_label(struct kvt_report *r, uint32_t site, char *buf, size_t len);
 /* The last component of a path. */
 const char *kvt_rpt_base_name(const char *path);
+/* Appends " at file:line" and ", inlined into F at file:line" for each of
+ * l's frames to buf (n bytes already written, len in all); returns buf. */
+const char *kvt_rpt_inlined(char *buf, size_t n, size_t len, const struct kvt_dwsym_loc *l);
 /* "func (file.py:line)" of a Python frame (file's basename). */
 const char *kvt_rpt_py_label(const struct kvt_rpt_pyframe *p, char *buf, size_t len);
 /* How many of s->frames are printed as "via" lines under the label. */

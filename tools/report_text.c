@@ -20,6 +20,11 @@ const char *kvt_rpt_frame_label(struct kvt_report *r, const struct kvt_rpt_frame
 	const char *fn = l && l->fr[0].func[0] ? l->fr[0].func : "?";
 	size_t n = (size_t)snprintf(buf, len, "%s (%s+0x%" PRIx64 ")", fn,
 				    kvt_report_mod_name(r, f->mod), f->off);
+	return kvt_rpt_inlined(buf, n, len, l);
+}
+
+const char *kvt_rpt_inlined(char *buf, size_t n, size_t len, const struct kvt_dwsym_loc *l)
+{
 	/* " at file:line", then the functions it was inlined into */
 	for (unsigned i = 0; l && i < l->nr && n < len; i++) {
 		const struct kvt_dwsym_frame *fr = &l->fr[i];
