@@ -485,7 +485,7 @@ static void test_output_suffix(void)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		const char *out = tmp_path(cases[i].out);
-		const char *argv[8] = { kvt_path("kvtier"), "report", "-q" };
+		const char *argv[10] = { kvt_path("kvtier"), "report", "-q" };
 		int n = 3;
 		if (cases[i].fmt && i % 2) {            /* --format after -o, too */
 			argv[n++] = "-o";
