@@ -77,7 +77,8 @@ int kvt_run_dir_traces(const char *dir, struct kvt_paths *p, char *err, size_t e
 	closedir(d);
 	if (r)
 		return r;
-	qsort(p->v + first, (size_t)(p->n - first), sizeof *p->v, by_name);
+	if (p->n > first)                     /* p->v is NULL while nothing was added */
+		qsort(p->v + first, (size_t)(p->n - first), sizeof *p->v, by_name);
 	return p->n - first;
 }
 
