@@ -63,8 +63,11 @@ KVT_EXPORT void _exit(int status)
 		kvt_stats_at_exit();
 	/* destructors do not run: write out the trace (its END record), after
 	 * a bounded wait for its lock (_exit may come from a signal handler
-	 * that interrupted this thread's own write) */
-	if (kvt_tls.depth == 0 && kvt_ready())
+	 * that interrupted this thread's own write); from the application's
+	 * SIGTERM handler that kvtier's chained to, even when the signal
+	 * landed inside one of kvtier's hooks (it flushed the events already;
+	 * a TSan build under load lost the END record there) */
+	if ((kvt_tls.depth == 0 || kvt_trace_in_signal_chain()) && kvt_ready())
 		kvt_trace_close_if_owner();
 	if (real)
 		real(status);

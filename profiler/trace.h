@@ -91,6 +91,10 @@ void kvt_trace_on_signal(int sig, int last);
  * with the default action); SIG_IGN is left alone. A handler the
  * application installs later replaces it. */
 void kvt_trace_signals_install(void);
+/* Whether this thread is inside kvtier's SIGTERM/SIGINT handler, running
+ * the handler it chains to (one that may end the process with _exit while
+ * the signal interrupted one of kvtier's hooks). Async-signal-safe. */
+int kvt_trace_in_signal_chain(void);
 
 /* fork(): hold the trace lock across it; the child writes its own file
  * (pattern with %p expanded to the child's pid, or "<path>.<pid>"),

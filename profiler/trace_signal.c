@@ -16,6 +16,12 @@ static const int caught[] = { SIGTERM, SIGINT };
 
 /* What each signal did before kvtier's handler: called after the flush. */
 static struct sigaction before[NR_CAUGHT];
+static KVT_TLS int chaining;            /* this thread runs the handler chained to */
+
+int kvt_trace_in_signal_chain(void)
+{
+	return chaining;
+}
 
 static int slot_of(int sig)
 {
@@ -48,10 +54,13 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 		sigemptyset(&dfl.sa_mask);
 		sigaction(sig, &dfl, NULL);
 		raise(sig);
-	} else if (b->sa_flags & SA_SIGINFO) {
-		b->sa_sigaction(sig, si, uc);
 	} else {
-		b->sa_handler(sig);
+		chaining++;
+		if (b->sa_flags & SA_SIGINFO)
+			b->sa_sigaction(sig, si, uc);
+		else
+			b->sa_handler(sig);
+		chaining--;
 	}
 }
 
