@@ -655,6 +655,7 @@ static void test_serve_trace_mooncake(void)
 	const char *run[] = { "--trace", path, "--time-scale", "1", NULL };
 	sv_run(&c, run, false);
 	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sv_get(c.out, "mode"));
 	CU_ASSERT_STRING_EQUAL(sv_get(c.out, "mode"), "open");
 	CU_ASSERT_PTR_NOT_NULL(strstr(sv_get(c.out, "trace"), "[0+5]"));
 	CU_ASSERT_EQUAL(sv_num(c.out, "prompt_tokens"), 4248);
@@ -686,9 +687,13 @@ static void test_serve_trace_mooncake(void)
 
 	/* closed loop under kvtier, another persona: the same blocks, verified */
 	const char *kv[] = { "--trace", path, "--closed-loop", "--alt", "kvtier", "--persona",
-			     "vllm-v1-fa", "--max-batch", "1", NULL };
+			     "vllm-v1-fa", "--max-batch", "1", "--device-bytes", "768M",
+			     "--pool-over-hbm", "2", NULL };   /* small: a zeroed pool faults in whole */
 	sv_run(&k, kv, true);
 	CU_ASSERT_EQUAL(k.exit_code, 0);
+	if (k.exit_code)
+		fprintf(stderr, "\n  under kvtier: exit %d: %.600s\n", k.exit_code, k.err);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sv_get(k.out, "mode"));
 	CU_ASSERT_STRING_EQUAL(sv_get(k.out, "mode"), "closed");
 	CU_ASSERT_EQUAL(sv_num(k.out, "hit_tokens"), 2544);
 	CU_ASSERT_EQUAL(sv_num(k.out, "corrupt"), 0);
