@@ -171,29 +171,11 @@ static void html_line(FILE *f, const char *cls, const char *what, const char *te
 	fprintf(f, "</span>");
 }
 
-/* As the text: callers (Python, else the heaviest stack's native callers),
- * then the runtime frames below the site; kvtier's own frames hidden. */
-static void html_stack(struct kvt_report *r, FILE *f, uint32_t site)
+static void html_stack_line(void *ctx, enum kvt_rpt_stack_line kind, const char *text)
 {
-	const struct kvt_rpt_site *s = &r->sites[site];
-	const struct kvt_rpt_frame *up[KVT_RPT_CALLERS];
-	uint32_t nr_stacks, n = 0;
-	char lab[512];
-	const struct kvt_rpt_stack *st = site ? kvt_report_site_stack(r, site, &nr_stacks) : NULL;
-	for (uint32_t j = 1; j < s->nr_py; j++)
-		html_line(f, "via", "from ", kvt_rpt_py_label(&s->py[j], lab, sizeof lab));
-	if (st && !s->nr_py)
-		n = kvt_report_callers(r, st, site, up, KVT_RPT_CALLERS);
-	for (uint32_t j = 0; j < n; j++)
-		html_line(f, "via caller", "from ", kvt_rpt_frame_label(r, up[j], lab, sizeof lab));
-	if (st && !s->nr_py && nr_stacks > 1) {
-		snprintf(lab, sizeof lab, "(the heaviest of %u call stacks: %" PRIu64 " of %" PRIu64
-			 " bytes)", nr_stacks, st->bytes, s->bytes);
-		html_line(f, "via", "", lab);
-	}
-	for (uint32_t j = 0; j < kvt_rpt_site_via(s); j++)
-		if (!kvt_report_frame_hidden(r, &s->frames[j]))
-			html_line(f, "via", "via ", kvt_rpt_frame_label(r, &s->frames[j], lab, sizeof lab));
+	static const char *const cls[] = { "via", "via caller", "via", "via" };
+	static const char *const what[] = { "from ", "from ", "", "via " };
+	html_line((FILE *)ctx, cls[kind], what[kind], text);
 }
 
 static void html_sites(struct kvt_report *r, FILE *f, int by_count)
@@ -209,7 +191,7 @@ static void html_sites(struct kvt_report *r, FILE *f, int by_count)
 			"</td><td><b>", k + 1, s->bytes, s->nr, s->nr_failed);
 		esc(f, kvt_rpt_site_label(r, idx[k], lab, sizeof lab));
 		fprintf(f, "</b>");
-		html_stack(r, f, idx[k]);
+		kvt_rpt_stack_lines(r, idx[k], html_stack_line, f);
 		fprintf(f, "</td></tr>\n");
 	}
 	fprintf(f, "</table>\n");

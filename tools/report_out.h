@@ -19,6 +19,14 @@ const char *kvt_rpt_frame_label(struct kvt_report *r, const struct kvt_rpt_frame
 const char *kvt_rpt_site_label(struct kvt_report *r, uint32_t site, char *buf, size_t len);
 /* The last component of a path. */
 const char *kvt_rpt_base_name(const char *path);
+/* Under a site's label, one call of line per line: its callers (Python
+ * frames, else the native callers of its heaviest stack, outward to main),
+ * a note when the site has several stacks, then the runtime frames below
+ * it; kvtier's own frames hidden. The text and HTML reports format them. */
+enum kvt_rpt_stack_line { KVT_RPT_LINE_PY, KVT_RPT_LINE_CALLER, KVT_RPT_LINE_NOTE, KVT_RPT_LINE_VIA };
+void kvt_rpt_stack_lines(struct kvt_report *r, uint32_t site,
+			 void (*line)(void *ctx, enum kvt_rpt_stack_line kind, const char *text),
+			 void *ctx);
 /* Appends " at file:line" and ", inlined into F at file:line" for each of
  * l's frames to buf (n bytes already written, len in all); returns buf. */
 const char *kvt_rpt_inlined(char *buf, size_t n, size_t len, const struct kvt_dwsym_loc *l);

@@ -69,10 +69,9 @@ uint32_t kvt_rpt_site_via(const struct kvt_rpt_site *s)
 	return s->nr_py ? s->nr_frames : (s->nr_frames ? s->nr_frames - 1 : 0);
 }
 
-/* Under a site's label: its callers (Python frames, else the native
- * callers of its heaviest stack, outward to main), then the runtime frames
- * below it; kvtier's own frames hidden. */
-static void print_stack(struct kvt_report *r, FILE *f, uint32_t site)
+void kvt_rpt_stack_lines(struct kvt_report *r, uint32_t site,
+			 void (*line)(void *ctx, enum kvt_rpt_stack_line kind, const char *text),
+			 void *ctx)
 {
 	const struct kvt_rpt_site *s = &r->sites[site];
 	const struct kvt_rpt_frame *up[KVT_RPT_CALLERS];
@@ -80,18 +79,25 @@ static void print_stack(struct kvt_report *r, FILE *f, uint32_t site)
 	char lab[512];
 	const struct kvt_rpt_stack *st = site ? kvt_report_site_stack(r, site, &nr_stacks) : NULL;
 	for (uint32_t j = 1; j < s->nr_py; j++)
-		fprintf(f, "  %46s   from %s\n", "", kvt_rpt_py_label(&s->py[j], lab, sizeof lab));
+		line(ctx, KVT_RPT_LINE_PY, kvt_rpt_py_label(&s->py[j], lab, sizeof lab));
 	if (st && !s->nr_py)
 		n = kvt_report_callers(r, st, site, up, KVT_RPT_CALLERS);
 	for (uint32_t j = 0; j < n; j++)
-		fprintf(f, "  %46s   from %s\n", "", kvt_rpt_frame_label(r, up[j], lab, sizeof lab));
-	if (st && !s->nr_py && nr_stacks > 1)
-		fprintf(f, "  %46s   (the heaviest of %u call stacks: %" PRIu64 " of %" PRIu64
-			" bytes)\n", "", nr_stacks, st->bytes, s->bytes);
+		line(ctx, KVT_RPT_LINE_CALLER, kvt_rpt_frame_label(r, up[j], lab, sizeof lab));
+	if (st && !s->nr_py && nr_stacks > 1) {
+		snprintf(lab, sizeof lab, "(the heaviest of %u call stacks: %" PRIu64 " of %" PRIu64
+			 " bytes)", nr_stacks, st->bytes, s->bytes);
+		line(ctx, KVT_RPT_LINE_NOTE, lab);
+	}
 	for (uint32_t j = 0; j < kvt_rpt_site_via(s); j++)
 		if (!kvt_report_frame_hidden(r, &s->frames[j]))
-			fprintf(f, "  %46s    via %s\n", "",
-				kvt_rpt_frame_label(r, &s->frames[j], lab, sizeof lab));
+			line(ctx, KVT_RPT_LINE_VIA, kvt_rpt_frame_label(r, &s->frames[j], lab, sizeof lab));
+}
+
+static void text_line(void *ctx, enum kvt_rpt_stack_line kind, const char *text)
+{
+	static const char *const pre[] = { "   from ", "   from ", "   ", "    via " };
+	fprintf((FILE *)ctx, "  %46s%s%s\n", "", pre[kind], text);
 }
 
 static void print_sites(struct kvt_report *r, FILE *f, int by_count)
@@ -110,7 +116,7 @@ static void print_sites(struct kvt_report *r, FILE *f, int by_count)
 			s->bytes, kvt_format_size(s->bytes, a, sizeof a), s->nr, s->nr_failed,
 			kvt_rpt_site_label(r, idx[k], lab, sizeof lab));
 		if (!by_count)
-			print_stack(r, f, idx[k]);
+			kvt_rpt_stack_lines(r, idx[k], text_line, f);
 	}
 }
 

@@ -123,6 +123,14 @@ xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "$2" "${3:-}"' <"$OUT/jobs"
 wall_all=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 
 val() { sed -n "s/^$2=//p" "$1" | head -1; }
+# why_failed BASE RC: one line on a run that did not finish
+why_failed() {
+	case $2 in
+	124) echo "timed out after ${TMO}s of real time" ;;
+	3) echo "out of memory: $(grep 'out of memory' "$1.err" | tail -1)" ;;
+	*) echo "FAILED rc=$2: $(tail -1 "$1.err" 2>/dev/null)" ;;
+	esac
+}
 
 printf '\nkvtier bench-serve — SIMULATED GPU (fakecuda cost model; not a measurement of hardware)\n'
 if [ "$MODE" = vtime ]; then
@@ -174,10 +182,7 @@ for x in $RATIOS; do
 		base=${f%.out}
 		rc=$(cat "$base.rc" 2>/dev/null || echo 99)
 		if [ "$rc" != 0 ]; then
-			why="FAILED rc=$rc: $(tail -1 "$base.err" 2>/dev/null)"
-			[ "$rc" = 124 ] && why="timed out after ${TMO}s of real time"
-			[ "$rc" = 3 ] && why="out of memory: $(grep 'out of memory' "$base.err" | tail -1)"
-			printf '%4sx %-8s %s\n' "$x" "$a" "$why"
+			printf '%4sx %-8s %s\n' "$x" "$a" "$(why_failed "$base" "$rc")"
 			[ "$a" = kvtier ] && printf '%4sx %-8s targets: MISSED (no result)\n' "$x" "$a"
 			failed=$((failed + 1))
 			continue

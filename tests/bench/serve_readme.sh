@@ -35,12 +35,17 @@ fi
 DATE=$(date -u -r "$JSON" +%Y-%m-%dT%H:%MZ)
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-if [ "$BEGIN" = '<!-- serve-trace:begin -->' ]; then
-section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" --arg rows "$ROWS" '
+# the number, ratio, size and verdict formats of every table
+DEFS=$(cat <<'JQ'
   def n($d): if . == null then "-" else (. * pow(10; $d) | round / pow(10; $d) | tostring) end;
   def x($b): if . == null or $b == null or $b == 0 then "-" else ((. / $b) * 100 | round / 100 | tostring) + "×" end;
+  def mib: if . == null then "-" else (. / 1048576 | round | tostring) end;
   def verdict: if . == null or . == "-" then "" elif startswith("met") then "met"
                else "**missed**" + (ltrimstr("MISSED") | if . == "" then "" else "" + . end) end;
+JQ
+)
+if [ "$BEGIN" = '<!-- serve-trace:begin -->' ]; then
+section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" --arg rows "$ROWS" "$DEFS"'
   map(select(.trace != null and ($rows == "trace-all" or (.persona == "vllm-v2" and .alternative != "oracle")))) |
   "Serving from public request traces (`make bench-serve`, \($date), commit \($commit); SIMULATED GPU, every figure simulated): `serve-like --trace` replays the Mooncake FAST'"'"'25 synthetic trace (kvcache-ai/Mooncake, Apache-2.0; prefixes shared by hash id) and the Azure LLM inference conversation trace (Azure/AzurePublicDataset, CC-BY-4.0, Splitwise ISCA 2024; no prefix information), read from `../shared/traces/`, at a 4× pool. Open loop: arrivals at trace time ÷ the trace'"'"'s time scale; goodput: requests per trace second within TTFT ≤ 2 s and TPOT ≤ 100 ms of trace time. Closed loop: every request at once, in trace order. The model, the time scales and why: [docs/workloads.md](docs/workloads.md), \"Serving from request traces\". Targets (kvtier): closed ≥ 1.2× native tok/s and ≥ 1.0× offload; open goodput ≥ 1.2× native and TTFT p50 ≤ 0.75× native.",
   "",
@@ -52,11 +57,7 @@ section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" --arg rows "$ROWS" '
     "| \(.trace) | \(.persona) | \(.mode) | \(.alternative) | \(.output_tokens_per_s | n(0))\(if .alternative != "native" and $nat != null then " (" + (.output_tokens_per_s | x($nat.output_tokens_per_s)) + ")" else "" end) | \(if .goodput_rps == null then "-" else (.goodput_rps | n(3)) + (if .alternative != "native" and $nat != null then " (" + (.goodput_rps | x($nat.goodput_rps)) + ")" else "" end) end) | \(.ttft_ms_p50 | n(2)) / \(.ttft_ms_p99 | n(1)) | \(.tpot_ms_p50 | n(3)) / \(.tpot_ms_p99 | n(3)) | \(.prefix_hit_rate | n(3)) | \(.bytes_link / 1048576 | round) | \(.targets | verdict) |" )
 ' "$JSON") || { echo "serve_readme: $JSON did not parse" >&2; exit 1; }
 elif [ "$ROWS" = readme ]; then
-section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" '
-  def n($d): if . == null then "-" else (. * pow(10; $d) | round / pow(10; $d) | tostring) end;
-  def x($b): if . == null or $b == null or $b == 0 then "-" else ((. / $b) * 100 | round / 100 | tostring) + "×" end;
-  def verdict: if . == null or . == "-" then "" elif startswith("met") then "met"
-               else "**missed**" + (ltrimstr("MISSED") | if . == "" then "" else "" + . end) end;
+section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" "$DEFS"'
   def sees: {
     "vllm-v2": ["appended block ids and UVA staged writes; its decoders rebuild the GPU table in shadow", "`VLLM_USE_V2_MODEL_RUNNER=0` with the `TRITON_ATTN` backend (the `vllm-v1-triton` row)"],
     "vllm-v1-fa": ["whole table rows uploaded; FlashAttention'"'"'s params struct, read whole, names them", "`TRITON_ATTN` (the `vllm-v1-triton` row)"],
@@ -77,11 +78,7 @@ section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" '
     "| \($p) | \($t[0]) | \($t[1]) | \($nat.output_tokens_per_s | n(0)) | \(if $off == null then "none" else ($off.output_tokens_per_s | x($nat.output_tokens_per_s)) end) | \($kv | map(if . == null or .output_tokens_per_s == null then "no result" else (.output_tokens_per_s | x($nat.output_tokens_per_s)) end) | join(" / ")) | \(if $kv[1] == null then "-" else ($kv[1].ttft_ms_p50 | x($nat.ttft_ms_p50)) end) | \(if $kv[1] == null or ($kv[1].evidence // "-") == "-" then "" else ($kv[1].evidence | gsub("\\+"; ", ")) end) | \(if $kv[1] == null then "**missed** (no result)" else ($kv[1].targets | verdict) end) |" )
 ' "$JSON") || { echo "serve_readme: $JSON did not parse" >&2; exit 1; }
 else
-section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" --arg rows "$ROWS" '
-  def n($d): if . == null then "-" else (. * pow(10; $d) | round / pow(10; $d) | tostring) end;
-  def mib: if . == null then "-" else (. / 1048576 | round | tostring) end;
-  def verdict: if . == null or . == "-" then "" elif startswith("met") then "met"
-               else "**missed**" + (ltrimstr("MISSED") | if . == "" then "" else "" + . end) end;
+section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" --arg rows "$ROWS" "$DEFS"'
   "Serving (`make bench-serve`, \($date), commit \($commit); SIMULATED GPU, every figure simulated): the `serve-like` workload (multi-turn sessions, an LRU prefix cache) on the same arrival schedule for every row, once per server persona: how the server talks to the GPU each step, as that server'"'"'s default path does ([docs/workloads.md](docs/workloads.md), \"Server personas\"). `native`: the pool that fits; `offload`: that pool plus the server'"'"'s own KV offload (vLLM OffloadingConnector: a pinned host pool of N−1×); `kvtier`: an N× pool from `cudaMalloc` under `kvtier run`, shipped defaults; `oracle`: an N× managed pool with each step'"'"'s chunks prefetched on a copy engine as soon as the step is known. `evidence`: the class of evidence kvtier settled on for its KV ranges on that run (its trace, `evidence.classes`): `blocks` (a block table names each step'"'"'s blocks: uploaded, or rebuilt by a server decoder), `allocation` (launches name the allocation, not which part), `faults` (CUPTI faults only), `none`. The device runs in virtual time, so every run prints these same figures. Targets (kvtier rows): at 4× ≥ 1.2× native throughput and ≤ 0.75× its TTFT p50; at every N ≥ 1.0× offload throughput; never below native. Why, and where kvtier misses: [docs/performance.md](docs/performance.md), \"Server personas\".",
   "",
   "| persona | pool ÷ HBM | alternative | output tok/s | TTFT p50 / p99 ms | TPOT p50 / p99 ms | prefix hits | link MiB | evidence | targets |",

@@ -63,7 +63,7 @@ trace_cmd() {
 }
 
 # The trace rows' table and JSON rows (appended to $JSON.tmp; uses
-# bench_serve.sh's val, evidence_at, first and failed).
+# bench_serve.sh's val, why_failed, evidence_at, first and failed).
 trace_table() {
 	[ -n "$TRACES" ] || return 0
 	local spec p m a f base rc nat off
@@ -82,10 +82,7 @@ trace_table() {
 					f=$base.out
 					rc=$(cat "$base.rc" 2>/dev/null || echo 99)
 					if [ "$rc" != 0 ]; then
-						local why="FAILED rc=$rc: $(tail -1 "$base.err" 2>/dev/null)"
-						[ "$rc" = 124 ] && why="timed out after ${TMO}s of real time"
-						[ "$rc" = 3 ] && why="out of memory: $(grep 'out of memory' "$base.err" | tail -1)"
-						printf '%-8s %s\n' "$a" "$why"
+						printf '%-8s %s\n' "$a" "$(why_failed "$base" "$rc")"
 						failed=$((failed + 1))
 						continue
 					fi

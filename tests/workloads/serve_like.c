@@ -154,7 +154,6 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 		{ 0, 0, 0, 0 },
 	};
 	int c, idx;
-	bool layers_set = false;
 	uint64_t given = 0;                   /* 1 << option code, codes under 64 */
 	const char *gen_opt = NULL;           /* a generator option given */
 	while ((c = getopt_long(argc, argv, "qh", lo, &idx)) != -1) {
@@ -189,7 +188,7 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 			given |= 1;               /* code 0 is no option's */
 			break;
 		case 1: o->weights_frac = sv_num(n, optarg, 0, 0.9); break;
-		case 2: o->layers = (int)sv_num(n, optarg, 1, WL_MAX_LAYERS); layers_set = true; break;
+		case 2: o->layers = (int)sv_num(n, optarg, 1, WL_MAX_LAYERS); break;
 		case 20: o->window = (int)sv_num(n, optarg, 16, 1 << 24); break;
 		case 21:
 			if (strcmp(optarg, "windows") && strcmp(optarg, "full-first")) {
@@ -236,7 +235,7 @@ static void sv_parse(struct sv_opts *o, int argc, char **argv)
 			"OffloadingConnector does not support hybrid (sliding-window) models\n");
 		exit(WL_EXIT_USAGE);
 	}
-	if (o->persona == &sv_hybrid && !layers_set)
+	if (o->persona == &sv_hybrid && !(given & 1ull << 2))
 		o->layers = 2;                   /* one sliding-window, one full layer */
 	if (o->persona == &sv_hybrid && (o->layers < 2 || o->window % WL_BLOCK_TOKENS)) {
 		fprintf(stderr, "serve-like: --persona hybrid needs --layers >= 2 and --window a "
