@@ -18,7 +18,7 @@ FUZZ_CFLAGS  := -D_GNU_SOURCE -Iinclude -std=c11 -g -O1 \
 POLICY_SRCS  := $(wildcard policy/*.c)
 POLICY_HDRS  := $(wildcard include/kvtier/*.h)
 # what each target links besides the target file (outside calls are stubbed
-# in the target: kvt_log/kvt_sys_write_all, kvt_sys_mmap/munmap/map_own)
+# in the target: kvt_log/kvt_log_prefix/kvt_sys_write_all, kvt_sys_mmap/munmap/map_own)
 FUZZ_SRCS_policy  := $(POLICY_SRCS)
 FUZZ_SRCS_options := $(POLICY_SRCS) base/options.c
 FUZZ_SRCS_trace   := $(POLICY_SRCS) profiler/trace_read.c profiler/trace_replay.c \

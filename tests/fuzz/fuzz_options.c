@@ -25,7 +25,7 @@
 
 #define MAX_ENV 64
 
-/* ---- stubs for base/options.c's two outside calls ------------------- */
+/* ---- stubs for base/options.c's three outside calls ----------------- */
 
 static unsigned nr_messages, nr_unnamed;
 
@@ -39,6 +39,12 @@ void kvt_log(int level, const char *fmt, ...)
 	va_end(ap);
 	nr_messages++;
 	nr_unnamed += !strstr(buf, "KVTIER_");
+}
+
+int kvt_log_prefix(char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "kvtier[fuzz]: ");
+	return n < 0 ? 0 : (size_t)n < len ? n : (int)len - 1;
 }
 
 ssize_t kvt_sys_write_all(int fd, const void *buf, size_t len)
