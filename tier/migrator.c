@@ -54,6 +54,11 @@
 /* A poll alone's CPU time in a simulator's virtual time: a bound (the
  * sources' poll is most of an epoch's collection, 100 us of its bound). */
 #define POLL_CHARGE_NS 100000u
+/* An epoch that starts over this many periods after the last one is late
+ * (migrate.late_epochs, and a line of kvtier run's summary): the thread
+ * was starved of CPU or held in a slow call. A loaded host delays a timed
+ * wait by a few scheduler slices, well inside one 50 ms period. */
+#define LATE_EPOCHS 4u
 
 static struct {
 	pthread_t th;
@@ -68,6 +73,7 @@ static struct {
 	uint64_t doing_ns;           /* since when (kvt_now_ns) */
 	uint64_t epoch_at_ns;        /* the last poll's start (kvt_now_ns), this thread only */
 	uint64_t epoch_end_ns;       /* when the coming epoch's timer ends it, 0: not set */
+	uint64_t last_epoch_ns;      /* the last epoch's start (kvt_now_ns), 0: none yet */
 	int poll_asked;              /* atomic: kvt_migrator_poll_soon */
 	char stop_note[160];         /* how the last stop went, for the trace */
 	int started;                 /* sources started, exit handler in (start_sources_once) */
@@ -95,7 +101,7 @@ static pthread_mutex_t src_lock = PTHREAD_MUTEX_INITIALIZER;   /* start_sources_
 static struct kvt_tier_host host;    /* what the host handed kvt_migrator_start */
 
 static struct {
-	uint64_t epochs, epoch_ns, epoch_ns_max, polls_only;
+	uint64_t epochs, epoch_ns, epoch_ns_max, polls_only, late_epochs;
 	uint64_t nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
 	uint64_t prefetch_issued, prefetch_failed, bind_failed;
 	uint64_t chunks_hbm, chunks_far, tracked, track_failed;
@@ -690,6 +696,13 @@ static void live_devices(struct kvt_stats_migr *s)
 static void epoch(void)
 {
 	uint64_t t0 = kvt_now_ns();
+	/* late: this thread did not get to run for LATE_EPOCHS periods (a
+	 * starved CPU, a long driver call) */
+	int late = m.last_epoch_ns &&
+		   t0 - m.last_epoch_ns > (uint64_t)LATE_EPOCHS * (uint64_t)kvt_opt.epoch_ms * 1000000u;
+	m.last_epoch_ns = t0;
+	if (late)
+		CTR_ADD(late_epochs, 1);
 	int32_t devs[MAX_DEVICES];
 	unsigned nd = kvt_heat_devices(devs, MAX_DEVICES);
 	if (nd > MAX_DEVICES) {
@@ -806,8 +819,10 @@ static void *thread_main(void *arg)
 	kvt_clock_adopt(arg);        /* its place in a simulation (spawn), before anything else */
 	int only;
 	while (!wait_epoch(&only)) {
-		if (kvt_heat_empty())      /* nothing tracked: nothing to plan */
+		if (kvt_heat_empty()) {    /* nothing tracked: nothing to plan */
+			m.last_epoch_ns = 0;   /* nor an epoch the next one is late after */
 			continue;
+		}
 		if (only)
 			poll_only();
 		else
@@ -860,6 +875,7 @@ void kvt_migrator_trace_counters(void)
 	count_tiers();
 	info_u64("migrate.epochs", CTR_LD(epochs));
 	info_u64("migrate.polls_only", CTR_LD(polls_only));
+	info_u64("migrate.late_epochs", CTR_LD(late_epochs));
 	info_u64("migrate.epoch_ns_total", CTR_LD(epoch_ns));
 	info_u64("migrate.epoch_ns_max", CTR_LD(epoch_ns_max));
 	info_u64("migrate.epoch_ns_avg", CTR_LD(epochs) ? CTR_LD(epoch_ns) / CTR_LD(epochs) : 0);

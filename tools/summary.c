@@ -96,6 +96,8 @@ static void on_info(struct kvt_summary *s, const char *text, size_t len)
 		s->info_files++;
 	} else if (!strcmp(kv, "migrate.epochs") && !info_nums(v, &n, NULL)) {
 		s->epochs += n;
+	} else if (!strcmp(kv, "migrate.late_epochs") && !info_nums(v, &n, NULL)) {
+		s->late_epochs += n;
 	} else if (!strcmp(kv, "migrate.promoted") && !info_nums(v, &n, &b)) {
 		s->nr_promoted += n;
 		s->bytes_promoted += b;
@@ -176,6 +178,10 @@ static void print_info(const struct kvt_summary *s, FILE *f)
 		kvt_format_size(s->bytes_promoted, a, sizeof a), (unsigned long long)s->nr_promoted,
 		kvt_format_size(s->bytes_demoted, b, sizeof b), (unsigned long long)s->nr_demoted,
 		(unsigned long long)s->chunks_hbm, (unsigned long long)s->chunks_far);
+	if (s->late_epochs)
+		fprintf(f, "  migration: %llu of the epochs started late (over 4 periods after the one "
+			"before: the thread was starved of CPU or held in a slow driver call)\n",
+			(unsigned long long)s->late_epochs);
 	kvt_moves_print_summary(&s->moves, f);
 	if (s->devices) {
 		fprintf(f, "  migration served device%s", s->devices & (s->devices - 1) ? "s" : "");

@@ -31,7 +31,7 @@ struct kvt_summary {
 	uint64_t rehomed;
 	char fallback_name[16][32];
 	uint64_t fallback[16];
-	uint64_t epochs, nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
+	uint64_t epochs, late_epochs, nr_promoted, bytes_promoted, nr_demoted, bytes_demoted;
 	uint64_t chunks_hbm, chunks_far;
 	uint64_t devices;       /* bit d: a process served device d (migrate.devices; d < 64) */
 	/* processes whose migration thread did not stop at exit (migrate.stop

@@ -10,7 +10,10 @@
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <sched.h>
+#include <time.h>
 #include <sys/uio.h>
 
 /* The older ABIs, which cuda.h declares only to the driver's own build. */
@@ -485,6 +488,66 @@ static void test_kaccess_kflops(void)
 	CU_ASSERT_EQUAL(D.MemFree(m), CUDA_SUCCESS);
 }
 
+/* The serial device runs a body inside its launch, under the driver's
+ * lock. In real time (no FAKECUDA_VTIME) another thread's call that queued
+ * meanwhile goes through at the body's next memory access, as a GPU runs a
+ * kernel while other threads call the driver: the body below accesses
+ * memory until the other thread's cuMemGetInfo has returned (10 s at most).
+ * With a lock held for the whole body the call would return only after. */
+struct yield_run {
+	CUdeviceptr d;
+	atomic_int inside, answered;
+	int accesses;
+};
+
+static int yield_body(void *const *args, void *ctx)
+{
+	struct yield_run *y = ctx;
+	(void)args;
+	atomic_store(&y->inside, 1);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (K.kaccess((void *)y->d, 64, 0))
+			return 1;
+		y->accesses++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (!atomic_load(&y->answered) && t.tv_sec - t0.tv_sec < 10);
+	return 0;
+}
+
+static void *yield_caller(void *arg)
+{
+	struct yield_run *y = arg;
+	CUcontext ctx;
+	if (D.PrimaryCtxRetain(&ctx, 0) || D.CtxSetCurrent(ctx))
+		return NULL;                  /* answered stays 0: the test fails */
+	while (!atomic_load(&y->inside))
+		sched_yield();
+	size_t fr = 0, tot = 0;
+	if (D.MemGetInfo(&fr, &tot) == CUDA_SUCCESS && tot)
+		atomic_store(&y->answered, 1);
+	return NULL;
+}
+
+static void test_body_lets_calls_through(void)
+{
+	static struct yield_run y;
+	y.d = device_alloc(4096);
+	static const struct fakecuda_param decl[] = { { 8, 8 } };
+	CUfunction f = K.define("yield_probe", decl, 1, yield_body, &y);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	pthread_t th;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, yield_caller, &y), 0);
+	void *params[] = { &y.d };
+	CU_ASSERT_EQUAL(launch(f, NULL, params), CUDA_SUCCESS);
+	int during = atomic_load(&y.answered);   /* the body ended: answered before? */
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(during, 1);
+	CU_ASSERT(y.accesses >= 1);
+	CU_ASSERT_EQUAL(D.MemFree(y.d), CUDA_SUCCESS);
+}
+
 /* Outside a body these refuse and charge nothing. */
 static void test_outside_body(void)
 {
@@ -915,6 +978,7 @@ static CU_TestInfo tests_kernels[] = {
 	{ "body reads pinned/registered memory zero-copy", test_kread_zero_copy },
 	{ "kaccess faults managed memory; kflops", test_kaccess_kflops },
 	{ "kread/kwrite/kaccess/kflops outside a body", test_outside_body },
+	{ "a body's accesses let another thread's call through", test_body_lets_calls_through },
 	{ "a failing body fails the launch", test_body_failure },
 	{ "arguments are copied at launch", test_args_copied },
 	{ "captured graph replays the body", test_capture_replay },

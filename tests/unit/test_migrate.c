@@ -409,6 +409,27 @@ static void test_stuck_at_exit(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "\n  migration thread left at exit: 1 of 1 process (left after "));
 }
 
+/* Every CUPTI flush takes 300 ms (the stand-in's FAKECUDA_CUPTI_FLUSH_MS),
+ * so each epoch starts over four 50 ms periods after the last: the trace
+ * counts those late epochs and kvtier run's summary says so. */
+static void test_late_epochs(void)
+{
+	static struct kvt_child c;
+	static char infos[8192];
+	const char *args[] = { "--mode", "native", "--kv-over-hbm", "2", "--warmup", "100",
+			       "--steps", "50", "--quiet", NULL };
+	const char *env[] = { ldpath, "FAKECUDA_PACE=10", "FAKECUDA_RECLAIM=0",
+			      "FAKECUDA_CUPTI_FLUSH_MS=300", NULL };
+	CU_ASSERT_EQUAL_FATAL(kvtier_run(&c, "workloads/vllm-like", args, env, infos, sizeof infos), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "\ncorrupt=0\n"));
+	unsigned long long e = kvt_info_u64(infos, "migrate.epochs", 0);
+	unsigned long long late = kvt_info_u64(infos, "migrate.late_epochs", ~0ull);
+	CU_ASSERT_TRUE(e >= 3);
+	CU_ASSERT_TRUE(late >= e - 1 && late <= e);   /* all but the first */
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, " started late (over 4 periods after the one before"));
+}
+
 static void test_sources_option(void)
 {
 	static struct result r;
@@ -460,6 +481,7 @@ int main(void)
 		{ "CUPTI busy: said once, launch/copy still migrate", test_cupti_busy },
 		{ "KVTIER_SOURCES selects sources; a bad name warns", test_sources_option },
 		{ "a thread stuck in a call at exit is left and calls nothing after", test_stuck_at_exit },
+		{ "epochs held up by slow calls are counted late", test_late_epochs },
 		CU_TEST_INFO_NULL,
 	};
 	/* Under ThreadSanitizer (a run there takes ~30-100 s) the tests that

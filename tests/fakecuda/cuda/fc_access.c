@@ -171,6 +171,7 @@ CUresult fc_gpu_span(uintptr_t addr, size_t len, int write, int dev, char **out,
 CUresult fc_gpu_access(uintptr_t addr, size_t len, int write, int dev)
 {
 	fc_vt_working();
+	fc_lock_yield();
 	struct fc_faults f = { 0, 0, dev };
 	CUresult r = CUDA_SUCCESS;
 	while (len && r == CUDA_SUCCESS) {
@@ -257,6 +258,7 @@ static bool fc_kernel_reachable(uintptr_t addr, size_t len)
 CUresult fc_kernel_copy(uintptr_t addr, void *buf, size_t len, int write, int dev)
 {
 	fc_vt_working();
+	fc_lock_yield();
 	if (!fc_kernel_reachable(addr, len))
 		return CUDA_ERROR_ILLEGAL_ADDRESS;
 	if (!buf)

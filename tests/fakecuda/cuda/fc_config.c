@@ -15,7 +15,14 @@
 struct fc_knobs fc_knobs;
 struct fc_stats fc_stats;
 
-static pthread_mutex_t fc_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+/* The global lock: a ticket lock, recursive per thread, handed over in
+ * arrival order. A plain mutex let the thread that unlocks take it straight
+ * back, so a workload launching kernel after kernel kept another thread's
+ * call (kvtier's prefetch) waiting for seconds on a loaded host. */
+static pthread_mutex_t fc_gate = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fc_gate_cv = PTHREAD_COND_INITIALIZER;
+static unsigned long fc_ticket_next, fc_ticket_now;   /* under fc_gate */
+static __thread unsigned fc_lock_depth;
 static pthread_once_t fc_once = PTHREAD_ONCE_INIT;
 /* The CPU time a driver call spends in the caller's thread (a busy loop on
  * the thread's own CPU clock, so a loaded machine stretches it in real
@@ -35,16 +42,64 @@ void fc_spend_cpu(uint64_t ns)
 
 static void fc_pace_anchor(void);
 
+/* Under fc_gate: wait for a new ticket's turn. */
+static void fc_gate_wait_turn(void)
+{
+	unsigned long t = fc_ticket_next++;
+	while (t != fc_ticket_now)
+		pthread_cond_wait(&fc_gate_cv, &fc_gate);
+}
+
 void fc_lock(void)
 {
-	pthread_mutex_lock(&fc_mutex);
+	if (fc_lock_depth++ == 0) {
+		pthread_mutex_lock(&fc_gate);
+		fc_gate_wait_turn();
+		pthread_mutex_unlock(&fc_gate);
+	}
 	fc_vt_lock_enter();
 }
 
 void fc_unlock(void)
 {
 	fc_vt_lock_leave();
-	pthread_mutex_unlock(&fc_mutex);
+	if (--fc_lock_depth == 0) {
+		pthread_mutex_lock(&fc_gate);
+		fc_ticket_now++;
+		pthread_cond_broadcast(&fc_gate_cv);
+		pthread_mutex_unlock(&fc_gate);
+	}
+}
+
+/* The forking thread is the child's only one: the lock is its own if it
+ * held it, free otherwise (a plain mutex held by another thread at the
+ * fork stayed locked in the child for good). */
+static void fc_gate_atfork_child(void)
+{
+	pthread_mutex_init(&fc_gate, NULL);
+	pthread_cond_init(&fc_gate_cv, NULL);
+	fc_ticket_next = fc_ticket_now + (fc_lock_depth ? 1 : 0);
+}
+
+/* Real time only: the serial device runs a kernel's body inside its launch,
+ * under the lock, for as long as its faults take the host to service (over
+ * a second of real time for a thrashing step beside two CPU hogs). A GPU
+ * runs the kernel while other threads' driver calls go on, so between two
+ * of the body's memory accesses the holder lets the calls that queued
+ * meanwhile through, then takes its turn back. The bodies hold nothing
+ * another call could change there: each access looks its memory up anew.
+ * Virtual time keeps the lock (its scheduler decides who runs). */
+void fc_lock_yield(void)
+{
+	if (fc_knobs.vtime || fc_lock_depth == 0)
+		return;
+	pthread_mutex_lock(&fc_gate);
+	if (fc_ticket_next - fc_ticket_now > 1) {
+		fc_ticket_now++;
+		pthread_cond_broadcast(&fc_gate_cv);
+		fc_gate_wait_turn();
+	}
+	pthread_mutex_unlock(&fc_gate);
 }
 
 /* ---- parsing ---- */
@@ -252,6 +307,7 @@ static bool fc_should_fail(const char *name)
 
 static void fc_config_once(void)
 {
+	pthread_atfork(NULL, NULL, fc_gate_atfork_child);
 	fc_knobs.hbm_gbps = fc_env_double("FAKECUDA_HBM_GBPS", 4800);
 	fc_knobs.link_gbps = fc_env_double("FAKECUDA_LINK_GBPS", 55);
 	/* Calibrated to an H200 (docs/simulated-device.md, "Calibration"): a

@@ -80,6 +80,7 @@ static inline bool fc_valid_dev(int dev)
 /* ---- global state ---- */
 void fc_lock(void);
 void fc_unlock(void);
+void fc_lock_yield(void);   /* real time: queued calls go first (a kernel body's accesses) */
 bool fc_initialized(void);
 CUcontext fc_current_ctx(void);
 /* Ordinal of the calling thread's current context; 0 without one. */
