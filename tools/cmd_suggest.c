@@ -18,6 +18,7 @@
 #endif
 #endif
 #include "dwsym.h"
+#include "runs.h"
 #include "kvtier/policy.h"
 #include "kvtier/units.h"
 #include "../profiler/trace_read.h"
@@ -429,7 +430,10 @@ static int sg_trace(const char *path, uint64_t window_ns, struct sg_sum *s)
 	memset(&rp, 0, sizeof rp);
 	kvt_replay_init(&rp, &pol, NULL, 0);
 	if (kvt_trace_replay(path, &rp, err, sizeof err) < 0) {
-		fprintf(stderr, "kvtier policy suggest: %s: %s\n", path, err);
+		size_t n = strlen(path);         /* an open failure names the path already */
+		int named = !strncmp(err, path, n) && err[n] == ':';
+		fprintf(stderr, "kvtier policy suggest: %s%s%s\n", named ? "" : path,
+			named ? "" : ": ", err);
 		free(rp.allocs);
 		return 1;
 	}
@@ -620,12 +624,13 @@ static int sg_print(const struct sg_sum *s, int quiet)
 static void suggest_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kvtier policy suggest [--window MS] [-q] TRACE...\n"
+		"usage: kvtier policy suggest [--window MS] [-q] TRACE|DIR|RUNID...\n"
 		"  Proposes KVTIER_POLICY rules and an HBM budget from profiled runs\n"
 		"  (traces written with KVTIER_TRACE, e.g. by 'kvtier run'): the call sites\n"
 		"  and sizes the KV classifier recognised, the hot set (2 MiB chunks of the\n"
 		"  redirected ranges, else the KV, touched by copies and memsets within one\n"
-		"  window) and a budget of the hot set + 25%%.\n"
+		"  window) and a budget of the hot set + 25%%. A directory, or the run id\n"
+		"  of a ./kvtier-RUNID.* directory 'kvtier run' made, reads its traces.\n"
 		"  Prints the rationale as '#' lines, then the rules in canonical form\n"
 		"  (the one line without '#', as 'kvtier policy check' prints it).\n"
 		"  --window MS  hot-set window (default 1000, KVTIER_DECAY_MS's default)\n"
@@ -672,7 +677,16 @@ int kvt_cmd_suggest(int argc, char **argv)
 			i += !strcmp(a, "--window");
 			continue;
 		}
-		if (sg_trace(a, (uint64_t)window_ms * 1000000, &s))
+		/* a run's directory or id reads each of its traces */
+		struct kvt_paths paths = { 0 };
+		char err[512];
+		int bad = kvt_run_arg_traces(a, &paths, err, sizeof err);
+		if (bad)
+			fprintf(stderr, "kvtier policy suggest: %s\n", err);
+		for (int k = 0; !bad && k < paths.n; k++)
+			bad = sg_trace(paths.v[k], (uint64_t)window_ms * 1000000, &s);
+		kvt_paths_free(&paths);
+		if (bad)
 			return 1;
 	}
 	return sg_print(&s, quiet);

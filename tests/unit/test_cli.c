@@ -735,6 +735,24 @@ static void test_suggest_roundtrip(void)
 	snprintf(want, sizeof want, "%s\n", rules);
 	CU_ASSERT_STRING_EQUAL(rc.out, want);
 
+	/* a directory holding the trace reads it: the same rules */
+	char dir[512], in_dir[600];
+	snprintf(dir, sizeof dir, "%s", tmp_path("suggest-dir"));
+	snprintf(in_dir, sizeof in_dir, "%s/run.trace", dir);
+	CU_ASSERT_FATAL((mkdir(dir, 0700) == 0 || errno == EEXIST) &&
+			(link(trace, in_dir) == 0 || errno == EEXIST));
+	const char *by_dir[] = { kvt_path("kvtier"), "policy", "suggest", "-q", dir, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, by_dir, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_STRING_EQUAL(rc.out, want);
+	unlink(in_dir);
+	/* an empty one: one message, exit 1 */
+	CU_ASSERT_FATAL(kvt_run(&rc, by_dir, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "no trace files in this directory"));
+	CU_ASSERT_EQUAL(rc.out_len, 0);
+	rmdir(dir);
+
 	/* policy check accepts them and prints them unchanged (canonical) */
 	const char *check[] = { kvt_path("kvtier"), "policy", "check", rules, NULL };
 	CU_ASSERT_FATAL(kvt_run(&rc, check, NULL) == 0);
@@ -772,7 +790,8 @@ static void test_suggest_errors(void)
 	const char *missing[] = { kvt_path("kvtier"), "policy", "suggest", tmp_path("none.trace"), NULL };
 	CU_ASSERT_FATAL(kvt_run(&rc, missing, NULL) == 0);
 	CU_ASSERT_EQUAL(rc.exit_code, 1);
-	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "none.trace"));
+	const char *named = strstr(rc.err, "none.trace");
+	CU_ASSERT_TRUE(named && !strstr(named + 1, "none.trace"));   /* named once */
 	CU_ASSERT_EQUAL(rc.out_len, 0);
 	/* a trace with no KV: the default rules, said so */
 	char pattern[320];
