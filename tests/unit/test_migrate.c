@@ -379,6 +379,21 @@ static void test_cupti_busy(void)
 	CU_ASSERT_TRUE(info(&r, "migrate.promoted") > 0);
 }
 
+/* vllm-like at 2x, paced, under kvtier run, with the CUPTI stand-in's
+ * flushes (and exit) slowed by flush and exit_ms (NULL: none): exit 0,
+ * data intact, the trace's INFO records in infos. */
+static void run_slow_flush(struct kvt_child *c, char *infos, size_t len, const char *flush,
+			   const char *exit_ms)
+{
+	const char *args[] = { "--mode", "native", "--kv-over-hbm", "2", "--warmup", "100",
+			       "--steps", "50", "--quiet", NULL };
+	const char *env[] = { ldpath, "FAKECUDA_PACE=10", "FAKECUDA_RECLAIM=0", flush, exit_ms,
+			      NULL };
+	CU_ASSERT_EQUAL_FATAL(kvtier_run(c, "workloads/vllm-like", args, env, infos, len), 0);
+	CU_ASSERT_EQUAL(c->exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c->out, "\ncorrupt=0\n"));
+}
+
 /* At exit the migration thread is in a CUPTI flush that lasts 5 s (the
  * stand-in's FAKECUDA_CUPTI_FLUSH_MS), longer than the exit waits for it
  * (2 s, then 2 s more for a teardown under way); CUPTI's own exit handler
@@ -391,12 +406,8 @@ static void test_stuck_at_exit(void)
 {
 	static struct kvt_child c;
 	static char infos[8192];
-	const char *args[] = { "--mode", "native", "--kv-over-hbm", "2", "--warmup", "100",
-			       "--steps", "50", "--quiet", NULL };
-	const char *env[] = { ldpath, "FAKECUDA_PACE=10", "FAKECUDA_RECLAIM=0",
-			      "FAKECUDA_CUPTI_FLUSH_MS=5000", "FAKECUDA_CUPTI_EXIT_MS=4000", NULL };
-	CU_ASSERT_EQUAL_FATAL(kvtier_run(&c, "workloads/vllm-like", args, env, infos, sizeof infos), 0);
-	CU_ASSERT_EQUAL(c.exit_code, 0);
+	run_slow_flush(&c, infos, sizeof infos, "FAKECUDA_CUPTI_FLUSH_MS=5000",
+		       "FAKECUDA_CUPTI_EXIT_MS=4000");
 	CU_ASSERT_PTR_NULL(strstr(c.err, "fakecupti:"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "\ncorrupt=0\n"));
 	const char *w = strstr(c.err, "the migration thread did not stop within ");
@@ -416,13 +427,7 @@ static void test_late_epochs(void)
 {
 	static struct kvt_child c;
 	static char infos[8192];
-	const char *args[] = { "--mode", "native", "--kv-over-hbm", "2", "--warmup", "100",
-			       "--steps", "50", "--quiet", NULL };
-	const char *env[] = { ldpath, "FAKECUDA_PACE=10", "FAKECUDA_RECLAIM=0",
-			      "FAKECUDA_CUPTI_FLUSH_MS=300", NULL };
-	CU_ASSERT_EQUAL_FATAL(kvtier_run(&c, "workloads/vllm-like", args, env, infos, sizeof infos), 0);
-	CU_ASSERT_EQUAL(c.exit_code, 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "\ncorrupt=0\n"));
+	run_slow_flush(&c, infos, sizeof infos, "FAKECUDA_CUPTI_FLUSH_MS=300", NULL);
 	unsigned long long e = kvt_info_u64(infos, "migrate.epochs", 0);
 	unsigned long long late = kvt_info_u64(infos, "migrate.late_epochs", ~0ull);
 	CU_ASSERT_TRUE(e >= 3);
