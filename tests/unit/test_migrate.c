@@ -409,7 +409,6 @@ static void test_stuck_at_exit(void)
 	run_slow_flush(&c, infos, sizeof infos, "FAKECUDA_CUPTI_FLUSH_MS=5000",
 		       "FAKECUDA_CUPTI_EXIT_MS=4000");
 	CU_ASSERT_PTR_NULL(strstr(c.err, "fakecupti:"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "\ncorrupt=0\n"));
 	const char *w = strstr(c.err, "the migration thread did not stop within ");
 	CU_ASSERT_PTR_NOT_NULL(w);
 	CU_ASSERT_TRUE(w && !strstr(w + 1, "the migration thread did not stop"));     /* once */

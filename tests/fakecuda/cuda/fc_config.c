@@ -21,7 +21,7 @@ struct fc_stats fc_stats;
  * call (kvtier's prefetch) waiting for seconds on a loaded host. */
 static pthread_mutex_t fc_gate = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fc_gate_cv = PTHREAD_COND_INITIALIZER;
-static unsigned long fc_ticket_next, fc_ticket_now;   /* under fc_gate */
+static unsigned long fc_ticket_next, fc_ticket_now;   /* written under fc_gate, atomically */
 static __thread unsigned fc_lock_depth;
 static pthread_once_t fc_once = PTHREAD_ONCE_INIT;
 /* The CPU time a driver call spends in the caller's thread (a busy loop on
@@ -45,7 +45,7 @@ static void fc_pace_anchor(void);
 /* Under fc_gate: wait for a new ticket's turn. */
 static void fc_gate_wait_turn(void)
 {
-	unsigned long t = fc_ticket_next++;
+	unsigned long t = __atomic_fetch_add(&fc_ticket_next, 1, __ATOMIC_RELAXED);
 	while (t != fc_ticket_now)
 		pthread_cond_wait(&fc_gate_cv, &fc_gate);
 }
@@ -65,7 +65,7 @@ void fc_unlock(void)
 	fc_vt_lock_leave();
 	if (--fc_lock_depth == 0) {
 		pthread_mutex_lock(&fc_gate);
-		fc_ticket_now++;
+		__atomic_add_fetch(&fc_ticket_now, 1, __ATOMIC_RELAXED);
 		pthread_cond_broadcast(&fc_gate_cv);
 		pthread_mutex_unlock(&fc_gate);
 	}
@@ -91,11 +91,13 @@ static void fc_gate_atfork_child(void)
  * Virtual time keeps the lock (its scheduler decides who runs). */
 void fc_lock_yield(void)
 {
-	if (fc_knobs.vtime || fc_lock_depth == 0)
+	if (fc_knobs.vtime || fc_lock_depth == 0 ||   /* nobody queued: not even the gate */
+	    __atomic_load_n(&fc_ticket_next, __ATOMIC_RELAXED) -
+	    __atomic_load_n(&fc_ticket_now, __ATOMIC_RELAXED) <= 1)
 		return;
 	pthread_mutex_lock(&fc_gate);
 	if (fc_ticket_next - fc_ticket_now > 1) {
-		fc_ticket_now++;
+		__atomic_add_fetch(&fc_ticket_now, 1, __ATOMIC_RELAXED);
 		pthread_cond_broadcast(&fc_gate_cv);
 		fc_gate_wait_turn();
 	}
