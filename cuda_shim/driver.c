@@ -239,7 +239,8 @@ CUresult kvt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes)
 	return CALL(mem_info, free_bytes, total_bytes);
 }
 
-int kvt_cuda_graph_kernels(CUgraph g, void (*fn)(void **params, void *arg), void *arg)
+int kvt_cuda_graph_kernels(CUgraph g, void (*fn)(uint64_t func, void **params, void *arg),
+			   void *arg)
 {
 	size_t n = 0;
 	if (CALL(graph_nodes, g, NULL, &n) != CUDA_SUCCESS)
@@ -261,7 +262,7 @@ int kvt_cuda_graph_kernels(CUgraph g, void (*fn)(void **params, void *arg), void
 			    t != CU_GRAPH_NODE_TYPE_KERNEL ||
 			    CALL(kernel_node_params, nodes[i], &p) != CUDA_SUCCESS)
 				continue;
-			fn(p.kernelParams, arg);
+			fn((uint64_t)(uintptr_t)p.func, p.kernelParams, arg);
 			k++;
 		}
 	}

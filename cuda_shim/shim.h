@@ -38,7 +38,8 @@ int kvt_cuda_accessed_by(CUdeviceptr p, size_t bytes, CUdevice dev);
 /* fn(kernelParams, arg) for each kernel node of graph g (child graphs are
  * not entered); the number of kernel nodes, or -1. Maps a scratch array of
  * the graph's node handles: for instantiation, not for every launch. */
-int kvt_cuda_graph_kernels(CUgraph g, void (*fn)(void **params, void *arg), void *arg);
+int kvt_cuda_graph_kernels(CUgraph g, void (*fn)(uint64_t func, void **params, void *arg),
+			   void *arg);
 
 /* Byte size of parameter i of kernel f (cuFuncGetParamInfo, CUDA 12.4+):
  * 0 with *size; 1 when i is past its last parameter; -1 when the driver

@@ -44,9 +44,9 @@ LAUNCH_EX_HOOK(cuLaunchKernelEx_ptsz)
 
 /* ---- graphs ---- */
 
-static void scan_node(void **params, void *arg)
+static void scan_node(uint64_t func, void **params, void *arg)
 {
-	kvt_prof_graph_scan(arg, params);
+	kvt_prof_graph_scan(arg, func, params);
 }
 
 /* A graph was instantiated as exec: its kernel nodes' parameters are read
@@ -54,7 +54,7 @@ static void scan_node(void **params, void *arg)
  * destroyed at once: PyTorch does). */
 static void instantiated(CUgraphExec exec, CUgraph g)
 {
-	struct kvt_graph_ev ev = { .exec = U64(exec) };   /* 2 KiB: an application stack */
+	struct kvt_graph_ev ev = { .exec = U64(exec) };   /* 2.7 KiB: an application stack */
 	if (!kvt_prof_graphs_wanted()) {     /* no node walk where nothing could be found */
 		kvt_prof_graph_forget(ev.exec);
 		return;

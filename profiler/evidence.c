@@ -333,8 +333,10 @@ static void launch_scan(uint64_t func, void **params, uint64_t stream)
 
 struct graph_slot {
 	uint64_t exec;                  /* key: the CUgraphExec; 0 = never used */
-	uint32_t nr;
+	uint32_t nr, ntab;
 	uint64_t val[KVT_GRAPH_VALUES];
+	uint16_t with[KVT_GRAPH_VALUES];
+	uint64_t tab[KVT_GRAPH_TABLES];
 };
 static struct graph_slot *graphs;       /* mmap'd at the first graph with evidence */
 static uint64_t nr_graphs_kept, nr_graphs_full;
@@ -344,18 +346,37 @@ static uint32_t graph_hash(uint64_t exec)
 	return (uint32_t)((exec * 0x9e3779b97f4a7c15ull) >> 40) & (GRAPH_SLOTS - 1);
 }
 
-static int graph_has(const struct kvt_graph_ev *g, uint64_t v)
+/* v's index in g->val, or -1. */
+static int graph_at(const struct kvt_graph_ev *g, uint64_t v)
 {
 	for (uint32_t i = 0; i < g->nr; i++)
 		if (g->val[i] == v)
-			return 1;
-	return 0;
+			return (int)i;
+	return -1;
 }
 
-static void graph_keep(struct kvt_graph_ev *g, uint64_t v)
+/* v kept in g->val: its index, or -1 when there is no room. */
+static int graph_keep(struct kvt_graph_ev *g, uint64_t v)
 {
-	if (g->nr < KVT_GRAPH_VALUES && !graph_has(g, v))
-		g->val[g->nr++] = v;
+	int i = graph_at(g, v);
+	if (i < 0 && g->nr < KVT_GRAPH_VALUES) {
+		i = (int)g->nr++;
+		g->val[i] = v;
+		g->with[i] = 0;
+	}
+	return i;
+}
+
+/* The bit of table candidate v in g->tab (kept there), 0 when full. */
+static uint16_t graph_tab(struct kvt_graph_ev *g, uint64_t v)
+{
+	for (uint32_t j = 0; j < g->ntab; j++)
+		if (g->tab[j] == v)
+			return (uint16_t)(1u << j);
+	if (g->ntab >= KVT_GRAPH_TABLES)
+		return 0;
+	g->tab[g->ntab] = v;
+	return (uint16_t)(1u << g->ntab++);
 }
 
 int kvt_prof_graphs_wanted(void)
@@ -363,19 +384,26 @@ int kvt_prof_graphs_wanted(void)
 	return (kvt_prof_sources_enabled() & (1u << KVT_SRC_LAUNCH)) && !kvt_heat_empty();
 }
 
-void kvt_prof_graph_scan(struct kvt_graph_ev *g, void **params)
+void kvt_prof_graph_scan(struct kvt_graph_ev *g, uint64_t func, void **params)
 {
-	uint64_t val[KVT_LAUNCH_VALUES], win[KVT_LAUNCH_WINDOW / 8];
+	uint64_t val[KVT_LAUNCH_VALUES], win[KVT_LAUNCH_WINDOW / 8], scal[KVT_TABLE_SCALARS];
+	struct kvt_param_layout lay;
 	if (!params)
 		return;
-	unsigned nr = param_values(params, val), followed = 0;
+	unsigned nscal = 0;
+	unsigned nr = func && kvt_param_layout(func, &lay) ? layout_values(params, &lay, val, scal, &nscal)
+							   : param_values(params, val);
+	unsigned followed = 0;
+	int kept[KVT_LAUNCH_VALUES], named = 0;
 	for (unsigned i = 0; i < nr; i++) {
+		kept[i] = -1;
 		if (kvt_heat_maybe(val[i]) && kvt_heat_find(val[i]) >= 0) {
-			graph_keep(g, val[i]);
+			kept[i] = graph_keep(g, val[i]);
+			named |= kept[i] >= 0;
 			continue;
 		}
 		if (followed >= KVT_LAUNCH_FOLLOW || !user_pointer(val[i]) ||
-		    graph_has(g, val[i] | GRAPH_FOLLOW))
+		    graph_at(g, val[i] | GRAPH_FOLLOW) >= 0)
 			continue;
 		followed++;
 		size_t n = host_readable(val[i]) ? kvt_prof_read_self(win, val[i], sizeof win) / 8 : 0;
@@ -385,6 +413,19 @@ void kvt_prof_graph_scan(struct kvt_graph_ev *g, void **params)
 				break;
 			}
 	}
+	if (!named)
+		return;
+	/* the node's other device pointers (a followed host pointer is not
+	 * one): table candidates, with the tensors named beside them */
+	uint16_t m = 0;
+	for (unsigned i = 0; i < nr; i++)
+		if (kept[i] < 0 && !(kvt_heat_maybe(val[i]) && kvt_heat_find(val[i]) >= 0) &&
+		    user_pointer(val[i]) && val[i] < (1ull << 56) &&
+		    kvt_prof_device_memory(val[i]) != 0)
+			m |= graph_tab(g, val[i]);
+	for (unsigned i = 0; i < nr; i++)
+		if (kept[i] >= 0)
+			g->with[kept[i]] |= m;
 }
 
 /* The slot holding exec's evidence, or NULL. */
@@ -433,9 +474,14 @@ void kvt_prof_graph_publish(const struct kvt_graph_ev *g)
 		    !__atomic_compare_exchange_n(&t[h].exec, &k, GRAPH_BUSY, 0, __ATOMIC_ACQUIRE,
 						 __ATOMIC_RELAXED))
 			continue;
-		for (uint32_t i = 0; i < g->nr; i++)
+		for (uint32_t i = 0; i < g->nr; i++) {
 			__atomic_store_n(&t[h].val[i], g->val[i], __ATOMIC_RELAXED);
+			__atomic_store_n(&t[h].with[i], g->with[i], __ATOMIC_RELAXED);
+		}
+		for (uint32_t j = 0; j < g->ntab; j++)
+			__atomic_store_n(&t[h].tab[j], g->tab[j], __ATOMIC_RELAXED);
 		__atomic_store_n(&t[h].nr, g->nr, __ATOMIC_RELAXED);
+		__atomic_store_n(&t[h].ntab, g->ntab, __ATOMIC_RELAXED);
 		__atomic_store_n(&t[h].exec, g->exec, __ATOMIC_RELEASE);
 		__atomic_fetch_add(&nr_graphs_kept, 1, __ATOMIC_RELAXED);
 		return;
@@ -444,6 +490,22 @@ void kvt_prof_graph_publish(const struct kvt_graph_ev *g)
 		kvt_warn("launch source: no room to keep an instantiated CUDA graph's evidence "
 			 "(%d graphs naming tracked memory at most); launches of such graphs give "
 			 "none (counted, said once)", GRAPH_SLOTS);
+}
+
+/* The graph's table candidates paired again with the tensors named beside
+ * them (kvt_tables_pair: only those the tables source reads). */
+static void graph_pairs(const struct graph_slot *s, uint32_t nr)
+{
+	uint64_t b[KVT_GRAPH_VALUES];
+	uint32_t ntab = __atomic_load_n(&s->ntab, __ATOMIC_RELAXED);
+	for (uint32_t j = 0; j < ntab && j < KVT_GRAPH_TABLES; j++) {
+		unsigned n = 0;
+		for (uint32_t i = 0; i < nr; i++)
+			if (__atomic_load_n(&s->with[i], __ATOMIC_RELAXED) >> j & 1)
+				b[n++] = __atomic_load_n(&s->val[i], __ATOMIC_RELAXED);
+		if (n)
+			kvt_tables_pair(__atomic_load_n(&s->tab[j], __ATOMIC_RELAXED), b, n);
+	}
 }
 
 void kvt_prof_on_graph_launch(uint64_t exec)
@@ -456,6 +518,8 @@ void kvt_prof_on_graph_launch(uint64_t exec)
 		return;
 	const float weight = (float)KVT_LAUNCH_SAMPLE;
 	uint32_t nr = __atomic_load_n(&s->nr, __ATOMIC_RELAXED);
+	if (kvt_prof_sources_enabled() & (1u << KVT_SRC_TABLES))
+		graph_pairs(s, nr < KVT_GRAPH_VALUES ? nr : KVT_GRAPH_VALUES);
 	unsigned credited = 0, followed = 0;
 	for (uint32_t i = 0; i < nr && i < KVT_GRAPH_VALUES; i++) {
 		uint64_t v = __atomic_load_n(&s->val[i], __ATOMIC_RELAXED);
@@ -463,7 +527,10 @@ void kvt_prof_on_graph_launch(uint64_t exec)
 			int r = kvt_heat_find(v);
 			if (r >= 0) {
 				kvt_evc_mark(r, KVT_EVC_ALLOCATION);
-				credited += kvt_heat_spread(r, KVT_LAUNCH_SPREAD, weight);
+				/* as for an eager launch: no spread where block tables
+				 * name the chunks */
+				if (!kvt_tables_covers(r))
+					credited += kvt_heat_spread(r, KVT_LAUNCH_SPREAD, weight);
 			}
 			continue;
 		}

@@ -69,24 +69,33 @@ void kvt_prof_on_memset(uint64_t dst, uint64_t bytes);
 void kvt_prof_on_fault(uint64_t addr);
 
 /* CUDA graphs (the launch source): a graph's kernel parameters are read
- * when it is instantiated, and credited when it is launched.
+ * when it is instantiated (whole, by the function's parameter layout where
+ * the driver gives it), and credited when it is launched.
  * kvt_prof_graph_scan adds one kernel node's parameters to g (start with
- * g->exec set and g->nr 0); kvt_prof_graph_publish keeps what it found for
- * g->exec (replacing what that handle had); kvt_prof_graph_forget drops it
- * (cuGraphExecDestroy). A launch of a kept graph is sampled like a kernel
- * launch. */
+ * g->exec set, g->nr and g->ntab 0); kvt_prof_graph_publish keeps what it
+ * found for g->exec (replacing what that handle had);
+ * kvt_prof_graph_forget drops it (cuGraphExecDestroy). A launch of a kept
+ * graph is sampled like a kernel launch. The other device pointers a node
+ * names beside a tracked tensor are kept too (tab): where one is a block
+ * table the tables source reads (a copy's or a decoder's destination), a
+ * sampled launch pairs it with the node's tensors again, as an eager launch
+ * of the node would (profiler/tables.c: a pair unused for a while
+ * expires). */
 #define KVT_GRAPH_VALUES     256   /* tensors and followed pointers kept per graph */
+#define KVT_GRAPH_TABLES     16    /* table candidates kept per graph */
 #define KVT_GRAPH_FOLLOW     8     /* pointers followed per credited graph launch */
 #define KVT_GRAPH_MAX_CHUNKS 256   /* chunks credited by the followed windows */
 struct kvt_graph_ev {
 	uint64_t exec;
-	uint32_t nr;
+	uint32_t nr, ntab;
 	uint64_t val[KVT_GRAPH_VALUES];
+	uint16_t with[KVT_GRAPH_VALUES];   /* of a tensor: the tab[] named beside it (bits) */
+	uint64_t tab[KVT_GRAPH_TABLES];
 };
 /* Whether graphs can give evidence now: the launch source on and something
  * tracked (else instantiation skips the walk of the graph's nodes). */
 int kvt_prof_graphs_wanted(void);
-void kvt_prof_graph_scan(struct kvt_graph_ev *g, void **params);
+void kvt_prof_graph_scan(struct kvt_graph_ev *g, uint64_t func, void **params);
 void kvt_prof_graph_publish(const struct kvt_graph_ev *g);
 void kvt_prof_graph_forget(uint64_t exec);
 void kvt_prof_on_graph_launch(uint64_t exec);

@@ -30,6 +30,8 @@
 #define LENS_AFTER     1               /* a step copies the table, then its lengths */
 #define LENS_BEFORE    2               /* the lengths, then the table */
 #define OFFSETS_COPIES 4               /* copies that judge a table offsets */
+#define DUEL_FAULTS    64              /* faults a duel of near strides is judged on */
+#define DUEL_POLLS     24              /* polls it waits for them at most */
 
 struct tslot {
 	uint64_t dst;                   /* atomic: the table's device address, 0 = free */
@@ -65,6 +67,9 @@ struct tslot {
 	double wn, wk;                  /* the recheck window of the accepted stride */
 	unsigned against;               /* windows in a row that explained too few */
 	uint64_t prev;                  /* the stride dropped last (preferred by a re-learn) */
+	int duel[KVT_DUEL_MAX];         /* candidates judged on the same faults (nduel > 1) */
+	unsigned nduel, duel_polls;
+	double duel_n, duel_k[KVT_DUEL_MAX], duel_z;
 };
 
 struct pair {
@@ -81,7 +86,7 @@ static uint64_t faults[FAULT_RING], fault_at;  /* atomic */
 static uint64_t covered[KVT_HEAT_MAX_RANGES / 64];  /* atomic */
 static struct {
 	uint64_t copies_read, pairs, accepted, dropped, credited, stride, trimmed;
-	uint64_t windows_against, relearned, shared;
+	uint64_t windows_against, relearned, shared, duels;
 } st;                                          /* atomic */
 
 /* scratch (migrator thread) */
@@ -522,6 +527,18 @@ void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, u
 	}
 }
 
+void kvt_tables_pair(uint64_t table, const uint64_t *base, unsigned n)
+{
+	int t = find_slot(table);
+	if (t < 0)
+		return;
+	if (!LD(slots[t].wanted))
+		ST(slots[t].wanted, 1);
+	for (unsigned i = 0; i < n; i++)
+		if (base[i] < (1ull << 56))
+			note_pair(base[i], t);
+}
+
 int kvt_tables_covers(int slot)
 {
 	if (slot < 0 || slot >= KVT_HEAT_MAX_RANGES)
@@ -632,6 +649,7 @@ static void reset_learner(struct tslot *t)
 	ST(t->lens_last, 0);
 	t->wn = t->wk = 0;
 	t->against = 0;
+	t->nduel = 0;
 }
 
 /* The live ids of t, ascending (at most MAX_LIVE, evenly thinned); stale
@@ -720,7 +738,69 @@ static unsigned sibling_strides(const struct tslot *t, const struct base *b, uns
 	return n;
 }
 
-/* Score up to CAND_PER_POLL candidates against this epoch's faults f[0..nf). */
+/* How many of the faults fidx[0..nfi) fall in the chunks stride s
+ * predicts for the live ids; *cov its chunk coverage of universe u, *full
+ * when the prediction ran out of marks. */
+static unsigned score_one(const struct base *b, unsigned nb, unsigned nl, uint64_t s,
+			  const uint32_t *fidx, unsigned nfi, uint64_t u, double *cov, int *full)
+{
+	unsigned nm = 0, hit = 0;
+	*full = predict(b, nb, nl, s, &nm);
+	for (unsigned i = 0; i < nfi; i++)
+		hit += (bits[fidx[i] / 64] >> (fidx[i] % 64)) & 1;
+	clear_marks(nm);
+	*cov = (double)nm / (double)u;
+	return hit;
+}
+
+static void accept(struct tslot *t, const struct kvt_tcand *best, double z)
+{
+	t->stride = best->s;
+	ST(t->stride_pub, best->s);
+	ST(t->trusted, 1);
+	t->wn = t->wk = 0;
+	t->nduel = 0;
+	ADD(st.accepted, 1);
+	ST(st.stride, best->s);
+	kvt_debug("tables: a layout accepted: stride %llu bytes (%.0f of %.0f faults explained, "
+		  "z %.1f, kappa %.2f; table of %u bytes at %#llx)", (unsigned long long)best->s,
+		  best->k, best->n, z, kvt_tcand_kappa(best), LD(t->raw_bytes),
+		  (unsigned long long)LD(t->dst));
+}
+
+/* One poll of a duel (tables_choose.h): its candidates scored on the same
+ * faults; decided after DUEL_FAULTS of them, or DUEL_POLLS polls. */
+static void duel(struct tslot *t, const struct base *b, unsigned nb, unsigned nl,
+		 const uint32_t *fidx, unsigned nfi, uint64_t u)
+{
+	double k[KVT_DUEL_MAX];
+	uint64_t sv[KVT_DUEL_MAX];
+	int full = 0;
+	for (unsigned j = 0; j < t->nduel && nfi && !full; j++) {
+		double cov;
+		k[j] = score_one(b, nb, nl, t->c[t->duel[j]].s, fidx, nfi, u, &cov, &full);
+		full |= cov > 0.9;
+	}
+	if (nfi && !full) {                      /* a poll without power does not count */
+		t->duel_n += nfi;
+		for (unsigned j = 0; j < t->nduel; j++)
+			t->duel_k[j] += k[j];
+	}
+	if (t->duel_n < DUEL_FAULTS && ++t->duel_polls < DUEL_POLLS)
+		return;
+	for (unsigned j = 0; j < t->nduel; j++)
+		sv[j] = t->c[t->duel[j]].s;
+	unsigned w = kvt_tcand_duel(sv, t->duel_k, t->nduel, t->duel_n);
+	kvt_debug("tables: stride %llu explains %.0f of %.0f faults beside %llu's %.0f (%u strides "
+		  "within 1/%d of each other, judged on the same faults): taken",
+		  (unsigned long long)sv[w], t->duel_k[w], t->duel_n,
+		  (unsigned long long)sv[w ? 0 : 1], t->duel_k[w ? 0 : 1], t->nduel, KVT_TWIN_NEAR);
+	ADD(st.duels, 1);
+	accept(t, &t->c[t->duel[w]], w ? 0 : t->duel_z);
+}
+
+/* Score up to CAND_PER_POLL candidates against this epoch's faults
+ * f[0..nf), then choose; a choice with twins is dueled first. */
 static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned nl,
 		  const uint64_t *f, unsigned nf)
 {
@@ -729,17 +809,20 @@ static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned n
 	for (unsigned i = 0; i < nf; i++)
 		nfi += fault_index(b, nb, f[i], &fidx[nfi]);
 	uint64_t u = universe(b, nb);
-	if (!nfi || !u || !t->nc)
+	if (!u || !t->nc)
+		return;
+	if (t->nduel > 1) {
+		duel(t, b, nb, nl, fidx, nfi, u);
+		return;
+	}
+	if (!nfi)
 		return;
 	for (unsigned q = 0; q < CAND_PER_POLL && q < t->nc; q++) {
 		struct kvt_tcand *c = &t->c[t->turn++ % t->nc];
-		unsigned nm = 0;
-		int full = predict(b, nb, nl, c->s, &nm);
-		unsigned hit = 0;
-		for (unsigned i = 0; i < nfi; i++)
-			hit += (bits[fidx[i] / 64] >> (fidx[i] % 64)) & 1;
-		clear_marks(nm);
-		kvt_tcand_score(c, nfi, hit, (double)nm / (double)u, full);
+		double cov;
+		int full;
+		unsigned hit = score_one(b, nb, nl, c->s, fidx, nfi, u, &cov, &full);
+		kvt_tcand_score(c, nfi, hit, cov, full);
 	}
 	double z = 0;
 	uint64_t prefer[KVT_TABLE_SLOTS + 1];
@@ -750,23 +833,23 @@ static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned n
 	if (bi < 0)
 		return;
 	const struct kvt_tcand *best = &t->c[bi];
-	int sib = 0;
+	int sib = 0, known = 0;
+	for (unsigned p = 0; p < np; p++)
+		known |= best->s == prefer[p];
 	for (unsigned p = 0; p < ns; p++)
 		sib |= best->s == prefer[p];
+	if (!known && (t->nduel = kvt_tcand_twins(t->c, t->nc, bi, t->duel)) > 1) {
+		t->duel_n = 0;
+		t->duel_polls = 0;
+		t->duel_z = z;
+		memset(t->duel_k, 0, sizeof t->duel_k);
+		return;                              /* judged from the next poll */
+	}
 	if (sib)
 		ADD(st.shared, 1);
 	else if (t->prev && best->s == t->prev)
 		ADD(st.relearned, 1);
-	t->stride = best->s;
-	ST(t->stride_pub, best->s);
-	ST(t->trusted, 1);
-	t->wn = t->wk = 0;
-	ADD(st.accepted, 1);
-	ST(st.stride, best->s);
-	kvt_debug("tables: a layout accepted: stride %llu bytes (%.0f of %.0f faults explained, "
-		  "z %.1f, kappa %.2f; table of %u bytes at %#llx)", (unsigned long long)best->s,
-		  best->k, best->n, z, kvt_tcand_kappa(best), LD(t->raw_bytes),
-		  (unsigned long long)LD(t->dst));
+	accept(t, best, z);
 }
 
 /* The accepted layout, its chunks marked in bits, against this epoch's
@@ -1020,6 +1103,7 @@ void kvt_tables_info(struct kvt_tables_info *out)
 	out->windows_against = LD(st.windows_against);
 	out->relearned = LD(st.relearned);
 	out->shared = LD(st.shared);
+	out->duels = LD(st.duels);
 }
 
 void kvt_tables_reset(void)

@@ -66,6 +66,12 @@ extern const struct kvt_prof_source_ops kvt_src_tables;
  * scalar parameters, each (param index << 32 | value). */
 void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, unsigned nr,
 			  const uint64_t *scal, unsigned nscal);
+/* From a sampled graph launch (profiler/evidence.c): a kernel node named
+ * table beside the tracked tensors base[0..n) when the graph was
+ * instantiated. Where table is one the tables source reads, each (base,
+ * table) pair is renewed as an eager launch naming them renews it: steps
+ * that run from graphs keep their tables paired. Nothing otherwise. */
+void kvt_tables_pair(uint64_t table, const uint64_t *base, unsigned n);
 /* A table a server decoder rebuilt (profiler/decode.h): ids[0..bytes/4)
  * are the block ids the kernels that name device address dst read this
  * step, taken as a host-to-device copy of them into dst would be (the
@@ -113,6 +119,8 @@ struct kvt_tables_info {
 	uint64_t relearned;       /* re-learns that took the stride dropped before */
 	uint64_t shared;          /* layouts that took the stride another table on the same
 				   * bases uses */
+	uint64_t duels;           /* choices judged again beside near strides
+				   * (tables_choose.h) */
 };
 void kvt_tables_info(struct kvt_tables_info *out);
 /* Forget everything (fork child, tests). */

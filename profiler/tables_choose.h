@@ -42,4 +42,25 @@ double kvt_tcand_kappa(const struct kvt_tcand *c);
 int kvt_tcand_choose(const struct kvt_tcand *c, unsigned nc, const uint64_t *prefer, unsigned np,
 		     double *z);
 
+/* Near strides (within 1/KVT_TWIN_NEAR of each other) explain the same
+ * chunks for low ids and drift apart as ids grow, and candidates are
+ * scored in turns, on different epochs' faults: which of two twins scores
+ * higher says more about the epochs than the strides. So the chosen one
+ * and its twins are judged again, side by side, on the same faults: a
+ * duel. */
+#define KVT_TWIN_NEAR   8               /* twins: |s - s'| < s / 8 */
+#define KVT_DUEL_MAX    4               /* the chosen one and up to 3 twins */
+#define KVT_DUEL_TIE    0.03            /* within this share of the faults (or 1) ties */
+
+/* c[best] first, then its twins that have not been shown wrong (not
+ * scored yet, or explaining KVT_TABLE_MIN_HIT of what they were scored
+ * on), into out (at most KVT_DUEL_MAX); how many (1: no duel). */
+unsigned kvt_tcand_twins(const struct kvt_tcand *c, unsigned nc, int best, int *out);
+
+/* The duel's winner, an index into s[0..n) and k[0..n) (strides, faults
+ * each explained of the same nf): the most explained; of those within
+ * KVT_DUEL_TIE x nf of it (at least 1), the stride with the most trailing
+ * zero bits, then the most explained, then the first. */
+unsigned kvt_tcand_duel(const uint64_t *s, const double *k, unsigned n, double nf);
+
 #endif

@@ -381,9 +381,9 @@ static void *graph_thread(void *arg)         /* a fresh thread: its first launch
 	void *n1[16] = { &tensor }, *n2[16] = { &bt }, *n3[16] = { &junk };
 	static struct kvt_graph_ev ev;
 	ev = (struct kvt_graph_ev){ .exec = exec };
-	kvt_prof_graph_scan(&ev, n1);
-	kvt_prof_graph_scan(&ev, n2);
-	kvt_prof_graph_scan(&ev, n3);
+	kvt_prof_graph_scan(&ev, 0, n1);
+	kvt_prof_graph_scan(&ev, 0, n2);
+	kvt_prof_graph_scan(&ev, 0, n3);
 	kvt_prof_graph_publish(&ev);
 	for (int n = 0; n < 1600; n++) {
 		if (n == 800)
@@ -584,7 +584,7 @@ static void *device_thread(void *arg)        /* a fresh thread: its first launch
 	void *node[16] = { &dv };
 	static struct kvt_graph_ev ev;
 	ev = (struct kvt_graph_ev){ .exec = 0xde71ceull };
-	kvt_prof_graph_scan(&ev, node);
+	kvt_prof_graph_scan(&ev, 0, node);
 	dc->graph_nr = ev.nr;
 	return NULL;
 }
