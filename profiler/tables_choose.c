@@ -169,6 +169,7 @@ int kvt_tcand_choose(const struct kvt_tcand *c, unsigned nc, const uint64_t *pre
 unsigned kvt_tcand_twins(const struct kvt_tcand *c, unsigned nc, int best, int *out)
 {
 	unsigned n = 0;
+	int richer = 0;
 	if (best < 0 || (unsigned)best >= nc)
 		return 0;
 	uint64_t sb = c[best].s;
@@ -179,9 +180,10 @@ unsigned kvt_tcand_twins(const struct kvt_tcand *c, unsigned nc, int best, int *
 			continue;
 		if (c[i].n > 0 && c[i].k < KVT_TABLE_MIN_HIT * c[i].n)
 			continue;                  /* shown wrong on its own faults */
+		richer |= __builtin_ctzll(c[i].s) > __builtin_ctzll(sb);
 		out[n++] = (int)i;
 	}
-	return n;
+	return richer ? n : 1;
 }
 
 unsigned kvt_tcand_duel(const uint64_t *s, const double *k, unsigned n, double nf)

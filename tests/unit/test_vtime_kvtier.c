@@ -10,6 +10,7 @@
  * without address randomisation (the benches' setarch -R), which kvtier's
  * choices among equals follow. No assertion on real time. */
 #include "unit/kvt_test.h"
+#include "unit/kvt_trace_test.h"
 
 #include <stdbool.h>
 #include <sys/personality.h>
@@ -121,9 +122,38 @@ static void test_expensive_epoch(void)
 			t1, f1, t2, f2);
 }
 
+/* vllm-v2 4x (the demo's row: its tables come from the decoders, its
+ * decode from graphs) at epoch periods where the learner once went wrong:
+ * 40 ms took a near twin of the block stride (32 832), 10 ms lost the
+ * layout's pairing in graph-only decode. Either way chunks faulted, were
+ * struck and mapped for the GPU. Now one layout is accepted, the block
+ * stride, never dropped, and auto maps nothing. */
+static void test_layout_by_epoch(void)
+{
+	static const char *const args[] = { "workloads/serve-like", "--quiet", "--alt", "kvtier",
+					    "--pool-over-hbm", "4", NULL };
+	static const char *const periods[] = { "KVTIER_EPOCH_MS=40", "KVTIER_EPOCH_MS=10" };
+	static struct kvt_child c;
+	static char tr[128], info[65536];
+	snprintf(tr, sizeof tr, "KVTIER_TRACE=/tmp/kvt-test-vtime.%d.trace", (int)getpid());
+	for (int i = 0; i < 2; i++) {
+		const char *extra[] = { periods[i], tr, NULL };
+		vt_run(&c, args, extra);
+		CU_ASSERT_EQUAL(kvt_trace_infos(tr + 13, info, sizeof info), 0);
+		unlink(tr + 13);
+		const char *t = strstr(info, "\nprof.tables=");
+		CU_ASSERT_PTR_NOT_NULL(t);
+		CU_ASSERT_PTR_NOT_NULL(t ? strstr(t, " accepted=1 dropped=0 stride=32768 ") : NULL);
+		CU_ASSERT_EQUAL(kvt_info_u64(info, "migrate.auto_mapped", ~0ull), 0);
+		if (!t || !strstr(t, " accepted=1 dropped=0 stride=32768 "))
+			fprintf(stderr, "%s: %.200s\n", periods[i], t ? t : "(no prof.tables)");
+	}
+}
+
 static CU_TestInfo tests_vt[] = {
 	{ "kvtier in virtual time: the same figures twice", test_reproducible },
 	{ "an expensive epoch lands its prefetches later", test_expensive_epoch },
+	{ "vllm-v2 4x: one layout, the block stride, at 40 and 10 ms epochs", test_layout_by_epoch },
 	CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
