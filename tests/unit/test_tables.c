@@ -182,8 +182,8 @@ static void test_unexplained_never_trusted(void)
 	CU_ASSERT_FALSE(kvt_tables_covers(kvt_heat_find(KV)));
 }
 
-/* The hot ids' layout accepted; other[] filled with ids it does not name. */
-static void accepted_and_others(uint32_t other[300])
+/* Afresh, the hot ids' layout accepted. */
+static void accepted_hot(void)
 {
 	setup();
 	make_hot();
@@ -191,6 +191,12 @@ static void accepted_and_others(uint32_t other[300])
 	struct kvt_tables_info in;
 	kvt_tables_info(&in);
 	CU_ASSERT_EQUAL_FATAL(in.accepted, 1);
+}
+
+/* The same; other[] filled with ids it does not name. */
+static void accepted_and_others(uint32_t other[300])
+{
+	accepted_hot();
 	other_ids(other);
 }
 
@@ -396,19 +402,13 @@ static void graph_steps(unsigned polls, int launch)
 
 static void test_graph_keeps_pair(void)
 {
-	setup();
-	make_hot();
-	epochs(6, hot, 7, 3);
-	struct kvt_tables_info in;
-	kvt_tables_info(&in);
-	CU_ASSERT_EQUAL_FATAL(in.accepted, 1);
+	accepted_hot();
 	graph_steps(60, 1);
 	CU_ASSERT(kvt_tables_covers(kvt_heat_find(KV)));
 	CU_ASSERT(heat_at(KV + hot[0] * S) > 0);
 	CU_ASSERT_EQUAL(heat_at(KV + 2048 * S), 0);
 	CU_ASSERT_EQUAL(heat_at(KV + NB * S + 3000 * S), 0);
-	setup();
-	epochs(6, hot, 7, 3);
+	accepted_hot();
 	graph_steps(60, 0);
 	CU_ASSERT_FALSE(kvt_tables_covers(kvt_heat_find(KV)));
 }
