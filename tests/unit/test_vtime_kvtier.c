@@ -164,5 +164,11 @@ static CU_SuiteInfo suites[] = {
 int main(void)
 {
 	personality(ADDR_NO_RANDOMIZE);    /* inherited by the children it execs */
+	/* two full serve-like runs: minutes under ThreadSanitizer, whose
+	 * threads the first test's runs exercise the same way */
+	static const char *const heavy[] = {
+		"vllm-v2 4x: one layout, the block stride, at 40 and 10 ms epochs", NULL };
+	if (kvt_san_has("thread"))
+		kvt_test_leave_out(tests_vt, heavy, "ThreadSanitizer: the first test covers its threads");
 	return kvt_test_main(suites);
 }
