@@ -72,6 +72,7 @@
 	X(cuGraphLaunch, cuGraphLaunch) \
 	X(cuGraphLaunch, cuGraphLaunch_ptsz) \
 	X(cuGraphExecDestroy, cuGraphExecDestroy) \
+	X(cuGraphExecUpdate, cuGraphExecUpdate_v2) \
 	X(cuMemAdvise, cuMemAdvise) \
 	X(cuMemAdvise, cuMemAdvise_v2) \
 	X(cuMemPrefetchAsync, cuMemPrefetchAsync) \

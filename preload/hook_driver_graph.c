@@ -105,6 +105,21 @@ CUresult cuGraphLaunch_ptsz(CUgraphExec, CUstream);
 GRAPH_LAUNCH_HOOK(cuGraphLaunch)
 GRAPH_LAUNCH_HOOK(cuGraphLaunch_ptsz)
 
+/* The executable graph now runs g's nodes, parameters included (a server
+ * that updates its graphs in place each step, as llama.cpp does): what it
+ * names is read again from g, as at instantiation. (The CUDA 12 ABI; the
+ * pre-12 four-argument cuGraphExecUpdate is passed through unseen.) */
+KVT_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph g,
+					 CUgraphExecUpdateResultInfo *info)
+{
+	DRV_PROLOGUE(cuGraphExecUpdate_v2, exec, g, info);
+	CUresult r = real(exec, g, info);
+	if (r == CUDA_SUCCESS && exec && g)
+		instantiated(exec, g);
+	kvt_hook_exit();
+	return r;
+}
+
 /* The handle may come back for another graph: its evidence goes first. */
 KVT_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec)
 {

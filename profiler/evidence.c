@@ -320,9 +320,10 @@ static void launch_scan(uint64_t func, void **params, uint64_t stream)
  * as a launch naming them would be, and host pointers behind which tracked
  * addresses were found, followed again whenever a launch is credited
  * (what they point to, a block table, changes between launches). Each
- * cuGraphLaunch is sampled like a kernel launch. Not seen: kernel nodes
- * changed after instantiation (cuGraphExecKernelNodeSetParams,
- * cuGraphExecUpdate), child graphs, device-side launches. */
+ * cuGraphLaunch is sampled like a kernel launch; cuGraphExecUpdate reads the
+ * new graph as an instantiation would. Not seen: kernel nodes changed one
+ * by one (cuGraphExecKernelNodeSetParams), child graphs, device-side
+ * launches. */
 
 #define GRAPH_SLOTS   512               /* executable graphs with evidence (power of 2) */
 #define GRAPH_PROBES  32                /* slots looked at from a handle's hash: a launch of

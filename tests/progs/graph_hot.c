@@ -14,7 +14,11 @@
  *     graph   from a CUDA graph: the kernel is captured once on a stream
  *             (cuStreamBeginCapture/EndCapture), the graph instantiated and
  *             destroyed (as PyTorch does), and each step updates the ranges
- *             array the kernel reads and calls cuGraphLaunch.
+ *             array the kernel reads and calls cuGraphLaunch;
+ *     update  the same, but the graph instantiated first is one whose
+ *             kernel reads an empty ranges array, and the executable graph
+ *             is then updated in place (cuGraphExecUpdate, as llama.cpp
+ *             does) from a second capture, the one graph mode instantiates.
  *   devarg      the ranges array lives in device memory (a 4 KiB cuMemAlloc,
  *               filled with cuMemcpyHtoD before each step), as a real
  *               kernel's would: kvtier's launch scan must not read it.
@@ -65,6 +69,7 @@ static struct {
 	CUresult (*graph_destroy)(CUgraph);
 	CUresult (*graph_launch)(CUgraphExec, CUstream);
 	CUresult (*exec_destroy)(CUgraphExec);
+	CUresult (*exec_update)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
 	CUfunction (*touch)(void);
 	int (*location)(const void *, CUmemLocationType *, int *);
 	int (*counters)(struct fakecuda_counters *);
@@ -100,6 +105,7 @@ static int resolve(void)
 	GET(graph_destroy, "cuGraphDestroy", 10000);
 	GET(graph_launch, "cuGraphLaunch", 10000);
 	GET(exec_destroy, "cuGraphExecDestroy", 10000);
+	GET(exec_update, "cuGraphExecUpdate", 12000);
 #undef GET
 	*(void **)&d.touch = dlsym(h, "fakecuda_touch_kernel");
 	*(void **)&d.location = dlsym(h, "fakecuda_block_location");
@@ -132,6 +138,21 @@ static int launch_eager(CUstream s)
 	return d.launch(d.touch(), 1, 1, 1, 1, 1, 1, 0, s, params, NULL) ? -1 : 0;
 }
 
+/* update: the first graph's kernel reads no range */
+static const struct fakecuda_range none[1];
+static const struct fakecuda_range *rp_none = none;
+static unsigned nr_none;
+static void *params_none[] = { &rp_none, &nr_none, NULL };
+
+/* A graph of one kernel launched with p, captured on s. */
+static int capture(CUstream s, void **p, CUgraph *g)
+{
+	*g = NULL;
+	return d.begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) ||
+	       d.launch(d.touch(), 1, 1, 1, 1, 1, 1, 0, s, p, NULL) || d.end_capture(s, g) || !*g
+	       ? -1 : 0;
+}
+
 static int launch_ex(CUstream s)
 {
 	CUlaunchConfig cfg = { .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 1,
@@ -150,10 +171,11 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "graph";
 	unsigned ms = argc > 2 ? (unsigned)atoi(argv[2]) : 1500;
-	int graph = !strcmp(mode, "graph"), ex = !strcmp(mode, "ex");
+	int update = !strcmp(mode, "update");
+	int graph = update || !strcmp(mode, "graph"), ex = !strcmp(mode, "ex");
 	int devarg = argc > 3 && !strcmp(argv[3], "devarg");
 	if ((!graph && !ex && strcmp(mode, "eager")) || (argc > 3 && !devarg)) {
-		fprintf(stderr, "usage: graph_hot eager|ex|graph [MS [devarg]]\n");
+		fprintf(stderr, "usage: graph_hot eager|ex|graph|update [MS [devarg]]\n");
 		return 2;
 	}
 	int r = resolve();
@@ -181,9 +203,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (graph) {
-		CUgraph g = NULL;
-		if (d.begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) || launch_eager(s) ||
-		    d.end_capture(s, &g) || !g || d.instantiate(&exec, g, 0) || d.graph_destroy(g)) {
+		CUgraph g = NULL, g2 = NULL;
+		CUgraphExecUpdateResultInfo info;
+		if (capture(s, update ? params_none : params, &g) || d.instantiate(&exec, g, 0) ||
+		    d.graph_destroy(g) ||
+		    (update && (capture(s, params, &g2) || d.exec_update(exec, g2, &info) ||
+				d.graph_destroy(g2)))) {
 			fprintf(stderr, "graph_hot: capture failed\n");
 			return 1;
 		}

@@ -93,6 +93,21 @@ static void test_graph_replay(void)
 	CU_ASSERT_EQUAL(info(&r, "migrate.promoted"), 0);
 }
 
+/* The executable graph updated in place (cuGraphExecUpdate) from a capture
+ * that reads the hot chunks, after it was instantiated from one that reads
+ * nothing: kvtier reads the graph again at the update, and the hot chunks
+ * are promoted as in graph mode (without the update hook the graph named
+ * nothing and none was). */
+static void test_graph_update(void)
+{
+	static struct result r;
+	run(&r, "update", "launch,copy,cupti");
+	CU_ASSERT_EQUAL_FATAL(r.c.exit_code, 0);
+	CU_ASSERT_EQUAL(out(&r, "hot_in_hbm"), 4);
+	CU_ASSERT_EQUAL(out(&r, "cold_in_hbm"), 0);
+	CU_ASSERT_EQUAL(info(&r, "prof.launch.graphs"), 1);
+}
+
 /* The kernel's argument array in device memory names the hot chunks (the
  * kernel reads it: gpu_bytes), and only the launch source is on: no
  * evidence, nothing promoted, no fault in a hook (exit 0). FAKECUDA_COHERENT
@@ -126,6 +141,7 @@ int main(void)
 		{ "cuLaunchKernelEx: hot chunks promoted", test_launch_ex },
 		{ "graph replay: hot chunks promoted; not without the launch source",
 		  test_graph_replay },
+		{ "a graph updated in place is read again", test_graph_update },
 		{ "an argument array in device memory is never read", test_device_argument },
 		CU_TEST_INFO_NULL,
 	};
