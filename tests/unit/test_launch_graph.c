@@ -66,25 +66,28 @@ static unsigned long long out(const struct result *r, const char *key)
 	return kvt_out_u64(r->c.out, key);
 }
 
+/* mode with the launch source on: every hot chunk promoted and no cold
+ * one, on launch evidence, from graphs kept executable graphs */
+static void run_hot(struct result *r, const char *mode, unsigned long long graphs)
+{
+	run(r, mode, "launch,copy,cupti");
+	CU_ASSERT_EQUAL_FATAL(r->c.exit_code, 0);
+	CU_ASSERT_EQUAL(out(r, "hot_in_hbm"), 4);
+	CU_ASSERT_EQUAL(out(r, "cold_in_hbm"), 0);
+	CU_ASSERT_EQUAL(info(r, "prof.launch.graphs"), graphs);
+	CU_ASSERT_TRUE(info(r, "prof.source.launch") > 0);
+}
+
 static void test_launch_ex(void)
 {
 	static struct result r;
-	run(&r, "ex", "launch,copy,cupti");
-	CU_ASSERT_EQUAL_FATAL(r.c.exit_code, 0);
-	CU_ASSERT_EQUAL(out(&r, "hot_in_hbm"), 4);
-	CU_ASSERT_EQUAL(out(&r, "cold_in_hbm"), 0);
-	CU_ASSERT_TRUE(info(&r, "prof.source.launch") > 0);
+	run_hot(&r, "ex", 0);
 }
 
 static void test_graph_replay(void)
 {
 	static struct result r;
-	run(&r, "graph", "launch,copy,cupti");
-	CU_ASSERT_EQUAL_FATAL(r.c.exit_code, 0);
-	CU_ASSERT_EQUAL(out(&r, "hot_in_hbm"), 4);
-	CU_ASSERT_EQUAL(out(&r, "cold_in_hbm"), 0);
-	CU_ASSERT_EQUAL(info(&r, "prof.launch.graphs"), 1);
-	CU_ASSERT_TRUE(info(&r, "prof.source.launch") > 0);
+	run_hot(&r, "graph", 1);
 	/* the same without the launch source: nothing names the chunks */
 	run(&r, "graph", "copy,cupti");
 	CU_ASSERT_EQUAL_FATAL(r.c.exit_code, 0);
@@ -101,11 +104,7 @@ static void test_graph_replay(void)
 static void test_graph_update(void)
 {
 	static struct result r;
-	run(&r, "update", "launch,copy,cupti");
-	CU_ASSERT_EQUAL_FATAL(r.c.exit_code, 0);
-	CU_ASSERT_EQUAL(out(&r, "hot_in_hbm"), 4);
-	CU_ASSERT_EQUAL(out(&r, "cold_in_hbm"), 0);
-	CU_ASSERT_EQUAL(info(&r, "prof.launch.graphs"), 1);
+	run_hot(&r, "update", 1);
 }
 
 /* The kernel's argument array in device memory names the hot chunks (the
