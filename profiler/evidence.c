@@ -395,12 +395,13 @@ void kvt_prof_graph_scan(struct kvt_graph_ev *g, uint64_t func, void **params)
 	unsigned nr = func && kvt_param_layout(func, &lay) ? layout_values(params, &lay, val, scal, &nscal)
 							   : param_values(params, val);
 	unsigned followed = 0;
-	int kept[KVT_LAUNCH_VALUES], named = 0;
+	int kept[KVT_LAUNCH_VALUES], named = 0;    /* -1: not tracked; -2: no room */
 	for (unsigned i = 0; i < nr; i++) {
 		kept[i] = -1;
 		if (kvt_heat_maybe(val[i]) && kvt_heat_find(val[i]) >= 0) {
 			kept[i] = graph_keep(g, val[i]);
 			named |= kept[i] >= 0;
+			kept[i] = kept[i] >= 0 ? kept[i] : -2;
 			continue;
 		}
 		if (followed >= KVT_LAUNCH_FOLLOW || !user_pointer(val[i]) ||
@@ -420,8 +421,7 @@ void kvt_prof_graph_scan(struct kvt_graph_ev *g, uint64_t func, void **params)
 	 * one): table candidates, with the tensors named beside them */
 	uint16_t m = 0;
 	for (unsigned i = 0; i < nr; i++)
-		if (kept[i] < 0 && !(kvt_heat_maybe(val[i]) && kvt_heat_find(val[i]) >= 0) &&
-		    user_pointer(val[i]) && val[i] < (1ull << 56) &&
+		if (kept[i] == -1 && user_pointer(val[i]) && val[i] < (1ull << 56) &&
 		    kvt_prof_device_memory(val[i]) != 0)
 			m |= graph_tab(g, val[i]);
 	for (unsigned i = 0; i < nr; i++)
@@ -493,22 +493,6 @@ void kvt_prof_graph_publish(const struct kvt_graph_ev *g)
 			 "none (counted, said once)", GRAPH_SLOTS);
 }
 
-/* The graph's table candidates paired again with the tensors named beside
- * them (kvt_tables_pair: only those the tables source reads). */
-static void graph_pairs(const struct graph_slot *s, uint32_t nr)
-{
-	uint64_t b[KVT_GRAPH_VALUES];
-	uint32_t ntab = __atomic_load_n(&s->ntab, __ATOMIC_RELAXED);
-	for (uint32_t j = 0; j < ntab && j < KVT_GRAPH_TABLES; j++) {
-		unsigned n = 0;
-		for (uint32_t i = 0; i < nr; i++)
-			if (__atomic_load_n(&s->with[i], __ATOMIC_RELAXED) >> j & 1)
-				b[n++] = __atomic_load_n(&s->val[i], __ATOMIC_RELAXED);
-		if (n)
-			kvt_tables_pair(__atomic_load_n(&s->tab[j], __ATOMIC_RELAXED), b, n);
-	}
-}
-
 void kvt_prof_on_graph_launch(uint64_t exec)
 {
 	uint64_t win[KVT_LAUNCH_WINDOW / 8];
@@ -520,7 +504,8 @@ void kvt_prof_on_graph_launch(uint64_t exec)
 	const float weight = (float)KVT_LAUNCH_SAMPLE;
 	uint32_t nr = __atomic_load_n(&s->nr, __ATOMIC_RELAXED);
 	if (kvt_prof_sources_enabled() & (1u << KVT_SRC_TABLES))
-		graph_pairs(s, nr < KVT_GRAPH_VALUES ? nr : KVT_GRAPH_VALUES);
+		kvt_tables_pair(s->tab, __atomic_load_n(&s->ntab, __ATOMIC_RELAXED), s->val, s->with,
+				nr < KVT_GRAPH_VALUES ? nr : KVT_GRAPH_VALUES);
 	unsigned credited = 0, followed = 0;
 	for (uint32_t i = 0; i < nr && i < KVT_GRAPH_VALUES; i++) {
 		uint64_t v = __atomic_load_n(&s->val[i], __ATOMIC_RELAXED);

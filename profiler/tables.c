@@ -527,16 +527,21 @@ void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, u
 	}
 }
 
-void kvt_tables_pair(uint64_t table, const uint64_t *base, unsigned n)
+void kvt_tables_pair(const uint64_t *tab, unsigned ntab, const uint64_t *val,
+		     const uint16_t *with, unsigned nr)
 {
-	int t = find_slot(table);
-	if (t < 0)
-		return;
-	if (!LD(slots[t].wanted))
-		ST(slots[t].wanted, 1);
-	for (unsigned i = 0; i < n; i++)
-		if (base[i] < (1ull << 56))
-			note_pair(base[i], t);
+	for (unsigned j = 0; j < ntab && j < 8 * sizeof *with; j++) {
+		int t = find_slot(__atomic_load_n(&tab[j], __ATOMIC_RELAXED));
+		if (t < 0)
+			continue;                    /* not a table: its tensors are not read */
+		if (!LD(slots[t].wanted))
+			ST(slots[t].wanted, 1);
+		for (unsigned i = 0; i < nr; i++) {
+			uint64_t v = __atomic_load_n(&val[i], __ATOMIC_RELAXED);
+			if (__atomic_load_n(&with[i], __ATOMIC_RELAXED) >> j & 1 && v < (1ull << 56))
+				note_pair(v, t);
+		}
+	}
 }
 
 int kvt_tables_covers(int slot)

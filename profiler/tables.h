@@ -66,12 +66,15 @@ extern const struct kvt_prof_source_ops kvt_src_tables;
  * scalar parameters, each (param index << 32 | value). */
 void kvt_tables_on_launch(uint64_t func, const uint64_t *val, const int *slot, unsigned nr,
 			  const uint64_t *scal, unsigned nscal);
-/* From a sampled graph launch (profiler/evidence.c): a kernel node named
- * table beside the tracked tensors base[0..n) when the graph was
- * instantiated. Where table is one the tables source reads, each (base,
- * table) pair is renewed as an eager launch naming them renews it: steps
- * that run from graphs keep their tables paired. Nothing otherwise. */
-void kvt_tables_pair(uint64_t table, const uint64_t *base, unsigned n);
+/* From a sampled graph launch (profiler/evidence.c), a graph's kept
+ * evidence: its kernel nodes named the device pointers tab[0..ntab) (at
+ * most 16) beside tracked tensors, val[i] one of them where with[i] has
+ * bit j set for tab[j]. Each tab[j] the tables source reads is paired
+ * again with its tensors, as an eager launch naming them pairs them:
+ * steps that run from graphs keep their tables paired. The arrays are read
+ * with atomic loads (another thread may republish the graph). */
+void kvt_tables_pair(const uint64_t *tab, unsigned ntab, const uint64_t *val,
+		     const uint16_t *with, unsigned nr);
 /* A table a server decoder rebuilt (profiler/decode.h): ids[0..bytes/4)
  * are the block ids the kernels that name device address dst read this
  * step, taken as a host-to-device copy of them into dst would be (the

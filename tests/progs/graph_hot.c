@@ -133,9 +133,14 @@ static int publish(void)
 	return dev_arg && d.htod(dev_arg, arg.r, NR_HOT * sizeof arg.r[0]) ? -1 : 0;
 }
 
+static int launch_with(CUstream s, void **p)
+{
+	return d.launch(d.touch(), 1, 1, 1, 1, 1, 1, 0, s, p, NULL) ? -1 : 0;
+}
+
 static int launch_eager(CUstream s)
 {
-	return d.launch(d.touch(), 1, 1, 1, 1, 1, 1, 0, s, params, NULL) ? -1 : 0;
+	return launch_with(s, params);
 }
 
 /* update: the first graph's kernel reads no range */
@@ -148,9 +153,8 @@ static void *params_none[] = { &rp_none, &nr_none, NULL };
 static int capture(CUstream s, void **p, CUgraph *g)
 {
 	*g = NULL;
-	return d.begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) ||
-	       d.launch(d.touch(), 1, 1, 1, 1, 1, 1, 0, s, p, NULL) || d.end_capture(s, g) || !*g
-	       ? -1 : 0;
+	return d.begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) || launch_with(s, p) ||
+	       d.end_capture(s, g) || !*g ? -1 : 0;
 }
 
 static int launch_ex(CUstream s)
