@@ -15,4 +15,4 @@ bench: bench-policy
 
 # test_policy.c compiles the two tool commands in (they are not in libkvtier.a).
 $(BUILD)/tests/unit/test_policy: tools/cmd_policy.c tools/cmd_replay.c
-$(BUILD)/tests/unit/test_policy_replay: tools/cmd_replay.c
+$(BUILD)/tests/unit/test_policy_replay: tools/cmd_replay.c tools/runs.c tools/runs.h

@@ -127,6 +127,7 @@ static void fill_devices(struct kvt_stats_seg *s)
 		d->hbm_bytes = m->hbm_bytes;
 		d->faults = kvt_cupti_faults(m->dev);
 		kvt_cupti_link_bytes(m->dev, &d->link_to_hbm_bytes, &d->link_to_far_bytes);
+		kvt_cupti_driver_bytes(m->dev, &d->fault_in_bytes, &d->evicted_bytes);
 		budgets += m->epoch ? m->budget_bytes : 0;
 	}
 	if (budgets)

@@ -150,6 +150,11 @@ uint64_t kvt_cupti_faults(int32_t dev);
  * link (CUPTI's HtoD and DtoH transfer records, every cause: prefetches,
  * GPU faults, evictions) since the start; 0 for dev out of range. */
 void kvt_cupti_link_bytes(int32_t dev, uint64_t *to_hbm, uint64_t *to_host);
+/* Bytes the driver moved on its own for dev's redirected ranges since the
+ * start (dev < 0: every device): brought into HBM on GPU faults (host to
+ * device, any cause but a prefetch) and evicted from HBM (device to host,
+ * cause EVICTION). Exact, from CUPTI's records; 0 for dev out of range. */
+void kvt_cupti_driver_bytes(int32_t dev, uint64_t *fault_in, uint64_t *evicted);
 
 /* The region-sampling source (profiler/src_sample.c, docs/profiler.md). */
 extern const struct kvt_prof_source_ops kvt_src_sample;

@@ -16,6 +16,7 @@
 #include "evclass.h"
 #include "evidence.h"
 #include "heat.h"
+#include "trace.h"
 #include "kvtier/planner.h"
 #include "../base/kvt.h"
 
@@ -87,6 +88,61 @@ static void count_link(uint64_t addr, uint64_t bytes, int to_host)
 		__atomic_fetch_add(&link_bytes[dev][to_host], bytes, __ATOMIC_RELAXED);
 }
 
+/* What the driver moved without kvtier asking, in any managed memory of
+ * the process, per device the record names (the last slot: every device):
+ * [0] brought into HBM (host to device, any cause but a prefetch: faults,
+ * access counters), [1] evicted (device to host, cause EVICTION). Exact:
+ * CUPTI's bytes, counted whether or not the range is still tracked. */
+static uint64_t driver_bytes[KVT_CUPTI_FAULT_DEVS + 1][2];
+
+void kvt_cupti_driver_bytes(int32_t dev, uint64_t *fault_in, uint64_t *evicted)
+{
+	unsigned i = dev < 0 ? KVT_CUPTI_FAULT_DEVS : (unsigned)dev;
+	int ok = dev < KVT_CUPTI_FAULT_DEVS;
+	*fault_in = ok ? __atomic_load_n(&driver_bytes[i][0], __ATOMIC_RELAXED) : 0;
+	*evicted = ok ? __atomic_load_n(&driver_bytes[i][1], __ATOMIC_RELAXED) : 0;
+}
+
+static void count_driver(uint32_t dev, uint64_t bytes, int evicted)
+{
+	if (dev < KVT_CUPTI_FAULT_DEVS)
+		__atomic_fetch_add(&driver_bytes[dev][evicted], bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&driver_bytes[KVT_CUPTI_FAULT_DEVS][evicted], bytes, __ATOMIC_RELAXED);
+}
+
+/* GPU faults per chunk over one buffer of records, for the trace's
+ * FAULTS records (the report's fault heat map): a small table,
+ * written out when full and at the end of the buffer. Only the CUPTI
+ * callback thread touches it (one buffer completes at a time). */
+#define FAULT_LOG 64
+
+static struct {
+	uint64_t chunk[FAULT_LOG];
+	uint32_t nr[FAULT_LOG];
+	unsigned n;
+} flog;
+
+static void fault_log_flush(void)
+{
+	if (flog.n)
+		kvt_trace_faults(flog.chunk, flog.nr, flog.n);
+	flog.n = 0;
+}
+
+static void fault_log_add(uint64_t addr)
+{
+	uint64_t c = addr >> KVT_CHUNK_SHIFT << KVT_CHUNK_SHIFT;
+	for (unsigned i = 0; i < flog.n; i++)
+		if (flog.chunk[i] == c) {
+			flog.nr[i]++;
+			return;
+		}
+	if (flog.n == FAULT_LOG)
+		fault_log_flush();
+	flog.chunk[flog.n] = c;
+	flog.nr[flog.n++] = 1;
+}
+
 static void count_fault(uint64_t addr)
 {
 	int32_t dev = kvt_heat_dev_at(addr);
@@ -115,6 +171,8 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
 		credited = kvt_heat_add(r->address, 1, 1.0f, 1);
 		count_fault(r->address);
+		if (credited && kvt_trace_active())
+			fault_log_add(r->address);
 		kvt_evc_mark_addr(r->address, KVT_EVC_FAULTS);
 		kvt_prof_on_fault(r->address);     /* the sample source's probes */
 		if (__atomic_load_n(&fault_ins, __ATOMIC_RELAXED)) {
@@ -126,6 +184,8 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 		break;
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
 		count_link(r->address, r->value, 0);
+		if (r->flags != CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH)
+			count_driver(r->dstId, r->value, 0);
 		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE)
 			credited = kvt_heat_add(r->address, 1, 1.0f, 1);
 		/* a migration kvtier did not ask for brought the chunk in */
@@ -137,8 +197,10 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 		break;
 	case CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
 		count_link(r->address, r->value, 1);
-		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION)
+		if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION) {
+			count_driver(r->srcId, r->value, 1);
 			kvt_heat_evicted(r->address);
+		}
 		else if (r->flags == CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH)
 			kvt_heat_prefetched_out(r->address, r->value);   /* what moved, for the step */
 		break;
@@ -159,6 +221,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf,
 		if (rec->kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
 			one_record((const CUpti_ActivityUnifiedMemoryCounter3 *)rec);
 	}
+	fault_log_flush();
 	for (int i = 0; i < NR_BUFS; i++)
 		if (buf == bufs[i])
 			__atomic_store_n(&buf_busy[i], 0, __ATOMIC_RELEASE);

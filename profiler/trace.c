@@ -555,6 +555,30 @@ void kvt_trace_info(const char *key, const char *value)
 	pthread_mutex_unlock(&tr.lock);
 }
 
+void kvt_trace_faults(const uint64_t *chunk, const uint32_t *nr, unsigned n)
+{
+	struct {
+		struct kvt_rec_faults h;
+		struct kvt_rec_fault_entry e[KVT_TRACE_MAX_FAULTS];
+	} rec;
+	if (!kvt_trace_active())
+		return;
+	pthread_mutex_lock(&tr.lock);
+	open_pending_locked();
+	uint64_t t = kvt_now_ns() - tr.start_mono_ns;
+	for (unsigned i = 0; i < n;) {
+		unsigned k = 0;
+		for (; k < KVT_TRACE_MAX_FAULTS && i < n; k++, i++)
+			rec.e[k] = (struct kvt_rec_fault_entry){ chunk[i], nr[i], 0 };
+		rec.h = (struct kvt_rec_faults){
+			.head = { KVT_REC_FAULTS, (uint16_t)(sizeof rec.h + k * sizeof rec.e[0]) },
+			.nr = k, .t_ns = t,
+		};
+		append_locked(&rec, rec.h.head.bytes, 0);
+	}
+	pthread_mutex_unlock(&tr.lock);
+}
+
 /* ---- modules, for offline symbolization ---- */
 
 static int module_known(uint64_t ip)

@@ -40,6 +40,11 @@ void kvt_rec_event(uint16_t op, uint8_t kind, uint16_t api, uint64_t addr,
  * short lock and a copy into the buffer (a write(2) when it fills): never
  * called inside a hook. */
 void kvt_trace_epoch(struct kvt_rec_epoch *e);
+/* GPU faults on n chunks (2 MiB aligned addresses, a count each) since
+ * the last call, as FAULTS records of at most KVT_TRACE_MAX_FAULTS entries:
+ * the CUPTI source, once per buffer of records; nothing when tracing is
+ * off. Never called inside a hook. */
+void kvt_trace_faults(const uint64_t *chunk, const uint32_t *nr, unsigned n);
 /* Capture the caller's stack (frames inside libkvtier skipped), dedup it,
  * and return its id (0 = none: depth 0, tracing off, or table full). */
 uint32_t kvt_trace_callsite(void);

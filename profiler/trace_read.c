@@ -134,6 +134,15 @@ static int check_shape(struct kvt_trace_reader *r, const struct kvt_rec_head *h,
 		return 1;
 	case KVT_REC_PYSTACK:
 		return check_pystack(r, h, it);
+	case KVT_REC_FAULTS: {
+		const struct kvt_rec_faults *fr = (const void *)p;
+		if (h->bytes < sizeof *fr || !fr->nr || fr->nr > KVT_TRACE_MAX_FAULTS ||
+		    h->bytes != sizeof *fr + fr->nr * sizeof(struct kvt_rec_fault_entry))
+			return fail(r, -EPROTO, "faults record with a bad entry count");
+		it->faults = fr;
+		it->fault_entries = (const void *)(p + sizeof *fr);
+		return 1;
+	}
 	default:
 		return fail(r, -EPROTO, "unknown record type");
 	}

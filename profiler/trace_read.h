@@ -33,6 +33,8 @@ struct kvt_trace_item {
 	const unsigned char *id;                /* ... its id_bytes bytes */
 	const struct kvt_rec_pystack *pystack;  /* KVT_REC_PYSTACK ... */
 	const struct kvt_trace_pyframe *pyframes;   /* ... its frames, decoded */
+	const struct kvt_rec_faults *faults;    /* KVT_REC_FAULTS ... */
+	const struct kvt_rec_fault_entry *fault_entries;   /* ... its nr entries */
 };
 
 struct kvt_trace_reader {

@@ -904,6 +904,12 @@ void kvt_migrator_trace_counters(void)
 	kvt_admit_trace_counters();
 	info_u64("migrate.fault_ins", kvt_heat_fault_ins());
 	info_u64("migrate.evicted_backs", kvt_heat_evicted_backs());
+	if (!strncmp(kvt_prof_source_state(KVT_SRC_CUPTI), "active", 6)) {
+		uint64_t in, ev;
+		kvt_cupti_driver_bytes(-1, &in, &ev);
+		info_u64("migrate.fault_in_bytes", in);
+		info_u64("migrate.evicted_bytes", ev);
+	}
 	info_u64("migrate.refaults", kvt_heat_refaults());
 	info_u64("migrate.far_faults", kvt_cupti_far_faults());
 	for (unsigned s = 0; s < KVT_SRC__COUNT; s++) {

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
-/* `kvtier replay FILE`: feed an allocation sequence (docs/replay-format.md)
- * through the KV classifier and the rules; one line per allocation.
- * Exit status: 0, 1 when --check finds a mismatch with the expect marks,
- * 2 on usage, policy or file errors. */
+/* `kvtier replay FILE|DIR|RUN-ID`: feed an allocation sequence
+ * (docs/replay-format.md) or a kvtier trace through the KV classifier and
+ * the rules; one line per allocation. A run's directory or id replays each
+ * of its traces (one process each) on its own. Exit status: 0, 1 when
+ * --check finds a mismatch with the expect marks, 2 on usage, policy or
+ * file errors. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
+#include "runs.h"
 #include "kvtier/policy.h"
 #include "../profiler/trace_replay.h"
 
@@ -16,9 +19,10 @@
 static void replay_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kvtier replay [--policy 'RULES'] [--check] [--quiet] FILE\n"
-		"  Replays a kvtier trace (KVTIER_TRACE) or a text allocation sequence\n"
-		"  (docs/replay-format.md; '-' = stdin)\n"
+		"usage: kvtier replay [--policy 'RULES'] [--check] [--quiet] FILE|DIR|RUN-ID\n"
+		"  Replays a kvtier trace (KVTIER_TRACE), every trace of a run (its\n"
+		"  directory, or the run id `kvtier run` printed; each trace on its own),\n"
+		"  or a text allocation sequence (docs/replay-format.md; '-' = stdin)\n"
 		"  through the KV classifier and the rules (default: $KVTIER_POLICY, else\n"
 		"  '" KVT_POLICY_DEFAULT_TEXT "').\n"
 		"  Prints: ordinal kind size decision reason [-> verdict: final] [label]\n"
@@ -67,6 +71,56 @@ static int replay_trace(const char *path, struct kvt_replay *r)
 	return rc < 0 ? 2 : 0;
 }
 
+/* One file through the classifier: its lines (with a "# trace: FILE" line
+ * first when named is set) and summary. 0, 1 (a --check mismatch) or 2. */
+static int replay_one(const char *file, struct kvt_policy *pol, int check, int quiet, int named)
+{
+	FILE *in = strcmp(file, "-") ? fopen(file, "r") : stdin;
+	if (!in) {
+		fprintf(stderr, "kvtier: %s: %s\n", file, strerror(errno));
+		return 2;
+	}
+	char magic[8] = { 0 };
+	int is_trace = in != stdin && fread(magic, 1, 8, in) == 8 &&
+		       !memcmp(magic, KVT_TRACE_MAGIC, 8);
+	if (in != stdin)
+		rewind(in);
+	static struct kvt_replay r;
+	kvt_replay_init(&r, pol, NULL, 0);
+	int rc = is_trace ? replay_trace(file, &r) : replay_file(in, file, &r);
+	if (in != stdin)
+		fclose(in);
+	if (rc) {
+		free(r.allocs);
+		return rc;
+	}
+	char buf[KVT_POLICY_MAX_TEXT * 2];
+	if (named)
+		printf("# trace: %s\n", file);
+	kvt_policy_format(pol, buf, sizeof buf);
+	if (!quiet)
+		printf("# policy: %s\n", buf);
+	unsigned nr_kv = 0, nr_bad = 0, nr_marked = 0;
+	for (size_t i = 0; i < r.nr; i++) {
+		const struct kvt_replay_alloc *a = &r.allocs[i];
+		int mismatch = a->expect &&
+			(a->expect == KVT_EXPECT_KV) != a->kv_final;
+		nr_kv += a->kv_final;
+		nr_marked += a->expect != 0;
+		nr_bad += mismatch;
+		if (quiet && !mismatch)
+			continue;
+		kvt_replay_format(&r, i, buf, sizeof buf);
+		printf("%s%s\n", buf, mismatch ?
+		       (a->expect == KVT_EXPECT_KV ? "  MISMATCH: expected kv"
+						    : "  MISMATCH: expected other") : "");
+	}
+	printf("# %zu allocations, %u kv, %u expect marks, %u mismatches\n",
+	       r.nr, nr_kv, nr_marked, nr_bad);
+	free(r.allocs);
+	return check && nr_bad ? 1 : 0;
+}
+
 int kvt_cmd_replay(int argc, char **argv)
 {
 	const char *rules = getenv("KVTIER_POLICY"), *file = NULL, *v;
@@ -100,46 +154,20 @@ int kvt_cmd_replay(int argc, char **argv)
 		fprintf(stderr, "kvtier: KVTIER_POLICY: %s\n", err.msg);
 		return 2;
 	}
-	FILE *in = strcmp(file, "-") ? fopen(file, "r") : stdin;
-	if (!in) {
-		fprintf(stderr, "kvtier: %s: %s\n", file, strerror(errno));
+	struct kvt_paths paths = { 0 };
+	char why[512];
+	if (strcmp(file, "-") && kvt_run_arg_traces(file, &paths, why, sizeof why)) {
+		fprintf(stderr, "kvtier: %s\n", why);
+		kvt_paths_free(&paths);
 		return 2;
 	}
-	char magic[8] = { 0 };
-	int is_trace = in != stdin && fread(magic, 1, 8, in) == 8 &&
-		       !memcmp(magic, KVT_TRACE_MAGIC, 8);
-	if (in != stdin)
-		rewind(in);
-	static struct kvt_replay r;
-	kvt_replay_init(&r, &pol, NULL, 0);
-	int rc = is_trace ? replay_trace(file, &r) : replay_file(in, file, &r);
-	if (in != stdin)
-		fclose(in);
-	if (rc) {
-		free(r.allocs);
-		return rc;
+	if (!paths.n)
+		return replay_one(file, &pol, check, quiet, 0);
+	int rc = 0;
+	for (int i = 0; i < paths.n && rc < 2; i++) {
+		int r = replay_one(paths.v[i], &pol, check, quiet, paths.n > 1);
+		rc = r > rc ? r : rc;
 	}
-	char buf[KVT_POLICY_MAX_TEXT * 2];
-	kvt_policy_format(&pol, buf, sizeof buf);
-	if (!quiet)
-		printf("# policy: %s\n", buf);
-	unsigned nr_kv = 0, nr_bad = 0, nr_marked = 0;
-	for (size_t i = 0; i < r.nr; i++) {
-		const struct kvt_replay_alloc *a = &r.allocs[i];
-		int mismatch = a->expect &&
-			(a->expect == KVT_EXPECT_KV) != a->kv_final;
-		nr_kv += a->kv_final;
-		nr_marked += a->expect != 0;
-		nr_bad += mismatch;
-		if (quiet && !mismatch)
-			continue;
-		kvt_replay_format(&r, i, buf, sizeof buf);
-		printf("%s%s\n", buf, mismatch ?
-		       (a->expect == KVT_EXPECT_KV ? "  MISMATCH: expected kv"
-						    : "  MISMATCH: expected other") : "");
-	}
-	printf("# %zu allocations, %u kv, %u expect marks, %u mismatches\n",
-	       r.nr, nr_kv, nr_marked, nr_bad);
-	free(r.allocs);
-	return check && nr_bad ? 1 : 0;
+	kvt_paths_free(&paths);
+	return rc;
 }

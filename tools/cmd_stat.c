@@ -217,7 +217,7 @@ static void print_places(const struct kvt_stats_seg *s, FILE *f)
 /* One line per device the migration thread serves. */
 static void print_devices(const struct kvt_stats_seg *s, FILE *f)
 {
-	char a[32], b[32], c[32], d[32];
+	char a[32], b[32], c[32], d[32], e[32], g[32];
 	for (unsigned i = 0; i < s->nr_devices && i < KVT_STATS_DEVICES; i++) {
 		const struct kvt_stats_dev *v = &s->dev[i];
 		fprintf(f, "  device %d: ", v->device);
@@ -227,9 +227,10 @@ static void print_devices(const struct kvt_stats_seg *s, FILE *f)
 		else
 			fprintf(f, "no epoch yet");
 		if (s->flags & KVT_STATS_F_CUPTI)
-			fprintf(f, "; GPU faults %llu; link %s to HBM, %s to far\n",
-				(unsigned long long)v->faults, sz(v->link_to_hbm_bytes, c),
-				sz(v->link_to_far_bytes, d));
+			fprintf(f, "; GPU faults %llu; link %s to HBM (%s of it on faults), %s to far "
+				"(%s of it evicted by the driver)\n", (unsigned long long)v->faults,
+				sz(v->link_to_hbm_bytes, c), sz(v->fault_in_bytes, e),
+				sz(v->link_to_far_bytes, d), sz(v->evicted_bytes, g));
 		else
 			fprintf(f, "; faults and link bytes not measured (cupti source off)\n");
 	}
@@ -426,6 +427,11 @@ static void prom_devices(FILE *f, const struct kvt_stats_seg *segs, int n)
 		{ "kvtier_device_link_bytes_total",
 		  "Bytes migrated over the host-device link for redirected memory (CUPTI).",
 		  M_COUNTER, 3 },
+		{ "kvtier_device_fault_in_bytes_total",
+		  "Bytes the driver brought into HBM on GPU faults, not by a prefetch (CUPTI).",
+		  M_COUNTER, 4 },
+		{ "kvtier_device_evicted_bytes_total",
+		  "Bytes the driver evicted from HBM (CUPTI).", M_COUNTER, 5 },
 	};
 	for (unsigned j = 0; j < sizeof m / sizeof m[0]; j++) {
 		metric_head(f, m[j].name, m[j].k, m[j].help);
@@ -444,7 +450,9 @@ static void prom_devices(FILE *f, const struct kvt_stats_seg *segs, int n)
 					continue;
 				}
 				uint64_t v = m[j].which == 0 ? d->budget_bytes :
-					     m[j].which == 1 ? d->hbm_bytes : d->faults;
+					     m[j].which == 1 ? d->hbm_bytes :
+					     m[j].which == 2 ? d->faults :
+					     m[j].which == 4 ? d->fault_in_bytes : d->evicted_bytes;
 				if (m[j].which < 2 && !d->epoch)
 					continue;            /* not planned yet: no sample */
 				fprintf(f, "%s{pid=\"%d\",device=\"%d\"} %llu\n", m[j].name, s->pid,

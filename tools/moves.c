@@ -67,6 +67,11 @@ int kvt_moves_on_info(struct kvt_moves *m, const char *key, const char *val)
 		m->fault_ins += x;
 	} else if (!strcmp(key, "migrate.evicted_backs") && !num(val, &x)) {
 		m->evicted_backs += x;
+	} else if (!strcmp(key, "migrate.fault_in_bytes") && !num(val, &x)) {
+		m->fault_in_bytes += x;
+	} else if (!strcmp(key, "migrate.evicted_bytes") && !num(val, &x)) {
+		m->nr_driver_files++;
+		m->evicted_bytes += x;
 	} else if (!strcmp(key, "migrate.refaults") && !num(val, &x)) {
 		m->refaults += x;
 	} else {
@@ -103,7 +108,7 @@ uint64_t kvt_moves_step_out_bytes(const struct kvt_moves *m)
 struct move_row {
 	const char *dir, *cause, *id;   /* id: JSON key and HTML row id */
 	uint64_t chunks, pages, bytes;
-	unsigned has_pages : 1, has_bytes : 1, at_least : 1;
+	unsigned has_pages : 1, has_bytes : 1, at_least : 1, no_chunks : 1;
 	const char *note;
 };
 
@@ -112,26 +117,42 @@ struct move_row {
 static void rows_of(const struct kvt_moves *m, struct move_row *r)
 {
 	r[0] = (struct move_row){ "into HBM", "migrator", "migrator", m->mig_in, 0, m->mig_in_bytes,
-				  0, 1, 0, "the migration thread's epochs (the tiering section)" };
+				  0, 1, 0, 0, "the migration thread's epochs (the tiering section)" };
 	r[1] = (struct move_row){ "into HBM", "step prefetch", "step_prefetch", m->step_in,
-				  m->step_in_pages, kvt_moves_step_in_bytes(m), 1, 1, 0,
+				  m->step_in_pages, kvt_moves_step_in_bytes(m), 1, 1, 0, 0,
 				  "chunks and named pages prefetched on the application's stream" };
-	r[2] = (struct move_row){ "into HBM", "fault-in", "fault_in", m->fault_ins, 0, 0, 0, 0, 0,
-				  "chunks the driver brought in on GPU faults" };
+	int drv = m->nr_driver_files > 0;
+	r[2] = (struct move_row){ "into HBM", "fault-in", "fault_in", m->fault_ins, 0,
+				  m->fault_in_bytes, 0, drv, 0, drv && !m->fault_ins && m->fault_in_bytes,
+				  drv ? "brought in by the driver on GPU faults (bytes: CUPTI's records)"
+				      : "chunks the driver brought in on GPU faults" };
 	r[3] = (struct move_row){ "out of HBM", "migrator", "migrator", m->mig_out, 0,
-				  m->mig_out_bytes, 0, 1, 0, "the migration thread's epochs" };
+				  m->mig_out_bytes, 0, 1, 0, 0, "the migration thread's epochs" };
 	r[4] = (struct move_row){ "out of HBM", "step prefetch", "step_prefetch", m->step_out,
-				  m->step_out_pages, kvt_moves_step_out_bytes(m), 1, 1, 0,
+				  m->step_out_pages, kvt_moves_step_out_bytes(m), 1, 1, 0, 0,
 				  "victims sent to the far tier to make room for a step" };
-	r[5] = (struct move_row){ "out of HBM", "driver eviction", "driver_eviction",
-				  m->evicted_backs, 0, 0, 0, 0, 1,
-				  "evicted chunks that faulted back in; evictions themselves are not counted" };
+	if (drv)
+		r[5] = (struct move_row){ "out of HBM", "driver eviction", "driver_eviction", 0, 0,
+					  m->evicted_bytes, 0, 1, 0, 1,
+					  "evicted by the driver (bytes: CUPTI's eviction records)" };
+	else
+		r[5] = (struct move_row){ "out of HBM", "driver eviction", "driver_eviction",
+					  m->evicted_backs, 0, 0, 0, 0, 1, 0,
+					  "evicted chunks that faulted back in; evictions themselves are "
+					  "not counted (no CUPTI)" };
 }
 
-static void totals(const struct move_row *r, int out, uint64_t *chunks, uint64_t *pages)
+/* Chunks and pages of the rows that count them; bytes of those that count
+ * only bytes (the driver's, from CUPTI). */
+static void totals(const struct move_row *r, int out, uint64_t *chunks, uint64_t *pages,
+		   uint64_t *bytes_only)
 {
-	*chunks = *pages = 0;
+	*chunks = *pages = *bytes_only = 0;
 	for (unsigned i = out ? 3 : 0; i < (out ? 6u : 3u); i++) {
+		if (r[i].no_chunks) {
+			*bytes_only += r[i].bytes;
+			continue;
+		}
 		*chunks += r[i].chunks;
 		*pages += r[i].pages;
 	}
@@ -156,18 +177,26 @@ void kvt_moves_print_text(const struct kvt_moves *m, FILE *f)
 	fprintf(f, "  %-10s %-16s %11s %9s %14s\n", "direction", "cause", "chunks", "pages",
 		"bytes");
 	for (unsigned i = 0; i < NR_ROWS; i++) {
-		char pg[24], by[24];
+		char ch[24], pg[24], by[24];
+		snprintf(ch, sizeof ch, r[i].no_chunks ? "-" : "%" PRIu64, r[i].chunks);
 		snprintf(pg, sizeof pg, r[i].has_pages ? "%" PRIu64 : "-", r[i].pages);
 		snprintf(by, sizeof by, r[i].has_bytes ? "%" PRIu64 : "-", r[i].bytes);
-		fprintf(f, "  %-10s %-16s %s%8" PRIu64 " %9s %14s %10s  %s\n", r[i].dir, r[i].cause,
-			r[i].at_least ? ">= " : "   ", r[i].chunks, pg, by,
+		fprintf(f, "  %-10s %-16s %s%8s %9s %14s %10s  %s\n", r[i].dir, r[i].cause,
+			r[i].at_least ? ">= " : "   ", ch, pg, by,
 			r[i].has_bytes ? kvt_format_size(r[i].bytes, a, sizeof a) : "", r[i].note);
 	}
-	uint64_t ci, pi, co, po;
-	totals(r, 0, &ci, &pi);
-	totals(r, 1, &co, &po);
-	fprintf(f, "  total into HBM %" PRIu64 " chunks + %" PRIu64 " pages; out of HBM >= %"
-		PRIu64 " chunks + %" PRIu64 " pages (chunk 2 MiB, page 64 KiB)\n", ci, pi, co, po);
+	uint64_t ci, pi, bi, co, po, bo;
+	char b1[32], b2[32];
+	totals(r, 0, &ci, &pi, &bi);
+	totals(r, 1, &co, &po, &bo);
+	fprintf(f, "  total into HBM %" PRIu64 " chunks + %" PRIu64 " pages", ci, pi);
+	if (bi)
+		fprintf(f, " + %s on faults", kvt_format_size(bi, b1, sizeof b1));
+	fprintf(f, "; out of HBM %s%" PRIu64 " chunks + %" PRIu64 " pages", r[5].at_least ? ">= " : "",
+		co, po);
+	if (bo)
+		fprintf(f, " + %s evicted", kvt_format_size(bo, b2, sizeof b2));
+	fprintf(f, " (chunk 2 MiB, page 64 KiB)\n");
 	if (m->refaults)
 		fprintf(f, "  refaults: %" PRIu64 " chunks came back soon after they left "
 			"(thrashing)\n", m->refaults);
@@ -181,15 +210,24 @@ void kvt_moves_print_summary(const struct kvt_moves *m, FILE *f)
 		" pages), fault-in %" PRIu64 " chunks\n", m->mig_in, m->step_in, m->step_in_pages,
 		m->fault_ins);
 	fprintf(f, "  moves out of HBM: migrator %" PRIu64 ", step prefetch %" PRIu64 " (+%" PRIu64
-		" pages), driver eviction >= %" PRIu64 " chunks (those that faulted back in)\n",
-		m->mig_out, m->step_out, m->step_out_pages, m->evicted_backs);
+		" pages), ", m->mig_out, m->step_out, m->step_out_pages);
+	char a[32];
+	if (m->nr_driver_files)
+		fprintf(f, "driver eviction %s\n", kvt_format_size(m->evicted_bytes, a, sizeof a));
+	else
+		fprintf(f, "driver eviction >= %" PRIu64 " chunks (those that faulted back in)\n",
+			m->evicted_backs);
 }
 
 /* ---- JSON and HTML ---- */
 
 static void json_row(const struct move_row *r, FILE *f, int first)
 {
-	fprintf(f, "%s\"%s\":{\"chunks\":%" PRIu64, first ? "" : ",", r->id, r->chunks);
+	fprintf(f, "%s\"%s\":{", first ? "" : ",", r->id);
+	if (r->no_chunks)
+		fprintf(f, "\"chunks\":null");
+	else
+		fprintf(f, "\"chunks\":%" PRIu64, r->chunks);
 	if (r->has_pages)
 		fprintf(f, ",\"pages\":%" PRIu64, r->pages);
 	if (r->has_bytes)
@@ -231,9 +269,12 @@ void kvt_moves_print_html(const struct kvt_moves *m, FILE *f)
 		"<th>direction</th><th>cause</th><th>chunks</th><th>pages (64 KiB)</th><th>bytes</th>"
 		"<th>size</th><th>what</th></tr>\n", m->nr_files, m->nr_files == 1 ? "" : "s");
 	for (unsigned i = 0; i < NR_ROWS; i++) {
-		fprintf(f, "<tr id=\"move-%s-%s\"><td>%s</td><td>%s</td><td>%s%" PRIu64 "</td>",
-			i < 3 ? "in" : "out", r[i].id, r[i].dir, r[i].cause,
-			r[i].at_least ? "&#8805; " : "", r[i].chunks);
+		fprintf(f, "<tr id=\"move-%s-%s\"><td>%s</td><td>%s</td>", i < 3 ? "in" : "out",
+			r[i].id, r[i].dir, r[i].cause);
+		if (r[i].no_chunks)
+			fprintf(f, "<td>-</td>");
+		else
+			fprintf(f, "<td>%s%" PRIu64 "</td>", r[i].at_least ? "&#8805; " : "", r[i].chunks);
 		if (r[i].has_pages)
 			fprintf(f, "<td>%" PRIu64 "</td>", r[i].pages);
 		else

@@ -18,12 +18,15 @@ struct kvt_moves {
 	unsigned nr_files;              /* traces with migrate.enabled=1 */
 	unsigned nr_step_files;         /* of them, with a migrate.step record */
 	unsigned nr_fault_files;        /* of them, with migrate.fault_ins */
+	unsigned nr_driver_files;       /* of them, with migrate.evicted_bytes (CUPTI on) */
 	/* migrate.promoted / migrate.demoted: "<chunks> <bytes>" */
 	uint64_t mig_in, mig_in_bytes, mig_out, mig_out_bytes;
 	/* migrate.step: promoted, pages (in); demoted, pages_out (out); steps */
 	uint64_t step_in, step_in_pages, step_out, step_out_pages, steps;
 	/* migrate.fault_ins, migrate.evicted_backs, migrate.refaults */
 	uint64_t fault_ins, evicted_backs, refaults;
+	/* migrate.fault_in_bytes, migrate.evicted_bytes: CUPTI's exact bytes */
+	uint64_t fault_in_bytes, evicted_bytes;
 };
 
 /* One INFO record, key and value apart; 1 when it was one of the above. */

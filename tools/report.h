@@ -110,6 +110,10 @@ struct kvt_rpt_chunk {
 	uint64_t addr;                  /* 2 MiB aligned */
 	uint64_t total, by_op[4];       /* copy, memset, launch, prefetch */
 	uint32_t cnt[KVT_RPT_HEAT_COLS];
+	uint64_t faults;                /* GPU faults (the trace's FAULTS records) */
+	uint32_t fcnt[KVT_RPT_HEAT_COLS];
+	uint64_t range_start, range_bytes;   /* the redirected allocation holding it */
+	uint32_t site;                  /* that allocation's call site (0: unknown) */
 };
 
 struct kvt_rpt_mark {                   /* a meminfo event or a KV burst */
@@ -118,7 +122,7 @@ struct kvt_rpt_mark {                   /* a meminfo event or a KV burst */
 	uint64_t a, b;                  /* meminfo: free, total; burst: count, size */
 };
 
-struct kvt_rpt_range { uint64_t start, end; };
+struct kvt_rpt_range { uint64_t start, end, bytes; uint32_t site; };
 
 /* Per-file scratch, reset for each trace. */
 struct kvt_rpt_file {
@@ -157,6 +161,9 @@ struct kvt_report {
 	struct kvt_rpt_chunk *chunks;
 	uint32_t nr_chunks, cap_chunks, *chunk_hash, chunk_hash_cap;
 	uint64_t nr_heat_dropped, nr_heat_events;
+	uint64_t nr_faults, nr_fault_chunks_lost;   /* FAULTS records: faults counted, and of
+						     * them outside any live redirected range
+						     * or past the row limit */
 	struct kvt_rpt_mark meminfo[KVT_RPT_MAX_MARKS], bursts[KVT_RPT_MAX_MARKS];
 	uint32_t nr_meminfo, nr_bursts;
 	uint64_t nr_meminfo_total;

@@ -197,47 +197,9 @@ static void html_sites(struct kvt_report *r, FILE *f, int by_count)
 	fprintf(f, "</table>\n");
 }
 
-static void html_heat(const struct kvt_report *r, const struct kvt_rpt_timeline *tl, FILE *f)
+void kvt_rpt_html_esc(FILE *f, const char *s)
 {
-	fprintf(f, "<h2>Chunk heat</h2>\n<p id=\"migrations\">Migrations: ");
-	if (!r->by_op[KVT_OP_PREFETCH])
-		fprintf(f, "no migrations recorded");
-	else
-		fprintf(f, "%" PRIu64 " prefetch events; %s", r->by_op[KVT_OP_PREFETCH],
-			r->tier.nr_devs ? "promotions and demotions per epoch are in the HBM "
-			"residency chart (Tiering, above)" : "no tiering epochs recorded");
-	fprintf(f, ".</p>\n");
-	if (!r->nr_chunks) {
-		fprintf(f, "<p>No copy, memset, launch or prefetch touched a redirected range.</p>\n");
-		return;
-	}
-	uint32_t *idx = malloc(r->nr_chunks * sizeof *idx);
-	if (!idx)
-		return;
-	kvt_report_chunk_order(r, idx);
-	uint32_t rows = r->nr_chunks < 128 ? r->nr_chunks : 128, cols = tl->heat_cols ? tl->heat_cols : 1;
-	uint32_t max = 1;
-	for (uint32_t k = 0; k < rows; k++)
-		for (uint32_t j = 0; j < cols; j++)
-			max = r->chunks[idx[k]].cnt[j] > max ? r->chunks[idx[k]].cnt[j] : max;
-	double cw = (W - 160.0) / cols, rh = 6;
-	fprintf(f, "<p>%u chunks of 2 MiB, %" PRIu64 " events; columns of %.6f s</p>\n"
-		"<svg class=\"chart\" width=\"%d\" height=\"%.0f\" viewBox=\"0 0 %d %.0f\">\n",
-		r->nr_chunks, r->nr_heat_events, (double)tl->heat_col_ns / 1e9, W, rows * rh + 20, W,
-		rows * rh + 20);
-	for (uint32_t k = 0; k < rows; k++) {
-		const struct kvt_rpt_chunk *c = &r->chunks[idx[k]];
-		if (k % 8 == 0)
-			fprintf(f, "<text x=\"0\" y=\"%.1f\" font-size=\"8\">%u:0x%" PRIx64 "</text>\n",
-				k * rh + 6, c->file, c->addr);
-		for (uint32_t j = 0; j < cols; j++)
-			if (c->cnt[j])
-				fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-					"fill=\"#d62728\" fill-opacity=\"%.2f\"><title>%u</title></rect>\n",
-					150 + j * cw, k * rh, cw, rh, 0.1 + 0.9 * c->cnt[j] / max, c->cnt[j]);
-	}
-	fprintf(f, "</svg>\n");
-	free(idx);
+	esc(f, s);
 }
 
 int kvt_report_print_html(struct kvt_report *r, FILE *f)
@@ -277,7 +239,7 @@ int kvt_report_print_html(struct kvt_report *r, FILE *f)
 	html_hist(r, f);
 	html_sites(r, f, 0);
 	html_sites(r, f, 1);
-	html_heat(r, tl, f);
+	kvt_rpt_heat_html(r, tl, f);
 	if (r->nr_notes)
 		fprintf(f, "<h2>Notes</h2>\n<ul id=\"notes\">\n");
 	for (uint32_t i = 0; i < r->nr_notes; i++) {

@@ -167,12 +167,14 @@ static void json_timeline(const struct kvt_rpt_timeline *tl, FILE *f)
 	fprintf(f, "}},\n");
 }
 
-static void json_heat(const struct kvt_report *r, const struct kvt_rpt_timeline *tl, FILE *f)
+static void json_heat(struct kvt_report *r, const struct kvt_rpt_timeline *tl, FILE *f)
 {
+	char lab[512];
 	fprintf(f, "\"migrations\":%" PRIu64 ",\n\"heat\":{\"chunk_bytes\":%u,\"column_ns\":%"
-		PRIu64 ",\"columns\":%u,\"events\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"chunks\":[",
-		r->by_op[KVT_OP_PREFETCH], 1u << KVT_RPT_CHUNK_SHIFT, tl->heat_col_ns, tl->heat_cols,
-		r->nr_heat_events, r->nr_heat_dropped);
+		PRIu64 ",\"columns\":%u,\"events\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"faults\":%"
+		PRIu64 ",\"faults_outside\":%" PRIu64 ",\"chunks\":[", r->by_op[KVT_OP_PREFETCH],
+		1u << KVT_RPT_CHUNK_SHIFT, tl->heat_col_ns, tl->heat_cols, r->nr_heat_events,
+		r->nr_heat_dropped, r->nr_faults, r->nr_fault_chunks_lost);
 	uint32_t *idx = malloc((r->nr_chunks + 1) * sizeof *idx);
 	if (idx) {
 		kvt_report_chunk_order(r, idx);
@@ -184,7 +186,23 @@ static void json_heat(const struct kvt_report *r, const struct kvt_rpt_timeline 
 				c->total, c->by_op[0], c->by_op[1], c->by_op[2], c->by_op[3]);
 			for (uint32_t j = 0; j < tl->heat_cols; j++)
 				fprintf(f, "%s%u", j ? "," : "", c->cnt[j]);
-			fprintf(f, "]}");
+			fprintf(f, "],\"faults\":%" PRIu64, c->faults);
+			if (c->faults) {
+				fprintf(f, ",\"fault_counts\":[");
+				for (uint32_t j = 0; j < tl->heat_cols; j++)
+					fprintf(f, "%s%u", j ? "," : "", c->fcnt[j]);
+				fprintf(f, "]");
+			}
+			fprintf(f, ",\"alloc_addr\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64,
+				c->range_start, c->range_bytes);
+			/* the site once per allocation: on its first chunk in this order */
+			const struct kvt_rpt_chunk *p = k ? &r->chunks[idx[k - 1]] : NULL;
+			if (c->range_bytes && (!p || p->file != c->file ||
+					       p->range_start != c->range_start)) {
+				fprintf(f, ",\"alloc_site\":");
+				kvt_json_str(f, kvt_rpt_site_label(r, c->site, lab, sizeof lab));
+			}
+			fprintf(f, "}");
 		}
 		free(idx);
 	}

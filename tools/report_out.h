@@ -32,6 +32,12 @@ void kvt_rpt_stack_lines(struct kvt_report *r, uint32_t site,
 const char *kvt_rpt_inlined(char *buf, size_t n, size_t len, const struct kvt_dwsym_loc *l);
 /* "func (file.py:line)" of a Python frame (file's basename). */
 const char *kvt_rpt_py_label(const struct kvt_rpt_pyframe *p, char *buf, size_t len);
+/* s as HTML text (the five markup characters escaped). */
+void kvt_rpt_html_esc(FILE *f, const char *s);
+/* The HTML report's "Chunk heat" section: GPU faults per chunk, then
+ * kvtier's own accesses, rows named by allocation (report_heat.c). */
+struct kvt_rpt_timeline;
+void kvt_rpt_heat_html(struct kvt_report *r, const struct kvt_rpt_timeline *tl, FILE *f);
 /* How many of s->frames are printed as "via" lines under the label. */
 uint32_t kvt_rpt_site_via(const struct kvt_rpt_site *s);
 

@@ -295,12 +295,13 @@ static void fold_timeline(struct kvt_report *r)
 		*d = m;
 	}
 	memset(&r->fine[KVT_RPT_FINE / 2], 0, sizeof r->fine / 2);
-	for (uint32_t c = 0; c < r->nr_chunks; c++) {
-		uint32_t *cnt = r->chunks[c].cnt;
-		for (uint32_t i = 0; i < KVT_RPT_HEAT_COLS / 2; i++)
-			cnt[i] = cnt[2 * i] + cnt[2 * i + 1];
-		memset(&cnt[KVT_RPT_HEAT_COLS / 2], 0, sizeof r->chunks[c].cnt / 2);
-	}
+	for (uint32_t c = 0; c < r->nr_chunks; c++)
+		for (int k = 0; k < 2; k++) {
+			uint32_t *cnt = k ? r->chunks[c].fcnt : r->chunks[c].cnt;
+			for (uint32_t i = 0; i < KVT_RPT_HEAT_COLS / 2; i++)
+				cnt[i] = cnt[2 * i] + cnt[2 * i + 1];
+			memset(&cnt[KVT_RPT_HEAT_COLS / 2], 0, KVT_RPT_HEAT_COLS / 2 * sizeof *cnt);
+		}
 	r->width_ns *= 2;
 }
 
@@ -367,7 +368,7 @@ static long range_find(const struct kvt_rpt_file *f, uint64_t addr)
 	return -1;
 }
 
-static void range_add(struct kvt_rpt_file *f, uint64_t start, uint64_t size)
+static void range_add(struct kvt_rpt_file *f, uint64_t start, uint64_t size, uint32_t site)
 {
 	uint64_t end = start + size < start ? UINT64_MAX : start + size;
 	if (!size || range_find(f, start) >= 0 || f->nr_ranges >= (1u << 20) ||
@@ -379,7 +380,7 @@ static void range_add(struct kvt_rpt_file *f, uint64_t start, uint64_t size)
 	if (i < f->nr_ranges && end > f->ranges[i].start)
 		end = f->ranges[i].start;                          /* never overlap */
 	memmove(&f->ranges[i + 1], &f->ranges[i], (f->nr_ranges - i) * sizeof *f->ranges);
-	f->ranges[i] = (struct kvt_rpt_range){ start, end };
+	f->ranges[i] = (struct kvt_rpt_range){ start, end, size, site };
 	f->nr_ranges++;
 }
 
@@ -392,6 +393,25 @@ static void range_del(struct kvt_rpt_file *f, uint64_t start)
 	f->nr_ranges--;
 }
 
+/* The heat row of the chunk at a inside redirected range rg, named after
+ * the allocation the first time it is seen. */
+static struct kvt_rpt_chunk *chunk_in(struct kvt_report *r, const struct kvt_rpt_range *rg,
+				      uint64_t a)
+{
+	struct kvt_rpt_chunk *c = chunk_get(r, a);
+	if (c && !c->range_bytes) {
+		c->range_start = rg->start;
+		c->range_bytes = rg->bytes ? rg->bytes : rg->end - rg->start;
+		c->site = rg->site;
+	}
+	return c;
+}
+
+static uint32_t heat_col(const struct kvt_report *r, uint64_t t)
+{
+	return (uint32_t)(t / r->width_ns / (KVT_RPT_FINE / KVT_RPT_HEAT_COLS));
+}
+
 /* Count an access to [addr, addr+len) in every redirected chunk it touches. */
 static void heat_touch(struct kvt_report *r, uint64_t t, unsigned opi, uint64_t addr, uint64_t len)
 {
@@ -401,10 +421,10 @@ static void heat_touch(struct kvt_report *r, uint64_t t, unsigned opi, uint64_t 
 	uint64_t end = r->cur.ranges[i].end;
 	if (len && addr + len > addr && addr + len < end)
 		end = addr + len;
-	uint32_t col = (uint32_t)(t / r->width_ns / (KVT_RPT_FINE / KVT_RPT_HEAT_COLS));
+	uint32_t col = heat_col(r, t);
 	r->nr_heat_events++;
 	for (uint64_t a = addr, n = 0; a < end && n < 4096; n++) {
-		struct kvt_rpt_chunk *c = chunk_get(r, a);
+		struct kvt_rpt_chunk *c = chunk_in(r, &r->cur.ranges[i], a);
 		if (!c) {
 			r->nr_heat_dropped++;
 			return;
@@ -489,7 +509,7 @@ static void on_alloc(struct kvt_report *r, const struct kvt_rec_event *ev, uint6
 	b->delta[KVT_RPT_SER_PLACE + p] += (int64_t)ev->size;
 	b->alloc_bytes += ev->size;
 	if (p != KVT_PLACE_NATIVE)
-		range_add(&r->cur, ev->addr, ev->size);
+		range_add(&r->cur, ev->addr, ev->size, (uint32_t)(site - r->sites));
 	burst_feed(r, t, ev->size);
 }
 
@@ -596,6 +616,31 @@ static int on_epoch(struct kvt_report *r, const struct kvt_rec_epoch *e)
 	return kvt_rpt_tier_add(&r->tier, r->nr_files, t, e);
 }
 
+/* A FAULTS record: GPU faults per chunk (CUPTI's, one buffer of them) into
+ * the fault heat of the redirected chunks; faults outside every live
+ * redirected range (freed before CUPTI delivered them) are counted as
+ * such. */
+static void on_faults(struct kvt_report *r, const struct kvt_rec_faults *fr,
+		      const struct kvt_rec_fault_entry *e)
+{
+	uint64_t t = r->cur.base_ns + fr->t_ns;
+	if (t < r->cur.base_ns)
+		t = UINT64_MAX / 2;
+	bucket_at(r, t);
+	uint32_t col = heat_col(r, t);
+	for (uint32_t k = 0; k < fr->nr; k++) {
+		long i = range_find(&r->cur, e[k].chunk);
+		struct kvt_rpt_chunk *c = i < 0 ? NULL : chunk_in(r, &r->cur.ranges[i], e[k].chunk);
+		r->nr_faults += e[k].nr;
+		if (!c) {
+			r->nr_fault_chunks_lost += e[k].nr;
+			continue;
+		}
+		c->faults += e[k].nr;
+		c->fcnt[col] += e[k].nr;
+	}
+}
+
 /* ---- files ---- */
 
 static void file_reset(struct kvt_rpt_file *f)
@@ -672,6 +717,9 @@ int kvt_report_add(struct kvt_report *r, const char *path, char *err, size_t err
 			r->nr_dropped += it.end->nr_dropped;
 		} else if (it.type == KVT_REC_INFO) {
 			kvt_moves_on_record(&r->moves, it.text, it.text_len);
+		} else if (it.faults) {
+			if (time_ok(&r->cur, it.faults->t_ns, rd.offset - it.faults->head.bytes))
+				on_faults(r, it.faults, it.fault_entries);
 		} else if (it.epoch) {
 			if (time_ok(&r->cur, it.epoch->t_ns, rd.offset - it.epoch->head.bytes))
 				ret = on_epoch(r, it.epoch);

@@ -221,6 +221,40 @@ static void print_phases(const struct kvt_report *r, FILE *f)
 		fprintf(f, "  (no meminfo events)\n");
 }
 
+/* The chunks the GPU faulted on most (the trace's FAULTS records),
+ * each with the allocation and call site that holds it. */
+static void print_fault_heat(struct kvt_report *r, FILE *f)
+{
+	fprintf(f, "GPU faults on redirected chunks: ");
+	if (!r->nr_faults) {
+		fprintf(f, "none recorded (the cupti source was off, or nothing faulted)\n");
+		return;
+	}
+	uint32_t top[8], n = 0;
+	for (uint32_t c = 0; c < r->nr_chunks; c++) {
+		if (!r->chunks[c].faults)
+			continue;
+		uint32_t k = n < 8 ? n++ : 8;
+		while (k > 0 && r->chunks[top[k - 1]].faults < r->chunks[c].faults) {
+			if (k < 8)
+				top[k] = top[k - 1];
+			k--;
+		}
+		if (k < 8)
+			top[k] = c;
+	}
+	fprintf(f, "%" PRIu64 " (%" PRIu64 " outside the live redirected ranges); the most "
+		"faulted chunks:\n", r->nr_faults, r->nr_fault_chunks_lost);
+	char sz[32], site[400];
+	for (uint32_t k = 0; k < n; k++) {
+		const struct kvt_rpt_chunk *c = &r->chunks[top[k]];
+		fprintf(f, "  %u:0x%012" PRIx64 " %8" PRIu64 " faults  in 0x%" PRIx64 " (%s) at %s\n",
+			c->file, c->addr, c->faults, c->range_start,
+			kvt_format_size(c->range_bytes, sz, sizeof sz),
+			kvt_rpt_site_label(r, c->site, site, sizeof site));
+	}
+}
+
 static void print_heat(struct kvt_report *r, const struct kvt_rpt_timeline *tl, FILE *f)
 {
 	uint64_t nr_pf = r->by_op[KVT_OP_PREFETCH];
@@ -255,6 +289,7 @@ static void print_heat(struct kvt_report *r, const struct kvt_rpt_timeline *tl, 
 	if (r->nr_chunks > 64)
 		fprintf(f, "  ... %u more chunks (see --format json)\n", r->nr_chunks - 64);
 	free(idx);
+	print_fault_heat(r, f);
 }
 
 int kvt_report_print_text(struct kvt_report *r, FILE *f)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The live stats segment, version 5 (2 added the Python call-site counters, 3 room for 8 evidence sources, 4 the KV ranges by evidence class, 5 the per-device budget, HBM bytes, faults and link bytes): what a process running under kvtier
+/* The live stats segment, version 5 (2 added the Python call-site counters, 3 room for 8 evidence sources, 4 the KV ranges by evidence class, 5 the per-device budget, HBM bytes, faults and link bytes, 6 the driver's own moves per device): what a process running under kvtier
  * publishes in /dev/shm/kvtier.<pid> (mode 0600) and `kvtier stat` reads.
  * Shared by the writer (place/stats.c) and the reader (tools/cmd_stat.c).
  * Fixed layout, no pointers; names travel with the counters. A reader
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define KVT_STATS_MAGIC     0x3154415453544b56ull    /* "VKTSTAT1" little-endian */
-#define KVT_STATS_VERSION   5u
+#define KVT_STATS_VERSION   6u
 #define KVT_STATS_DIR       "/dev/shm"
 #define KVT_STATS_PREFIX    "kvtier."                /* then the decimal pid */
 
@@ -43,6 +43,9 @@ struct kvt_stats_dev {
 	uint64_t faults;                /* GPU page faults on its redirected ranges (cumulative) */
 	uint64_t link_to_hbm_bytes;     /* migrated host to device over the link (cumulative) */
 	uint64_t link_to_far_bytes;     /* migrated device to host (cumulative) */
+	uint64_t fault_in_bytes;        /* of link_to_hbm: brought in on GPU faults, not by a
+					 * prefetch (cumulative) */
+	uint64_t evicted_bytes;         /* of link_to_far: evicted by the driver (cumulative) */
 };
 
 struct kvt_stats_kind {             /* one enum kvt_kind */

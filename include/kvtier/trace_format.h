@@ -38,6 +38,7 @@ enum kvt_rec_type {
 	KVT_REC_MODULE_BUILDID = 6, /* struct kvt_rec_module_buildid + id bytes */
 	KVT_REC_EPOCH  = 7,         /* struct kvt_rec_epoch: one device after one migration epoch */
 	KVT_REC_PYSTACK = 8,        /* struct kvt_rec_pystack + frames: the Python frames of a stack id */
+	KVT_REC_FAULTS = 9,         /* struct kvt_rec_faults + entries: GPU faults per chunk */
 };
 
 /* What happened. */
@@ -156,5 +157,25 @@ struct kvt_rec_epoch {              /* 64 bytes */
 	uint64_t reserved;          /* 0 */
 };
 _Static_assert(sizeof(struct kvt_rec_epoch) == 64, "EPOCH records are 64 bytes");
+
+/* GPU page faults on redirected memory, per 2 MiB chunk, over one buffer
+ * of CUPTI records (profiler/src_cupti.c, only while tracing): nr entries
+ * follow and fill the record exactly. A buffer with more chunks than fit
+ * gives several records. */
+#define KVT_TRACE_MAX_FAULTS 64u
+
+struct kvt_rec_faults {
+	struct kvt_rec_head head;
+	uint32_t nr;                /* 1 .. KVT_TRACE_MAX_FAULTS */
+	uint64_t t_ns;              /* since start_mono_ns: when the buffer was read */
+	/* struct kvt_rec_fault_entry entry[nr] */
+};
+
+struct kvt_rec_fault_entry {        /* 16 bytes */
+	uint64_t chunk;             /* the chunk's address, 2 MiB aligned */
+	uint32_t nr;                /* GPU page-fault records on it in the buffer */
+	uint32_t reserved;          /* 0 */
+};
+_Static_assert(sizeof(struct kvt_rec_faults) == 16, "FAULTS records have a 16-byte head");
 
 #endif

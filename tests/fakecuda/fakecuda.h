@@ -29,6 +29,8 @@ struct fakecuda_counters {
 	uint64_t device_used_bytes;     /* HBM in use now (cuMemAlloc + resident managed) */
 	uint64_t device_capacity_bytes; /* FAKECUDA_DEVICE_BYTES */
 	uint64_t managed_resident_bytes;/* managed bytes resident in HBM now */
+	uint64_t bytes_evicted;         /* of bytes_dtoh: moved by evictions (CUPTI cause EVICTION) */
+	uint64_t bytes_fault_in;        /* of bytes_htod: moved by GPU faults (not prefetches) */
 };
 
 /* Cost model (virtual clock), overridable by environment variables:
@@ -47,6 +49,9 @@ struct fakecuda_counters {
  *   FAKECUDA_COHERENT   (default 0)     1: host code can read device memory
  *   FAKECUDA_MMA_PEAK   (default 790e12) FLOP/s of fakecuda_compute_kernel
  *   FAKECUDA_MMA_EFF    (default 0.5)   the share of that peak it reaches
+ *   FAKECUDA_COUNTERS_AT_EXIT=FILE  the counters since start, "name=N" lines,
+ *                       written by the library's destructor (after every
+ *                       atexit handler: a preload's exit flush included)
  * (docs/simulated-device.md has them all) */
 
 int  fakecuda_get_counters(struct fakecuda_counters *out);   /* 0 or CUresult */

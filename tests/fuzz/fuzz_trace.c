@@ -134,6 +134,14 @@ static void check_item(const struct kvt_trace_item *it)
 			abort();
 		touch(it->epoch, sizeof *it->epoch);
 		break;
+	case KVT_REC_FAULTS:
+		if (!it->faults || !it->fault_entries || !it->faults->nr ||
+		    it->faults->nr > KVT_TRACE_MAX_FAULTS ||
+		    (const char *)(it->fault_entries + it->faults->nr) !=
+		    (const char *)it->faults + it->faults->head.bytes)
+			abort();
+		touch(it->fault_entries, it->faults->nr * sizeof *it->fault_entries);
+		break;
 	case KVT_REC_PYSTACK: {
 		/* every frame's names lie inside the record the reader returned */
 		const char *lo = (const char *)it->pystack, *hi = lo + it->pystack->head.bytes;

@@ -11,6 +11,7 @@
 
 /* The tool command is not in libkvtier.a: compile it in. */
 #include "../../tools/cmd_replay.c"
+#include "../../tools/runs.c"
 
 #define MAX_ALLOCS 4096
 
@@ -353,6 +354,49 @@ static void test_cmd_replay(void)
 	}
 }
 
+/* A run's directory: each of its traces replayed on its own, in name
+ * order, under a "# trace:" line; the worst exit status of them. */
+static void test_cmd_replay_run_dir(void)
+{
+	static char out[1 << 16];
+	char dir[] = "/tmp/kvt-replay-run-XXXXXX", a[80], b[80], other[80];
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(a, sizeof a, "%s/kvtier-r1.100.trace", dir);
+	snprintf(b, sizeof b, "%s/kvtier-r1.101.trace", dir);
+	snprintf(other, sizeof other, "%s/notes.txt", dir);
+	const char *seq_a = "1 meminfo 10G 16G\n2 malloc 4G 1 # expect: kv\n";
+	const char *seq_b = "1 malloc 1G 1 # expect: other\n2 malloc 2G 2\n";
+	FILE *f = fopen(a, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs(seq_a, f);
+	fclose(f);
+	CU_ASSERT_FATAL((f = fopen(b, "w")) != NULL);
+	fputs(seq_b, f);
+	fclose(f);
+	CU_ASSERT_FATAL((f = fopen(other, "w")) != NULL);     /* not a trace: not read */
+	fputs("1 frob\n", f);
+	fclose(f);
+	char *run[] = { "replay", "--check", dir, NULL };
+	CU_ASSERT_EQUAL(run_in_child(kvt_cmd_replay, run, out, sizeof out), 1);   /* a's mark */
+	char *pa = strstr(out, "# trace: "), *pb = pa ? strstr(pa + 1, "# trace: ") : NULL;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pb);
+	CU_ASSERT(strstr(pa, "kvtier-r1.100.trace") < pb);       /* name order */
+	CU_ASSERT_PTR_NOT_NULL(strstr(pb, "kvtier-r1.101.trace"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "# 1 allocations, 0 kv, 1 expect marks, 1 mismatches"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(pb, "# 2 allocations, 0 kv, 1 expect marks, 0 mismatches"));
+	CU_ASSERT_PTR_NULL(strstr(out, "frob"));
+	unlink(a);
+	char *one[] = { "replay", "--check", dir, NULL };      /* one trace left: no header */
+	CU_ASSERT_EQUAL(run_in_child(kvt_cmd_replay, one, out, sizeof out), 0);
+	CU_ASSERT_PTR_NULL(strstr(out, "# trace: "));
+	unlink(b);
+	char *empty[] = { "replay", dir, NULL };
+	CU_ASSERT_EQUAL(run_in_child(kvt_cmd_replay, empty, out, sizeof out), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "no trace files in this directory"));
+	unlink(other);
+	rmdir(dir);
+}
+
 static CU_TestInfo seq_tests[] = {
 	{ "every shipped sequence matches its expect marks", test_sequences },
 	{ "sequence shapes: kv, provisional, late counts", test_sequence_shapes },
@@ -365,6 +409,7 @@ static CU_TestInfo format_tests[] = {
 	{ "text lines and their errors", test_parse_line },
 	{ "feed: table full, unknown ids", test_feed_edges },
 	{ "kvtier replay exit status and lines", test_cmd_replay },
+	{ "kvtier replay DIR: each trace of the run on its own", test_cmd_replay_run_dir },
 	CU_TEST_INFO_NULL,
 };
 

@@ -22,6 +22,7 @@
 
 static char tmpdir[] = "/tmp/kvt-views-XXXXXX";
 static char serve_trace[600], v1_trace[600], v2_trace[600], synth_trace[600];
+static char serve_counters[600];        /* the stand-in's own move counters at exit */
 static char *run_summary;               /* kvtier run's stderr for serve_trace */
 static struct kvt_child rc;
 
@@ -50,13 +51,15 @@ static int find_file(const char *prefix, char *out, size_t len)
 /* serve-like over a 4x pool under `kvtier run`, paced: every mover works. */
 static int run_serve(void)
 {
-	char lib[700], tr[700];
+	char lib[700], tr[700], ctr[700];
 	snprintf(lib, sizeof lib, "LD_LIBRARY_PATH=%s", kvt_path("fakecuda"));
 	snprintf(tr, sizeof tr, "%s", tmp_path("serve.%p.trace"));
+	snprintf(serve_counters, sizeof serve_counters, "%s", tmp_path("device-counters"));
+	snprintf(ctr, sizeof ctr, "FAKECUDA_COUNTERS_AT_EXIT=%s", serve_counters);
 	const char *argv[] = { kvt_path("kvtier"), "run", "--trace", tr, "--",
 			       kvt_path("workloads/serve-like"), "--alt", "kvtier", "--pool-over-hbm",
 			       "4", "--requests", "30", "--quiet", NULL };
-	const char *env[] = { lib, "FAKECUDA_PACE=2", NULL };
+	const char *env[] = { lib, "FAKECUDA_PACE=2", ctr, NULL };
 	if (kvt_run(&rc, argv, env) || rc.exit_code) {
 		fprintf(stderr, "serve run failed (%d): %.2000s\n", rc.exit_code, rc.err);
 		return -1;
@@ -140,6 +143,7 @@ struct moves {
 	uint64_t mig_in, mig_in_bytes, mig_out, mig_out_bytes;
 	uint64_t step_in, step_pages, step_out, step_pages_out;
 	uint64_t fault_ins, evicted_backs;
+	uint64_t fault_in_bytes, evicted_bytes;     /* UINT64_MAX: not in the trace */
 };
 
 /* "name=N" inside the value of key's INFO line. */
@@ -175,6 +179,8 @@ static int read_moves(const char *trace, struct moves *m)
 	m->step_pages_out = info_field(infos, "migrate.step", "pages_out");
 	m->fault_ins = kvt_out_u64(infos + 1, "migrate.fault_ins");
 	m->evicted_backs = kvt_out_u64(infos + 1, "migrate.evicted_backs");
+	m->fault_in_bytes = kvt_out_u64(infos + 1, "migrate.fault_in_bytes");
+	m->evicted_bytes = kvt_out_u64(infos + 1, "migrate.evicted_bytes");
 	return 0;
 }
 
@@ -232,20 +238,28 @@ static uint64_t json_move(const char *js, const char *dir, const char *cause, co
 	return kvt_num_after(js, (const char *const[]){ "\"hbm_moves\":{", d, c, f, NULL });
 }
 
-/* The chunks cell of an HTML row (after "&#8805; " for the eviction row). */
-static uint64_t html_move(const char *h, const char *id)
+/* Cell `cell` of an HTML row (3: chunks, after "&#8805; " for a lower
+ * bound; 5: bytes); "-" reads as UINT64_MAX - 1. */
+static uint64_t html_cell(const char *h, const char *id, int cell)
 {
 	char k[96];
 	snprintf(k, sizeof k, "<tr id=\"%s\">", id);
 	const char *p = strstr(h, k);
 	if (!p)
 		return UINT64_MAX;
-	for (int i = 0; i < 3 && p; i++)
+	for (int i = 0; i < cell && p; i++)
 		if ((p = strstr(p + 1, "<td>")))
 			p += 4;
 	if (p && !strncmp(p, "&#8805; ", 8))
 		p += 8;
+	if (p && *p == '-')
+		return UINT64_MAX - 1;
 	return p ? strtoull(p, NULL, 10) : UINT64_MAX;
+}
+
+static uint64_t html_move(const char *h, const char *id)
+{
+	return html_cell(h, id, 3);
 }
 
 static void check_moves(const char *trace, const struct moves *m)
@@ -266,9 +280,11 @@ static void check_moves(const char *trace, const struct moves *m)
 	CU_ASSERT_EQUAL(v[0], m->step_in);
 	CU_ASSERT_EQUAL(v[1], m->step_pages);
 	CU_ASSERT_EQUAL(v[2], m->step_in * (2ull << 20) + m->step_pages * (64ull << 10));
+	int drv = m->evicted_bytes != UINT64_MAX;       /* CUPTI counted the driver's moves */
 	text_row(sec, "into HBM   fault-in", v);
-	CU_ASSERT_EQUAL(v[0], m->fault_ins);
-	CU_ASSERT_EQUAL(v[2], UINT64_MAX);              /* no bytes claimed */
+	if (!drv || m->fault_ins)
+		CU_ASSERT_EQUAL(v[0], m->fault_ins);
+	CU_ASSERT_EQUAL(v[2], drv ? m->fault_in_bytes : UINT64_MAX);   /* bytes only from CUPTI */
 	text_row(sec, "out of HBM migrator", v);
 	CU_ASSERT_EQUAL(v[0], m->mig_out);
 	CU_ASSERT_EQUAL(v[2], m->mig_out_bytes);
@@ -276,7 +292,8 @@ static void check_moves(const char *trace, const struct moves *m)
 	CU_ASSERT_EQUAL(v[0], m->step_out);
 	CU_ASSERT_EQUAL(v[1], m->step_pages_out);
 	text_row(sec, "out of HBM driver eviction", v);
-	CU_ASSERT_EQUAL(v[0], m->evicted_backs);
+	CU_ASSERT_EQUAL(v[0], drv ? UINT64_MAX : m->evicted_backs);   /* bytes, or a lower bound */
+	CU_ASSERT_EQUAL(v[2], drv ? m->evicted_bytes : UINT64_MAX);
 
 	CU_ASSERT_EQUAL(json_move(js, "into_hbm", "migrator", "chunks"), m->mig_in);
 	CU_ASSERT_EQUAL(json_move(js, "into_hbm", "migrator", "bytes"), m->mig_in_bytes);
@@ -286,14 +303,25 @@ static void check_moves(const char *trace, const struct moves *m)
 	CU_ASSERT_EQUAL(json_move(js, "out_of_hbm", "migrator", "chunks"), m->mig_out);
 	CU_ASSERT_EQUAL(json_move(js, "out_of_hbm", "step_prefetch", "chunks"), m->step_out);
 	CU_ASSERT_EQUAL(json_move(js, "out_of_hbm", "step_prefetch", "pages"), m->step_pages_out);
-	CU_ASSERT_EQUAL(json_move(js, "out_of_hbm", "driver_eviction", "chunks"), m->evicted_backs);
+	if (drv) {
+		CU_ASSERT_EQUAL(json_move(js, "out_of_hbm", "driver_eviction", "bytes"),
+				m->evicted_bytes);
+		CU_ASSERT_EQUAL(json_move(js, "into_hbm", "fault_in", "bytes"), m->fault_in_bytes);
+		CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"driver_eviction\":{\"chunks\":null,"));
+	} else {
+		CU_ASSERT_EQUAL(json_move(js, "out_of_hbm", "driver_eviction", "chunks"),
+				m->evicted_backs);
+	}
 
 	CU_ASSERT_EQUAL(html_move(html, "move-in-migrator"), m->mig_in);
 	CU_ASSERT_EQUAL(html_move(html, "move-in-step_prefetch"), m->step_in);
 	CU_ASSERT_EQUAL(html_move(html, "move-in-fault_in"), m->fault_ins);
 	CU_ASSERT_EQUAL(html_move(html, "move-out-migrator"), m->mig_out);
 	CU_ASSERT_EQUAL(html_move(html, "move-out-step_prefetch"), m->step_out);
-	CU_ASSERT_EQUAL(html_move(html, "move-out-driver_eviction"), m->evicted_backs);
+	CU_ASSERT_EQUAL(html_move(html, "move-out-driver_eviction"),
+			drv ? UINT64_MAX - 1 : m->evicted_backs);
+	if (drv)
+		CU_ASSERT_EQUAL(html_cell(html, "move-out-driver_eviction", 5), m->evicted_bytes);
 	free(txt);
 	free(js);
 	free(html);
@@ -322,8 +350,20 @@ static void test_moves_serve(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
 	CU_ASSERT_EQUAL(kvt_num_after(out, (const char *const[]){ "migrator", NULL }), m.mig_out);
 	CU_ASSERT_EQUAL(kvt_num_after(out, (const char *const[]){ "step prefetch", NULL }), m.step_out);
-	CU_ASSERT_EQUAL(kvt_num_after(out, (const char *const[]){ "driver eviction >=", NULL }),
-			m.evicted_backs);
+	/* CUPTI was on: the driver's evictions and fault-ins in bytes, exactly
+	 * what the stand-in moved for those causes over the whole run */
+	CU_ASSERT_FATAL(m.evicted_bytes != UINT64_MAX && m.fault_in_bytes != UINT64_MAX);
+	char *dev = kvt_slurp(serve_counters, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+	uint64_t ev = kvt_out_u64(dev, "bytes_evicted"), fi = kvt_out_u64(dev, "bytes_fault_in");
+	fprintf(stderr, "  driver: evicted %" PRIu64 " B (device %" PRIu64 "), fault-in %" PRIu64
+		" B (device %" PRIu64 ")\n", m.evicted_bytes, ev, m.fault_in_bytes, fi);
+	CU_ASSERT(ev > 0 && ev != UINT64_MAX);
+	CU_ASSERT_EQUAL(m.evicted_bytes, ev);
+	CU_ASSERT_EQUAL(m.fault_in_bytes, fi);
+	free(dev);
+	const char *de = strstr(out, "driver eviction ");     /* a size, not a lower bound */
+	CU_ASSERT(de && de[16] >= '1' && de[16] <= '9');
 }
 
 static void test_moves_review_counters(void)
@@ -663,6 +703,162 @@ static void test_diff_runs(void)
 	CU_ASSERT_EQUAL(rc.exit_code, 2);
 }
 
+/* ---- 5. the fault heat map ---- */
+
+/* The FAULTS records of a trace, summed here: the GPU faults kvtier saw,
+ * read without the report's code. */
+static uint64_t trace_faults(const char *trace, uint64_t *records)
+{
+	static struct kvt_trace_reader rd;
+	struct kvt_trace_item it;
+	uint64_t sum = 0;
+	*records = 0;
+	CU_ASSERT_EQUAL_FATAL(kvt_trace_reader_open(&rd, trace), 0);
+	while (kvt_trace_next(&rd, &it) > 0) {
+		if (!it.faults)
+			continue;
+		(*records)++;
+		for (uint32_t k = 0; k < it.faults->nr; k++) {
+			sum += it.fault_entries[k].nr;
+			CU_ASSERT_EQUAL(it.fault_entries[k].chunk & ((2u << 20) - 1), 0);
+		}
+	}
+	kvt_trace_reader_close(&rd);
+	return sum;
+}
+
+static void test_fault_heat(void)
+{
+	uint64_t recs, sum = trace_faults(serve_trace, &recs);
+	char *dev = kvt_slurp(serve_counters, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dev);
+	uint64_t dev_faults = kvt_out_u64(dev, "faults");
+	free(dev);
+	fprintf(stderr, "\n  %" PRIu64 " faults in %" PRIu64 " FAULTS records; the device "
+		"counted %" PRIu64 "\n", sum, recs, dev_faults);
+	/* every fault of the run is on kvtier's KV, and each is in the trace */
+	CU_ASSERT(sum > 0);
+	CU_ASSERT_EQUAL(sum, dev_faults);
+	char *txt = kvt_report_run(&rc, tmpdir, "text", serve_trace, NULL);
+	char *js = kvt_report_run(&rc, tmpdir, "json", serve_trace, NULL);
+	char *html = kvt_report_run(&rc, tmpdir, "html", serve_trace, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(js);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(html);
+	/* text: the total, and the top chunk named by its allocation's site */
+	const char *t = strstr(txt, "GPU faults on redirected chunks: ");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_EQUAL(strtoull(t + 33, NULL, 10), sum);
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, " faults  in 0x"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(t, "serve_like.c"));
+	/* JSON: the per-chunk faults add up to the total */
+	CU_ASSERT_EQUAL(kvt_num_after(js, (const char *const[]){ "\"heat\":{", "\"faults\":", NULL }),
+			sum);
+	uint64_t per = 0;
+	for (const char *p = strstr(js, "\"chunks\":["); p && (p = strstr(p, "\"faults\":")); p++)
+		per += strtoull(p + 9, NULL, 10);
+	CU_ASSERT_EQUAL(per, sum);
+	CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"alloc_site\":\"sv_kv_alloc"));
+	/* HTML: the fault map, its rows, a label naming the allocation */
+	CU_ASSERT_PTR_NOT_NULL(strstr(html, "<svg id=\"heat-faults\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(html, "<svg id=\"heat-events\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(html, "class=\"heat-alloc\"><title>0x"));
+	const char *lab = strstr(html, "class=\"heat-alloc\"><title>");
+	CU_ASSERT(lab && strstr(lab, "sv_kv_alloc") && strstr(lab, "sv_kv_alloc") < strstr(lab, "</title>"));
+	CU_ASSERT_EQUAL(kvt_num_after(html, (const char *const[]){ "id=\"heat-faults-summary\">", NULL }),
+			sum);
+	free(txt);
+	free(js);
+	free(html);
+}
+
+/* A made-up trace with known answers: an 8 MiB redirected allocation,
+ * FAULTS records on its first two chunks and on memory no range holds,
+ * then, after its free, on its first chunk again (CUPTI delivering faults
+ * late). And a record whose entry count does not match its size. */
+static void put_rec(FILE *f, const void *p, size_t n)
+{
+	CU_ASSERT_FATAL(fwrite(p, 1, n, f) == n);
+}
+
+static void put_faults(FILE *f, uint64_t t, const uint64_t *chunk, const uint32_t *nr, uint32_t n,
+		       uint16_t bytes)
+{
+	struct kvt_rec_faults h = { { KVT_REC_FAULTS, bytes }, n, t };
+	put_rec(f, &h, sizeof h);
+	for (uint32_t k = 0; k < n; k++) {
+		struct kvt_rec_fault_entry e = { chunk[k], nr[k], 0 };
+		put_rec(f, &e, sizeof e);
+	}
+}
+
+static const char *made_up_faults(const char *name, int bad)
+{
+	const char *path = tmp_path(name);
+	struct kvt_trace_header h = { .magic = "KVTTRACE", .version = KVT_TRACE_VERSION,
+				      .header_bytes = sizeof h };
+	FILE *f = fopen(path, "wb");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	put_rec(f, &h, sizeof h);
+	uint64_t base = 0x7f0000000000ull;
+	struct kvt_rec_event ev = { .head = { KVT_REC_EVENT, sizeof ev }, .op = KVT_OP_ALLOC,
+				    .t_ns = 1000, .addr = base, .size = 8u << 20,
+				    .kind = KVT_KIND_DEVICE, .placement = KVT_PLACE_MANAGED_FAR };
+	put_rec(f, &ev, sizeof ev);
+	uint64_t c1[] = { base, base + (2u << 20), 0x10000000 };
+	uint32_t n1[] = { 3, 5, 2 };
+	put_faults(f, 2000000, c1, n1, 3, (uint16_t)(16 + 3 * 16));
+	if (bad)
+		put_faults(f, 2500000, c1, n1, 2, (uint16_t)(16 + 3 * 16));   /* 2 named, 3 there */
+	ev.op = KVT_OP_FREE;
+	ev.t_ns = 3000000;
+	put_rec(f, &ev, sizeof ev);
+	uint32_t n2[] = { 4 };
+	put_faults(f, 4000000, c1, n2, 1, 32);
+	struct kvt_rec_end end = { { KVT_REC_END, sizeof end }, 0, 1, 0, 0 };
+	put_rec(f, &end, sizeof end);
+	CU_ASSERT_EQUAL(fclose(f), 0);
+	return path;
+}
+
+static void test_fault_heat_made_up(void)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s", made_up_faults("faults.trace", 0));
+	char *js = kvt_report_run(&rc, tmpdir, "json", path, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(js);
+	/* 3 + 5 + 2 + 4 faults; 2 on no range, 4 on a freed one */
+	CU_ASSERT_EQUAL(kvt_num_after(js, (const char *const[]){ "\"heat\":{", "\"faults\":", NULL }),
+			14);
+	CU_ASSERT_EQUAL(kvt_num_after(js, (const char *const[]){ "\"heat\":{", "\"faults_outside\":",
+							     NULL }), 6);
+	/* the chunks, by address: the first has 3, the second 5, each named */
+	const char *c0 = strstr(js, "\"chunks\":[");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c0);
+	CU_ASSERT_EQUAL(kvt_num_after(c0, (const char *const[]){ "\"faults\":", NULL }), 3);
+	const char *c1 = strstr(c0, "},{");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c1);
+	CU_ASSERT_EQUAL(kvt_num_after(c1, (const char *const[]){ "\"faults\":", NULL }), 5);
+	CU_ASSERT_EQUAL(kvt_num_after(c1, (const char *const[]){ "\"alloc_bytes\":", NULL }),
+			8u << 20);
+	CU_ASSERT_EQUAL(kvt_num_after(c1, (const char *const[]){ "\"alloc_addr\":", NULL }),
+			0x7f0000000000ull);
+	free(js);
+	char *txt = kvt_report_run(&rc, tmpdir, "text", path, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "GPU faults on redirected chunks: 14 (6 outside the "
+					   "live redirected ranges)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(txt, "0:0x7f0000200000        5 faults  in 0x7f0000000000 "
+					   "(8.0 MiB)"));
+	free(txt);
+	/* an entry count that does not match the record's size: one error */
+	snprintf(path, sizeof path, "%s", made_up_faults("faults-bad.trace", 1));
+	const char *argv[] = { kvt_path("kvtier"), "report", path, NULL };
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&rc, argv, NULL), 0);
+	CU_ASSERT_NOT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.err, "faults record with a bad entry count"));
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -674,6 +870,10 @@ int main(void)
 		{ "folded: lines parse, root first, sum to bytes and counts", test_folded },
 		{ "diff: a run against itself is all zeros", test_diff_self },
 		{ "diff: 2x KV against 1x: the change is the difference, sorted", test_diff_runs },
+		{ "fault heat: every GPU fault of the run, per chunk, rows named by allocation",
+		  test_fault_heat },
+		{ "fault heat on a made-up trace: per chunk, freed and unknown ranges, a bad record",
+		  test_fault_heat_made_up },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {

@@ -475,6 +475,25 @@ FC_EXPORT int fakecuda_get_counters(struct fakecuda_counters *out)
 	return CUDA_SUCCESS;
 }
 
+/* FAKECUDA_COUNTERS_AT_EXIT=FILE: the whole run's move counters, for tests
+ * that check a preload's own accounting against the device's. */
+__attribute__((destructor)) static void fc_counters_at_exit(void)
+{
+	const char *path = getenv("FAKECUDA_COUNTERS_AT_EXIT");
+	struct fakecuda_counters c;
+	if (!path || !*path || fakecuda_get_counters(&c))
+		return;
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return;
+	fprintf(f, "bytes_htod=%llu\nbytes_dtoh=%llu\nbytes_evicted=%llu\nbytes_fault_in=%llu\n"
+		"faults=%llu\nevictions=%llu\n", (unsigned long long)c.bytes_htod,
+		(unsigned long long)c.bytes_dtoh, (unsigned long long)c.bytes_evicted,
+		(unsigned long long)c.bytes_fault_in, (unsigned long long)c.faults,
+		(unsigned long long)c.evictions);
+	fclose(f);
+}
+
 /* Zero the event counters (the per-ordinal ones too) and the clock; state
  * gauges (used, resident, capacity, primary refs) describe the present and
  * are kept. */

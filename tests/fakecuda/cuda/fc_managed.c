@@ -218,6 +218,10 @@ static void fc_account_move(struct fc_block *b, bool htod, enum fc_cause cause)
 		fc_stats.c.bytes_htod += FC_UMP;
 	else
 		fc_stats.c.bytes_dtoh += FC_UMP;
+	if (htod && cause == FC_CAUSE_FAULT)
+		fc_stats.c.bytes_fault_in += FC_UMP;
+	if (!htod && cause == FC_CAUSE_EVICT)
+		fc_stats.c.bytes_evicted += FC_UMP;
 	uint32_t host = b->host_node < 0 ? 0 : (uint32_t)b->host_node;
 	fc_feed_push(htod ? CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD
 			  : CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH,
