@@ -272,6 +272,7 @@ static void test_live_devices(void)
 				  NULL };
 	const char *st_txt[] = { kvt_path("kvtier"), "stat", pidarg, NULL };
 	char k_epochs[96], k_budget[96], k_dbudget[128], k_dhbm[128], k_faults[128], k_link[160];
+	char k_fin[128];
 	snprintf(k_epochs, sizeof k_epochs, "kvtier_migrate_epochs_total{pid=\"%d\"}", (int)pid);
 	snprintf(k_budget, sizeof k_budget, "kvtier_hbm_budget_bytes{pid=\"%d\"}", (int)pid);
 	snprintf(k_dbudget, sizeof k_dbudget,
@@ -282,7 +283,10 @@ static void test_live_devices(void)
 	snprintf(k_link, sizeof k_link,
 		 "kvtier_device_link_bytes_total{pid=\"%d\",device=\"0\",direction=\"to_hbm\"}",
 		 (int)pid);
-	int wst, reads = 0, planned = 0, late = 0, bad_parse = 0, inode_same = 0;
+	snprintf(k_fin, sizeof k_fin, "kvtier_device_fault_in_bytes_total{pid=\"%d\",device=\"0\"}",
+		 (int)pid);
+	int wst, reads = 0, planned = 0, late = 0, bad_parse = 0, inode_same = 0, fin_over = 0;
+	double most_fin = 0;
 	double budget = -1, most_hbm = 0, most_faults = 0, most_link = 0;
 	ino_t last_ino = 0;
 	text[0] = 0;
@@ -314,6 +318,10 @@ static void test_live_devices(void)
 					most_faults = fa;
 				if (li > most_link)
 					most_link = li;
+				double fin = prom_sample(body, k_fin);
+				if (fin > most_fin)
+					most_fin = fin;
+				fin_over += fin > li;      /* a part of what came in */
 				free(p);
 			}
 		}
@@ -333,6 +341,8 @@ static void test_live_devices(void)
 	CU_ASSERT(most_hbm > 0);
 	CU_ASSERT(most_faults > 0);
 	CU_ASSERT(most_link > 0);
+	CU_ASSERT(most_fin > 0);                     /* faults migrate: the driver's own bytes */
+	CU_ASSERT_EQUAL(fin_over, 0);
 	/* the budget the trace says the migrator planned against */
 	char tpath[600] = "";
 	DIR *d = opendir(tmpdir);
@@ -351,6 +361,8 @@ static void test_live_devices(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, " in force (epoch "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "; GPU faults "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " of it on faults), "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " of it evicted by the driver)"));
 	CU_ASSERT_PTR_NULL(strstr(text, "not yet derived"));
 }
 
