@@ -110,37 +110,37 @@ static void count_driver(uint32_t dev, uint64_t bytes, int evicted)
 	__atomic_fetch_add(&driver_bytes[KVT_CUPTI_FAULT_DEVS][evicted], bytes, __ATOMIC_RELAXED);
 }
 
-/* GPU faults per chunk over one buffer of records, for the trace's
- * FAULTS records (the report's fault heat map): a small table,
- * written out when full and at the end of the buffer. Only the CUPTI
- * callback thread touches it (one buffer completes at a time). */
-#define FAULT_LOG 64
+/* GPU faults per chunk over one buffer of records, for the trace's FAULTS
+ * records (the report's fault heat map): a small table on the completing
+ * thread's stack (CUPTI may complete two buffers at once), written out
+ * when full and at the end of the buffer. */
+#define FAULT_LOG KVT_TRACE_MAX_FAULTS
 
-static struct {
+struct fault_log {
 	uint64_t chunk[FAULT_LOG];
 	uint32_t nr[FAULT_LOG];
 	unsigned n;
-} flog;
+};
 
-static void fault_log_flush(void)
+static void fault_log_flush(struct fault_log *fl)
 {
-	if (flog.n)
-		kvt_trace_faults(flog.chunk, flog.nr, flog.n);
-	flog.n = 0;
+	if (fl->n)
+		kvt_trace_faults(fl->chunk, fl->nr, fl->n);
+	fl->n = 0;
 }
 
-static void fault_log_add(uint64_t addr)
+static void fault_log_add(struct fault_log *fl, uint64_t addr)
 {
 	uint64_t c = addr >> KVT_CHUNK_SHIFT << KVT_CHUNK_SHIFT;
-	for (unsigned i = 0; i < flog.n; i++)
-		if (flog.chunk[i] == c) {
-			flog.nr[i]++;
+	for (unsigned i = 0; i < fl->n; i++)
+		if (fl->chunk[i] == c) {
+			fl->nr[i]++;
 			return;
 		}
-	if (flog.n == FAULT_LOG)
-		fault_log_flush();
-	flog.chunk[flog.n] = c;
-	flog.nr[flog.n++] = 1;
+	if (fl->n == FAULT_LOG)
+		fault_log_flush(fl);
+	fl->chunk[fl->n] = c;
+	fl->nr[fl->n++] = 1;
 }
 
 static void count_fault(uint64_t addr)
@@ -164,7 +164,7 @@ void kvt_cupti_track_fault_ins(int on)
 	__atomic_store_n(&fault_ins, on, __ATOMIC_RELAXED);
 }
 
-static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
+static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r, struct fault_log *fl)
 {
 	unsigned credited = 0;
 	switch (r->counterKind) {
@@ -172,7 +172,7 @@ static void one_record(const CUpti_ActivityUnifiedMemoryCounter3 *r)
 		credited = kvt_heat_add(r->address, 1, 1.0f, 1);
 		count_fault(r->address);
 		if (credited && kvt_trace_active())
-			fault_log_add(r->address);
+			fault_log_add(fl, r->address);
 		kvt_evc_mark_addr(r->address, KVT_EVC_FAULTS);
 		kvt_prof_on_fault(r->address);     /* the sample source's probes */
 		if (__atomic_load_n(&fault_ins, __ATOMIC_RELAXED)) {
@@ -215,13 +215,15 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf,
 {
 	(void)ctx; (void)stream; (void)size;
 	CUpti_Activity *rec = NULL;
+	struct fault_log fl;
+	fl.n = 0;
 	/* a flush that outlasted the exit's wait: CUPTI may be finalised */
 	while (valid && !kvt_prof_left() && cu.next(buf, valid, &rec) == CUPTI_SUCCESS) {
 		__atomic_fetch_add(&nr_records, 1, __ATOMIC_RELAXED);
 		if (rec->kind == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
-			one_record((const CUpti_ActivityUnifiedMemoryCounter3 *)rec);
+			one_record((const CUpti_ActivityUnifiedMemoryCounter3 *)rec, &fl);
 	}
-	fault_log_flush();
+	fault_log_flush(&fl);
 	for (int i = 0; i < NR_BUFS; i++)
 		if (buf == bufs[i])
 			__atomic_store_n(&buf_busy[i], 0, __ATOMIC_RELEASE);
