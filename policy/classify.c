@@ -47,6 +47,13 @@
  *            allocation, before any zero fill, so a compute buffer right
  *            after a KV buffer (llama.cpp's, and llamacpp-like's at a fifth
  *            of its KV) would be placed in managed memory until refuted.
+ *   over     once the arming is spent by pools, an allocation within
+ *            burst_gap_ns of the last pool member that is larger than the
+ *            free memory the pools left (free at arming less the KV since)
+ *            is KV at birth (over_free): natively it could only fail, so
+ *            placing it changes nothing for any other allocation; a
+ *            further pool sized past the device (a hybrid model's full
+ *            pool after its window pool took 40 % of free memory).
  *   unarmed: never KV at birth; a large allocation among the first
  *            early_large, >= total/late_total_div, zero-filled in full before
  *            the next large allocation is reported LATE (llama.cpp's shape);
@@ -75,6 +82,7 @@ void kvt_policy_cls_config_default(struct kvt_policy_cls_config *c)
 		.pools_done_pct = 80,
 		.pool_member_div = 8,
 		.tail_free_div = 0,    /* late pools: off (see above) */
+		.over_free = 1,
 		.early_large = 8,
 		.late_total_div = 64,
 	};
@@ -292,10 +300,35 @@ static bool joins(struct kvt_policy_cls_burst *b, uint64_t size)
 	return true;
 }
 
+/* A pool that cannot fit (over_free, above): after the pools, within the
+ * burst gap of the last member, larger than the free memory they left. */
+static bool over_free(const struct kvt_policy_cls *c, uint64_t size, uint64_t t_ns)
+{
+	const struct kvt_policy_cls_burst *b = &c->burst;
+	if (!c->cfg.over_free || c->arm_left || !c->free_at_arm || !b->open || !b->confirmed ||
+	    t_ns - b->last_t_ns > c->cfg.burst_gap_ns)
+		return false;
+	uint64_t left = c->kv_since_arm < c->free_at_arm ? c->free_at_arm - c->kv_since_arm : 0;
+	return size > left;
+}
+
 static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 		       uint64_t t_ns, uint64_t id, bool follows_pool)
 {
 	struct kvt_policy_cls_burst *b = &c->burst;
+	if (over_free(c, size, t_ns)) {
+		memset(b, 0, sizeof *b);
+		b->open = b->armed = b->confirmed = true;
+		b->kind = kind;
+		b->size = b->sizes[0] = size;
+		b->nr_sizes = b->nr = 1;
+		b->last_t_ns = t_ns;
+		b->last_id = id;
+		c->tail_open = false;
+		c->kv_since_arm += size;
+		c->after_pool = true;
+		return KVT_KV_YES;
+	}
 	bool tail = c->tail_open && !c->arm_left && b->open && b->confirmed &&
 		    t_ns - b->last_t_ns <= c->cfg.burst_gap_ns && size >= tail_floor(c);
 	c->tail_open = false;

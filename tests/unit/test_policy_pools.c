@@ -38,6 +38,7 @@ static void armed_tail(uint64_t free_bytes)
 {
 	kvt_policy_cls_config_default(&tail_cfg);
 	tail_cfg.tail_free_div = 64;
+	tail_cfg.over_free = 0;      /* the late-pool rules alone (its cases overfill free) */
 	armed_cfg(free_bytes, &tail_cfg);
 }
 
@@ -258,6 +259,38 @@ static void test_late_pool_refuted(void)
 	CU_ASSERT_EQUAL(verdict(161), KVT_VERDICT_LATE);
 }
 
+/*   free 390M: [193M window pool, KV at birth][1550M full pool]
+ *   the full pool is larger than the free memory the window pool left:
+ *   natively it could only fail, so it is KV at birth (over_free); one
+ *   that fits is not, nor one after the burst gap, nor with the rule off */
+static void test_pool_past_free(void)
+{
+	armed(390 * M);
+	CU_ASSERT_EQUAL(alloc(193 * M, 170), KVT_KV_YES);     /* 49 % of free: spent */
+	CU_ASSERT_EQUAL(cls.arm_left, 0u);
+	CU_ASSERT_EQUAL(alloc(1550 * M, 171), KVT_KV_YES);
+	CU_ASSERT_EQUAL(cls.kv_since_arm, 1743 * M);
+	/* a workspace that fits in what is left: native */
+	armed(390 * M);
+	CU_ASSERT_EQUAL(alloc(193 * M, 172), KVT_KV_YES);
+	CU_ASSERT_EQUAL(alloc(190 * M, 173), KVT_KV_NO);
+	/* past the burst gap: not part of the pools' making */
+	armed(390 * M);
+	CU_ASSERT_EQUAL(alloc(193 * M, 174), KVT_KV_YES);
+	t_ns += 6000000000ull;
+	CU_ASSERT_EQUAL(alloc(1550 * M, 175), KVT_KV_NO);
+	/* still armed (no pool spent the arming): the armed rules decide */
+	armed(390 * M);
+	CU_ASSERT_EQUAL(alloc(40 * M, 176), KVT_KV_MAYBE);
+	/* off */
+	struct kvt_policy_cls_config off;
+	kvt_policy_cls_config_default(&off);
+	off.over_free = 0;
+	armed_cfg(390 * M, &off);
+	CU_ASSERT_EQUAL(alloc(193 * M, 177), KVT_KV_YES);
+	CU_ASSERT_EQUAL(alloc(1550 * M, 178), KVT_KV_NO);
+}
+
 static CU_TestInfo pool_tests[] = {
 	{ "two window pools back to back", test_window_pools },
 	{ "two sizes interleaved per layer", test_interleaved },
@@ -269,6 +302,7 @@ static CU_TestInfo pool_tests[] = {
 	{ "a second cache after a pool KV at birth is a late pool", test_second_cache_tail },
 	{ "a late pool after the pools are done: a per-layer run", test_late_pool_run },
 	{ "a late pool is never confirmed by size; not after the gap", test_late_pool_refuted },
+	{ "a pool larger than the free memory left is KV at birth", test_pool_past_free },
 	CU_TEST_INFO_NULL,
 };
 
