@@ -86,6 +86,11 @@ pid_t kvt_gettid(void);
 void kvt_platform_after_fork(void);
 /* CLOCK_MONOTONIC, or the virtual clock a simulated driver handed over */
 uint64_t kvt_now_ns(void);
+/* kvt_now_ns less the step forward the switch to a virtual clock made (up
+ * to VCLOCK_ALIGN_NS): for the gaps between the application's events,
+ * which a switch between two of them must not stretch (the classifier's
+ * burst gap). The same as kvt_now_ns on a real clock. */
+uint64_t kvt_gap_ns(void);
 /* A simulator's virtual clock (fakecuda's fakecuda_vclock_*: a real libcuda
  * has none). Once set, kvt_now_ns, kvt_coarse_ns and kvt_cond_wait_until
  * run on it, and kvtier charges its own CPU work to it (kvt_clock_charge)

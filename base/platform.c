@@ -164,6 +164,7 @@ void kvt_platform_after_fork(void)
 #define VCLOCK_ALIGN_NS 262144000000ull   /* 65 536 x 4 ms */
 static struct kvt_vclock vclock;
 static int64_t vclock_off;
+static int64_t vclock_step;    /* how far forward the switch moved kvt_now_ns */
 static int vclock_on;
 
 static uint64_t mono_ns(void)
@@ -184,8 +185,11 @@ void kvt_clock_set_virtual(const struct kvt_vclock *vc)
 	 * boundaries kvtier buckets time by then fall on the same virtual
 	 * times in every run (an offset of any nanosecond count moved them,
 	 * and a simulated run's figures with them) */
-	uint64_t off = mono_ns() - vc->now();
+	uint64_t before = mono_ns(), off = before - vc->now();
 	vclock_off = (int64_t)((off / VCLOCK_ALIGN_NS + 1) * VCLOCK_ALIGN_NS);
+	vclock_step = (int64_t)vc->now() + vclock_off - (int64_t)before;
+	if (vclock_step < 0)
+		vclock_step = 0;
 	__atomic_store_n(&vclock_on, 1, __ATOMIC_RELEASE);
 }
 
@@ -198,6 +202,13 @@ uint64_t kvt_now_ns(void)
 {
 	if (__atomic_load_n(&vclock_on, __ATOMIC_ACQUIRE))
 		return (uint64_t)((int64_t)vclock.now() + vclock_off);
+	return mono_ns();
+}
+
+uint64_t kvt_gap_ns(void)
+{
+	if (__atomic_load_n(&vclock_on, __ATOMIC_ACQUIRE))
+		return (uint64_t)((int64_t)vclock.now() + vclock_off - vclock_step);
 	return mono_ns();
 }
 

@@ -234,7 +234,7 @@ void kvt_place_decide(uint8_t kind, uint64_t size, struct kvt_place *pl)
 		site_capture(&sc, kind);
 	pthread_mutex_lock(&eng_lock);
 	struct kvt_policy_alloc_event ev = { .kind = kind, .size = size,
-					     .t_ns = kvt_now_ns(), .id = next_id++,
+					     .t_ns = kvt_gap_ns(), .id = next_id++,
 					     .site = need_site ? site_frame : NULL,
 					     .site_ctx = need_site ? &sc : NULL };
 	kvt_policy_on_alloc(&eng, &ev, &d, &pl->res);
@@ -312,7 +312,7 @@ void kvt_place_commit(struct kvt_place *pl, uint64_t base, uint64_t size)
 	if (!base) {                 /* the allocation failed: the engine forgets it */
 		struct kvt_policy_resolutions res;
 		pthread_mutex_lock(&eng_lock);
-		kvt_policy_on_free(&eng, pl->policy_id, pl->far_bytes, kvt_now_ns(), &res);
+		kvt_policy_on_free(&eng, pl->policy_id, pl->far_bytes, kvt_gap_ns(), &res);
 		pthread_mutex_unlock(&eng_lock);
 	} else if (pl->provisional && pl->placement == KVT_PLACE_MANAGED_HBM) {
 		pthread_mutex_lock(&eng_lock);
@@ -370,7 +370,7 @@ void kvt_place_on_free(const struct kvt_alloc *rec)
 		kvt_place_account_far(rec->node, -(int64_t)rec->size);
 	struct kvt_policy_resolutions res;
 	pthread_mutex_lock(&eng_lock);
-	kvt_policy_on_free(&eng, rec->policy_id, rec->far_bytes, kvt_now_ns(), &res);
+	kvt_policy_on_free(&eng, rec->policy_id, rec->far_bytes, kvt_gap_ns(), &res);
 	for (unsigned k = 0; k < sizeof pend / sizeof pend[0]; k++)
 		if (pend[k].id == rec->policy_id)
 			pend[k].id = 0;
@@ -385,7 +385,7 @@ void kvt_place_on_memset(uint64_t addr, uint64_t bytes, int value)
 		return;
 	struct kvt_policy_resolutions res;
 	pthread_mutex_lock(&eng_lock);
-	kvt_policy_on_memset(&eng, a.policy_id, addr - a.base, bytes, value, kvt_now_ns(), &res);
+	kvt_policy_on_memset(&eng, a.policy_id, addr - a.base, bytes, value, kvt_gap_ns(), &res);
 	pthread_mutex_unlock(&eng_lock);
 	act_on(&res);
 }
@@ -396,7 +396,7 @@ void kvt_place_on_meminfo(uint64_t free_bytes, uint64_t total_bytes)
 		return;
 	struct kvt_policy_resolutions res;
 	pthread_mutex_lock(&eng_lock);
-	kvt_policy_on_meminfo(&eng, free_bytes, total_bytes, kvt_now_ns(), &res);
+	kvt_policy_on_meminfo(&eng, free_bytes, total_bytes, kvt_gap_ns(), &res);
 	pthread_mutex_unlock(&eng_lock);
 	act_on(&res);
 }

@@ -11,6 +11,7 @@
  * choices among equals follow. No assertion on real time. */
 #include "unit/kvt_test.h"
 #include "unit/kvt_trace_test.h"
+#include "../base/kvt.h"
 
 #include <stdbool.h>
 #include <sys/personality.h>
@@ -150,10 +151,59 @@ static void test_layout_by_epoch(void)
 	}
 }
 
+/* hybrid at 8x: a 193 MiB window pool (KV at birth), then its 1 550 MiB
+ * full pool, larger than the free memory left. The driver hands kvtier its
+ * virtual clock between the two (at the first managed allocation), and
+ * the switch steps kvtier's clock forward by up to 262 s; the classifier's
+ * clock (kvt_gap_ns) does not step, so the full pool is within the burst
+ * gap, past the free memory, and placed: the run does not run out of
+ * memory. */
+static void test_pool_across_clock_switch(void)
+{
+	static const char *const args[] = { "workloads/serve-like", "--quiet", "--alt", "kvtier",
+					    "--persona", "hybrid", "--pool-over-hbm", "8",
+					    "--requests", "5", NULL };
+	static struct kvt_child c;
+	vt_run(&c, args, NULL);
+	CU_ASSERT_PTR_NULL(strstr(c.err, "out of memory"));
+}
+
+/* The same in one process: a virtual clock handed over in the middle of a
+ * gap moves kvt_now_ns forward by a whole VCLOCK_ALIGN_NS step or less,
+ * and kvt_gap_ns by no more than the time that passed. */
+static uint64_t fake_now_ns = 5000;
+static uint64_t fake_now(void) { return fake_now_ns; }
+static int fake_wait(const void *k, uint64_t d) { (void)k; (void)d; return -1; }
+static void fake_wake(const void *k) { (void)k; }
+static void fake_charge(uint64_t ns) { fake_now_ns += ns; }
+static void fake_leave(void) {}
+static void *fake_spawn(void) { return NULL; }
+static void fake_place(void *p) { (void)p; }
+
+static void test_gap_clock(void)
+{
+	uint64_t g0 = kvt_gap_ns(), n0 = kvt_now_ns();
+	static const struct kvt_vclock vc = { fake_now, fake_wait, fake_wake, fake_charge,
+					      fake_leave, fake_spawn, fake_place, fake_place };
+	kvt_clock_set_virtual(&vc);
+	CU_ASSERT_TRUE_FATAL(kvt_clock_virtual());
+	uint64_t g1 = kvt_gap_ns(), n1 = kvt_now_ns();
+	CU_ASSERT(n1 >= n0 && g1 >= g0);
+	CU_ASSERT(g1 - g0 < 1000000000ull);           /* no step: under a second passed */
+	CU_ASSERT(n1 - g1 <= 262144000000ull);         /* the step, at most one alignment */
+	fake_now_ns += 7000;
+	CU_ASSERT_EQUAL(kvt_gap_ns() - g1, 7000);     /* then both follow the virtual clock */
+	CU_ASSERT_EQUAL(kvt_now_ns() - n1, 7000);
+}
+
 static CU_TestInfo tests_vt[] = {
 	{ "kvtier in virtual time: the same figures twice", test_reproducible },
 	{ "an expensive epoch lands its prefetches later", test_expensive_epoch },
 	{ "vllm-v2 4x: one layout, the block stride, at 40 and 10 ms epochs", test_layout_by_epoch },
+	{ "hybrid 8x: its full pool is placed across the switch to virtual time",
+	  test_pool_across_clock_switch },
+	/* last: it hands this process a virtual clock */
+	{ "the gap clock does not step at the switch to a virtual clock", test_gap_clock },
 	CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
