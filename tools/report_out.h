@@ -35,4 +35,46 @@ const char *kvt_rpt_py_label(const struct kvt_rpt_pyframe *p, char *buf, size_t 
 /* How many of s->frames are printed as "via" lines under the label. */
 uint32_t kvt_rpt_site_via(const struct kvt_rpt_site *s);
 
+
+/* ---- HTML (report_html.c, report_chart.c, report_flame.c) ---- */
+
+/* n bytes of s as HTML/XML text: '<', '>', '&' and '"' as entities, valid
+ * UTF-8, newlines and tabs kept as they are, every other byte (a control,
+ * DEL, a byte of no valid sequence, U+FFFE/U+FFFF) as U+FFFD; at most max
+ * characters, then an ellipsis (SIZE_MAX: all). */
+void kvt_html_textn(FILE *f, const char *s, size_t n, size_t max);
+void kvt_html_text(FILE *f, const char *s);
+
+/* An interactive time-series chart (report_chart.c): its data as JSON in a
+ * <script type="application/json"> element, then the static SVG that the
+ * page's script replaces with a uPlot chart when it runs (and that stays,
+ * the page read without script or without uPlot). Between kvt_chart_open
+ * and kvt_chart_svg, one kvt_chart_series per series; the SVG follows
+ * kvt_chart_svg, then kvt_chart_close. x: nr buckets of bucket_ns. */
+struct kvt_chart {
+	const char *id;                 /* unique in the page: [a-z0-9-] */
+	const char *y_label;            /* the y axis: "live bytes", "events/s", ... */
+	int bytes;                      /* y in bytes: ticks and readouts in KiB, MiB, ... */
+	int bars;                       /* one bar per bucket, else step lines */
+	uint64_t bucket_ns;
+	uint32_t nr;
+	unsigned nr_series;             /* written so far */
+};
+void kvt_chart_open(FILE *f, struct kvt_chart *c);
+void kvt_chart_series(FILE *f, struct kvt_chart *c, const char *label, const char *color,
+		      const double *v);
+void kvt_chart_svg(FILE *f);
+void kvt_chart_close(FILE *f);
+/* Inside <head>: the charts' CSS (uPlot's where the tool has it). */
+void kvt_chart_head(FILE *f);
+/* One line when the tool was built without uPlot (the charts are static). */
+void kvt_chart_notice(FILE *f);
+/* At the end of <body>: uPlot, the script that builds the charts, and
+ * uPlot's license notice; nothing without uPlot. */
+void kvt_chart_scripts(FILE *f);
+
+/* The flame graph of every allocating stack (report_flame.c): by bytes, or
+ * by count with --value count; 0 or -1 (out of memory). */
+int kvt_rpt_flame_html(struct kvt_report *r, FILE *f);
+
 #endif

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+/* The interactive charts of the HTML report (docs/report.md, "Interactive
+ * charts"): each chart's data as JSON in the page, the static SVG beside it,
+ * and uPlot (embedded at build time by tools/html/embed.sh, MIT License,
+ * its notice in the page) with a short script that draws the data and hides
+ * the SVG. The page loads nothing: no URL, no network. Script text is
+ * wrapped in //<![CDATA[ ... //]]> so that XML parsers read the page too. */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "json.h"
+#include "report.h"
+#include "report_out.h"
+
+/* tools/html/embed.sh's output ($(BUILD)/gen/uplot.c, mk/html.mk): empty
+ * arrays, an empty version and the reason when built without uPlot. */
+extern const unsigned char kvt_uplot_js[], kvt_uplot_css[], kvt_uplot_license[];
+extern const size_t kvt_uplot_js_len, kvt_uplot_css_len, kvt_uplot_license_len;
+extern const char kvt_uplot_version[], kvt_uplot_missing[];
+
+static int have_uplot(void)
+{
+	return kvt_uplot_version[0] && kvt_uplot_js_len;
+}
+
+/* ---- the data ---- */
+
+static void put_num(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, "%.10g", v);
+	else
+		fputs("null", f);
+}
+
+/* <div class="kvt-chart"> holds the data, the static SVG and, once the
+ * script ran, the uPlot chart. x: the nr + 1 bucket edges in seconds. */
+void kvt_chart_open(FILE *f, struct kvt_chart *c)
+{
+	fprintf(f, "<div class=\"kvt-chart\" id=\"chart-%s\">\n<script type=\"application/json\" "
+		"class=\"kvt-data\" id=\"data-%s\">{\"id\":", c->id, c->id);
+	kvt_json_str_html(f, c->id);
+	fputs(",\"y\":", f);
+	kvt_json_str_html(f, c->y_label);
+	fprintf(f, ",\"unit\":\"%s\",\"style\":\"%s\",\"bucket_s\":", c->bytes ? "bytes" : "count",
+		c->bars ? "bars" : "step");
+	put_num(f, (double)c->bucket_ns / 1e9);
+	fputs(",\"x\":[", f);
+	for (uint32_t b = 0; b <= c->nr; b++) {
+		fputs(b ? "," : "", f);
+		put_num(f, (double)c->bucket_ns * b / 1e9);
+	}
+	fputs("],\"series\":[", f);
+	c->nr_series = 0;
+}
+
+/* v: nr values, one per bucket; the last edge repeats the last step (a
+ * line reaches the end) and is null for bars. */
+void kvt_chart_series(FILE *f, struct kvt_chart *c, const char *label, const char *color,
+		      const double *v)
+{
+	fprintf(f, "%s\n{\"label\":", c->nr_series++ ? "," : "");
+	kvt_json_str_html(f, label);
+	fputs(",\"color\":", f);
+	kvt_json_str_html(f, color);
+	fputs(",\"values\":[", f);
+	for (uint32_t b = 0; b < c->nr; b++) {
+		fputs(b ? "," : "", f);
+		put_num(f, v[b]);
+	}
+	if (c->nr && !c->bars) {
+		fputc(',', f);
+		put_num(f, v[c->nr - 1]);
+	} else {
+		fputs(c->nr ? ",null" : "null", f);
+	}
+	fputs("]}", f);
+}
+
+void kvt_chart_svg(FILE *f)
+{
+	fputs("]}</script>\n<div class=\"kvt-static\">\n", f);
+}
+
+void kvt_chart_close(FILE *f)
+{
+	fputs("</div></div>\n", f);
+}
+
+/* ---- the page's parts ---- */
+
+static void put_bytes(FILE *f, const unsigned char *p, size_t n)
+{
+	fwrite(p, 1, n, f);
+}
+
+void kvt_chart_head(FILE *f)
+{
+	if (!have_uplot())
+		return;
+	fputs("<style>/*<![CDATA[*/\n", f);
+	put_bytes(f, kvt_uplot_css, kvt_uplot_css_len);
+	fputs("\n.kvt-chart .u-legend{font-size:12px}.kvt-chart .uplot{margin:.3em 0}"
+	      ".kvt-hint{color:#777;font-size:12px}\n/*]]>*/</style>\n", f);
+}
+
+void kvt_chart_notice(FILE *f)
+{
+	if (have_uplot()) {
+		fputs("<p class=\"kvt-hint\" id=\"charts-interactive\">Time-series charts: drag across a "
+		      "chart to zoom into that span, double-click to zoom back out; the legend "
+		      "reads the values under the pointer.</p>\n", f);
+		return;
+	}
+	fputs("<p id=\"charts-static\">The charts are static: this kvtier was built without "
+	      "uPlot (", f);
+	kvt_html_text(f, kvt_uplot_missing);
+	fputs(").</p>\n", f);
+}
+
+/* The script that turns each div.kvt-chart into a uPlot chart (our code,
+ * not uPlot's). A chart that fails keeps its SVG and says why on the
+ * console. window.kvtCharts: the uPlot objects, in page order. */
+static const char page_script[] =
+	"(function () {\n"
+	"\"use strict\";\n"
+	"var units = [\"B\", \"KiB\", \"MiB\", \"GiB\", \"TiB\", \"PiB\", \"EiB\"];\n"
+	"function size(v) {\n"
+	"\tif (v == null) return \"-\";\n"
+	"\tvar a = Math.abs(v), i = 0;\n"
+	"\twhile (a >= 1024 && i + 1 < units.length) { a /= 1024; i++; }\n"
+	"\treturn (v < 0 ? \"-\" : \"\") + (i ? a.toFixed(a < 10 ? 2 : 1) : a.toFixed(0)) +\n"
+	"\t\t\" \" + units[i];\n"
+	"}\n"
+	"function count(v) {\n"
+	"\tif (v == null) return \"-\";\n"
+	"\treturn Math.abs(v) >= 1e6 ? v.toExponential(2) : String(Math.round(v * 100) / 100);\n"
+	"}\n"
+	"var pow2 = [];\n"
+	"for (var k = 0; k < 62; k++) pow2.push(Math.pow(2, k));\n"
+	"function secs(u, v) { return v == null ? \"-\" : v.toFixed(4) + \" s\"; }\n"
+	"function paths(d) {\n"
+	"\treturn d.style === \"bars\" ? uPlot.paths.bars({ align: 1, size: [1, Infinity], gap: 1 })\n"
+	"\t\t: uPlot.paths.stepped({ align: 1 });\n"
+	"}\n"
+	"function build(el) {\n"
+	"\tvar d = JSON.parse(el.querySelector(\"script.kvt-data\").textContent);\n"
+	"\tvar fmt = d.unit === \"bytes\" ? size : count;\n"
+	"\tvar series = [{ label: \"time\", value: secs }], data = [d.x];\n"
+	"\td.series.forEach(function (s) {\n"
+	"\t\tseries.push({ label: s.label, stroke: s.color, width: 2, paths: paths(d),\n"
+	"\t\t\tfill: d.style === \"bars\" ? s.color + \"88\" : undefined,\n"
+	"\t\t\tvalue: function (u, v) { return fmt(v); } });\n"
+	"\t\tdata.push(s.values);\n"
+	"\t});\n"
+	"\tvar box = document.createElement(\"div\");\n"
+	"\tel.appendChild(box);\n"
+	"\tvar u = new uPlot({\n"
+	"\t\twidth: Math.max(400, Math.min(860, el.clientWidth || 860)), height: 240,\n"
+	"\t\tseries: series,\n"
+	"\t\tscales: { x: { time: false }, y: { range: function (u, lo, hi) {\n"
+	"\t\t\treturn [Math.min(0, lo), hi > 0 ? hi * 1.05 : 1]; } } },\n"
+	"\t\tcursor: { drag: { x: true, y: false, setScale: true } },\n"
+	"\t\taxes: [{ label: \"time (s)\" },\n"
+	"\t\t\t{ label: d.y, size: 80, incrs: d.unit === \"bytes\" ? pow2 : undefined,\n"
+	"\t\t\t  values: function (u, t) { return t.map(fmt); } }]\n"
+	"\t}, data, box);\n"
+	"\tel.querySelector(\"div.kvt-static\").style.display = \"none\";\n"
+	"\treturn u;\n"
+	"}\n"
+	"window.kvtCharts = [];\n"
+	"var els = document.querySelectorAll(\"div.kvt-chart\");\n"
+	"for (var i = 0; i < els.length; i++) {\n"
+	"\ttry { window.kvtCharts.push(build(els[i])); }\n"
+	"\tcatch (e) { console.error(\"kvtier chart \" + els[i].id + \": \" + e); }\n"
+	"}\n"
+	"})();\n";
+
+void kvt_chart_scripts(FILE *f)
+{
+	if (!have_uplot())
+		return;
+	fprintf(f, "<script>//<![CDATA[\n/* uPlot %s, MIT License: the notice is at the end of "
+		"this page */\n", kvt_uplot_version);
+	put_bytes(f, kvt_uplot_js, kvt_uplot_js_len);
+	fputs("\n//]]></script>\n<script>//<![CDATA[\n", f);
+	fputs(page_script, f);
+	fputs("//]]></script>\n", f);
+	fprintf(f, "<details id=\"uplot-license\"><summary>The interactive charts use uPlot %s "
+		"(MIT License)</summary>\n<pre>", kvt_uplot_version);
+	kvt_html_textn(f, (const char *)kvt_uplot_license, kvt_uplot_license_len, SIZE_MAX);
+	fputs("</pre></details>\n", f);
+}
