@@ -18,7 +18,7 @@ $(shell mkdir -p $(BUILD)/gen && { echo $(UPLOT_HAVE) | cmp -s - $(UPLOT_MODE) |
 	echo $(UPLOT_HAVE) > $(UPLOT_MODE); })
 
 $(UPLOT_GEN): tools/html/embed.sh $(UPLOT_MODE) $(UPLOT_SRCS)
-	tools/html/embed.sh $@ $(if $(filter 1,$(UPLOT_HAVE)),$(UPLOT_DIR))
+	sh tools/html/embed.sh $@ $(if $(filter 1,$(UPLOT_HAVE)),$(UPLOT_DIR))
 
 $(UPLOT_OBJ): $(UPLOT_GEN)
 	@mkdir -p $(dir $@)
@@ -26,6 +26,8 @@ $(UPLOT_OBJ): $(UPLOT_GEN)
 
 TOOL_OBJS += $(UPLOT_OBJ)
 
-# The HTML suite knows which page to expect from the same make.
-$(BUILD)/tests/unit/test_report_html: $(UPLOT_MODE)
-$(BUILD)/tests/unit/test_report_html: CPPFLAGS += -DKVT_HAVE_UPLOT=$(UPLOT_HAVE)
+# The suites that read the HTML know which page to expect from the same make.
+UPLOT_SUITES := $(BUILD)/tests/unit/test_report_html $(BUILD)/tests/unit/test_report \
+                $(BUILD)/tests/unit/test_tier_report
+$(UPLOT_SUITES): $(UPLOT_MODE)
+$(UPLOT_SUITES): CPPFLAGS += -DKVT_HAVE_UPLOT=$(UPLOT_HAVE)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "html_text.h"
 #include "report.h"
 
 /* "function (module+0xoff)" of a frame, then " at file.cc:LINE" where the
@@ -37,13 +38,6 @@ uint32_t kvt_rpt_site_via(const struct kvt_rpt_site *s);
 
 
 /* ---- HTML (report_html.c, report_chart.c, report_flame.c) ---- */
-
-/* n bytes of s as HTML/XML text: '<', '>', '&' and '"' as entities, valid
- * UTF-8, newlines and tabs kept as they are, every other byte (a control,
- * DEL, a byte of no valid sequence, U+FFFE/U+FFFF) as U+FFFD; at most max
- * characters, then an ellipsis (SIZE_MAX: all). */
-void kvt_html_textn(FILE *f, const char *s, size_t n, size_t max);
-void kvt_html_text(FILE *f, const char *s);
 
 /* An interactive time-series chart (report_chart.c): its data as JSON in a
  * <script type="application/json"> element, then the static SVG that the

@@ -17,10 +17,10 @@ tmp=$out.tmp
 missing=""
 js=""; css=""; lic=""; ver=""
 
-check() {       # check FILE: empty when FILE can go into the page as it is
+check() {       # check FILE NAME: empty when FILE can go into the page as it is
 	for bad in '</script' '</style' '<!--' ']]>' 'http://' 'https://'; do
 		if grep -q -i -F -- "$bad" "$1"; then
-			echo "$(basename "$1") holds '$bad'"
+			echo "$2 holds '$bad'"
 			return
 		fi
 	done
@@ -38,8 +38,8 @@ if [ -z "$missing" ]; then
 	sed '1{/^\/\*!.*\*\/$/d;}' "$dir/dist/uPlot.iife.min.js" > "$js" || exit 1
 	ver=$(sed -n 's/^ *"version": *"\([0-9A-Za-z.+-]*\)".*/\1/p' "$dir/package.json" | head -n 1)
 	[ -n "$ver" ] || missing="no version in $dir/package.json"
-	[ -n "$missing" ] || missing=$(check "$js")
-	[ -n "$missing" ] || missing=$(check "$css")
+	[ -n "$missing" ] || missing=$(check "$js" dist/uPlot.iife.min.js)
+	[ -n "$missing" ] || missing=$(check "$css" dist/uPlot.min.css)
 fi
 
 # array NAME [FILE]: const unsigned char NAME[] (FILE's bytes, then NUL) and NAME_len
