@@ -26,12 +26,25 @@ static int have_uplot(void)
 
 /* ---- the data ---- */
 
+/* Exact for whole numbers (bytes, counts: below 2^53), else 17 digits. */
 static void put_num(FILE *f, double v)
 {
-	if (isfinite(v))
-		fprintf(f, "%.10g", v);
-	else
+	if (!isfinite(v))
 		fputs("null", f);
+	else if (v == floor(v) && fabs(v) < 9007199254740992.0)
+		fprintf(f, "%.0f", v);
+	else
+		fprintf(f, "%.17g", v);
+}
+
+/* ns as seconds, exactly: "0.000199498", "2", "1.5". */
+static void put_secs(FILE *f, uint64_t ns)
+{
+	char frac[16];
+	int n = snprintf(frac, sizeof frac, "%09" PRIu64, ns % 1000000000u);
+	while (n > 0 && frac[n - 1] == '0')
+		frac[--n] = 0;
+	fprintf(f, "%" PRIu64 "%s%s", ns / 1000000000u, n ? "." : "", frac);
 }
 
 /* <div class="kvt-chart"> holds the data, the static SVG and, once the
@@ -45,14 +58,15 @@ void kvt_chart_open(FILE *f, struct kvt_chart *c)
 	kvt_json_str_html(f, c->y_label);
 	fprintf(f, ",\"unit\":\"%s\",\"style\":\"%s\",\"bucket_s\":", c->bytes ? "bytes" : "count",
 		c->bars ? "bars" : "step");
-	put_num(f, (double)c->bucket_ns / 1e9);
+	put_secs(f, c->bucket_ns);
 	fputs(",\"x\":[", f);
 	for (uint32_t b = 0; b <= c->nr; b++) {
 		fputs(b ? "," : "", f);
-		put_num(f, (double)c->bucket_ns * b / 1e9);
+		put_secs(f, c->bucket_ns * b);
 	}
 	fputs("],\"series\":[", f);
 	c->nr_series = 0;
+	c->nr_marks = 0;
 }
 
 /* v: nr values, one per bucket; the last edge repeats the last step (a
@@ -78,9 +92,23 @@ void kvt_chart_series(FILE *f, struct kvt_chart *c, const char *label, const cha
 	fputs("]}", f);
 }
 
-void kvt_chart_svg(FILE *f)
+/* A mark after the series: a dashed line at t0 (t1 == t0) or a shaded
+ * span, with its label. */
+void kvt_chart_mark(FILE *f, struct kvt_chart *c, double t0_s, double t1_s, const char *label)
 {
-	fputs("]}</script>\n<div class=\"kvt-static\">\n", f);
+	fputs(c->nr_marks++ ? ",\n{\"t0\":" : "],\"marks\":[\n{\"t0\":", f);
+	put_num(f, t0_s);
+	fputs(",\"t1\":", f);
+	put_num(f, t1_s);
+	fputs(",\"label\":", f);
+	kvt_json_str_html(f, label);
+	fputc('}', f);
+}
+
+void kvt_chart_svg(FILE *f, struct kvt_chart *c)
+{
+	fputs(c->nr_marks ? "]}</script>\n" : "],\"marks\":[]}</script>\n", f);
+	fputs("<div class=\"kvt-static\">\n", f);
 }
 
 void kvt_chart_close(FILE *f)
@@ -144,6 +172,25 @@ static const char page_script[] =
 	"\treturn d.style === \"bars\" ? uPlot.paths.bars({ align: 1, size: [1, Infinity], gap: 1 })\n"
 	"\t\t: uPlot.paths.stepped({ align: 1 });\n"
 	"}\n"
+	"function marks(u, list) {\n"
+	"\tvar ctx = u.ctx, b = u.bbox, px = window.devicePixelRatio || 1;\n"
+	"\tctx.save();\n"
+	"\tctx.beginPath(); ctx.rect(b.left, b.top, b.width, b.height); ctx.clip();\n"
+	"\tctx.font = Math.round(11 * px) + \"px sans-serif\";\n"
+	"\tlist.forEach(function (m) {\n"
+	"\t\tvar x0 = u.valToPos(m.t0, \"x\", true), x1 = u.valToPos(m.t1, \"x\", true);\n"
+	"\t\tif (m.t1 > m.t0) {\n"
+	"\t\t\tctx.fillStyle = \"rgba(255,127,14,0.15)\";\n"
+	"\t\t\tctx.fillRect(x0, b.top, Math.max(px, x1 - x0), b.height);\n"
+	"\t\t} else {\n"
+	"\t\t\tctx.strokeStyle = \"#000\"; ctx.lineWidth = px; ctx.setLineDash([4 * px, 3 * px]);\n"
+	"\t\t\tctx.beginPath(); ctx.moveTo(x0, b.top); ctx.lineTo(x0, b.top + b.height); ctx.stroke();\n"
+	"\t\t}\n"
+	"\t\tctx.fillStyle = \"#222\";\n"
+	"\t\tctx.fillText(m.label, x0 + 2 * px, b.top + 12 * px);\n"
+	"\t});\n"
+	"\tctx.restore();\n"
+	"}\n"
 	"function build(el) {\n"
 	"\tvar d = JSON.parse(el.querySelector(\"script.kvt-data\").textContent);\n"
 	"\tvar fmt = d.unit === \"bytes\" ? size : count;\n"
@@ -162,6 +209,7 @@ static const char page_script[] =
 	"\t\tscales: { x: { time: false }, y: { range: function (u, lo, hi) {\n"
 	"\t\t\treturn [Math.min(0, lo), hi > 0 ? hi * 1.05 : 1]; } } },\n"
 	"\t\tcursor: { drag: { x: true, y: false, setScale: true } },\n"
+	"\t\thooks: { draw: [function (u) { marks(u, d.marks || []); }] },\n"
 	"\t\taxes: [{ label: \"time (s)\" },\n"
 	"\t\t\t{ label: d.y, size: 80, incrs: d.unit === \"bytes\" ? pow2 : undefined,\n"
 	"\t\t\t  values: function (u, t) { return t.map(fmt); } }]\n"

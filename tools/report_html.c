@@ -100,7 +100,13 @@ static void chart_live(const struct kvt_report *r, const struct kvt_rpt_timeline
 			v[b] = (double)tl->live[b][s];
 		kvt_chart_series(f, &c, series_name(s), colors[legend++ % 10], v);
 	}
-	kvt_chart_svg(f);
+	for (uint32_t i = 0; i < r->nr_meminfo; i++)
+		kvt_chart_mark(f, &c, (double)r->meminfo[i].t0_ns / 1e9,
+			       (double)r->meminfo[i].t0_ns / 1e9, "meminfo");
+	for (uint32_t i = 0; i < r->nr_bursts; i++)
+		kvt_chart_mark(f, &c, (double)r->bursts[i].t0_ns / 1e9,
+			       (double)r->bursts[i].t1_ns / 1e9, "KV burst");
+	kvt_chart_svg(f, &c);
 	svg_live(r, tl, f, s0, s1);
 	kvt_chart_close(f);
 }
@@ -142,7 +148,7 @@ static void chart_events(const struct kvt_rpt_timeline *tl, FILE *f)
 	fprintf(f, "<h3>Events per second</h3>\n");
 	kvt_chart_open(f, &c);
 	kvt_chart_series(f, &c, "events/s", colors[0], v);
-	kvt_chart_svg(f);
+	kvt_chart_svg(f, &c);
 	svg_bars(f, NULL, eps, tl->nr, NULL, "events/s");
 	kvt_chart_close(f);
 }

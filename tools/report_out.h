@@ -43,7 +43,8 @@ uint32_t kvt_rpt_site_via(const struct kvt_rpt_site *s);
  * <script type="application/json"> element, then the static SVG that the
  * page's script replaces with a uPlot chart when it runs (and that stays,
  * the page read without script or without uPlot). Between kvt_chart_open
- * and kvt_chart_svg, one kvt_chart_series per series; the SVG follows
+ * and kvt_chart_svg, one kvt_chart_series per series, then the marks
+ * (kvt_chart_mark: a dashed line or a shaded span); the SVG follows
  * kvt_chart_svg, then kvt_chart_close. x: nr buckets of bucket_ns. */
 struct kvt_chart {
 	const char *id;                 /* unique in the page: [a-z0-9-] */
@@ -52,12 +53,13 @@ struct kvt_chart {
 	int bars;                       /* one bar per bucket, else step lines */
 	uint64_t bucket_ns;
 	uint32_t nr;
-	unsigned nr_series;             /* written so far */
+	unsigned nr_series, nr_marks;   /* written so far */
 };
 void kvt_chart_open(FILE *f, struct kvt_chart *c);
 void kvt_chart_series(FILE *f, struct kvt_chart *c, const char *label, const char *color,
 		      const double *v);
-void kvt_chart_svg(FILE *f);
+void kvt_chart_mark(FILE *f, struct kvt_chart *c, double t0_s, double t1_s, const char *label);
+void kvt_chart_svg(FILE *f, struct kvt_chart *c);
 void kvt_chart_close(FILE *f);
 /* Inside <head>: the charts' CSS (uPlot's where the tool has it). */
 void kvt_chart_head(FILE *f);

@@ -134,6 +134,13 @@ static void test_chart_data(void)
 	check_live(html, js, "live-kind", "device", "device");
 	check_live(html, js, "live-placement", "native", "place:native");
 	check_live(html, js, "live-placement", "managed:far", "place:managed:far");
+	/* the phase marks of the SVG, for the uPlot charts: gen_trace has one
+	 * meminfo event and one KV burst */
+	char *k = data_block(html, "live-kind");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+	CU_ASSERT_EQUAL(count(k, "\"label\":\"meminfo\"}"), 1);
+	CU_ASSERT_EQUAL(count(k, "\"label\":\"KV burst\"}"), 1);
+	free(k);
 	/* events per second: the JSON's events per bucket over the bucket */
 	char *d = data_block(html, "events");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
@@ -146,6 +153,7 @@ static void test_chart_data(void)
 		CU_ASSERT_DOUBLE_EQUAL(got[b], floor(ev[b] * 1e9 / (double)bucket_ns), 1.0);
 	CU_ASSERT(isnan(got[m]));                /* bars: no value past the last bucket */
 	CU_ASSERT_PTR_NOT_NULL(strstr(d, "\"style\":\"bars\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(d, "\"marks\":[]}"));
 	free(d);
 	free(js);
 	free(html);
