@@ -24,6 +24,11 @@ static int have_uplot(void)
 	return kvt_uplot_version[0] && kvt_uplot_js_len;
 }
 
+int kvt_chart_interactive(void)
+{
+	return have_uplot();
+}
+
 /* ---- the data ---- */
 
 /* Exact for whole numbers (bytes, counts: below 2^53), else 17 digits. */
@@ -148,7 +153,9 @@ void kvt_chart_notice(FILE *f)
 }
 
 /* The script that turns each div.kvt-chart into a uPlot chart (our code,
- * not uPlot's). A chart that fails keeps its SVG and says why on the
+ * not uPlot's), and lets a click on a flame-graph frame zoom into it (its
+ * callees across the width, its callers under it faded; a click on "all"
+ * zooms out). A chart that fails keeps its SVG and says why on the
  * console. window.kvtCharts: the uPlot objects, in page order. */
 static const char page_script[] =
 	"(function () {\n"
@@ -217,12 +224,51 @@ static const char page_script[] =
 	"\tel.querySelector(\"div.kvt-static\").style.display = \"none\";\n"
 	"\treturn u;\n"
 	"}\n"
+	"function flame(svg) {\n"
+	"\tvar W = +svg.getAttribute(\"width\"), ns = svg.namespaceURI;\n"
+	"\tvar info = [].map.call(svg.querySelectorAll(\"g.frame\"), function (g) {\n"
+	"\t\tvar r = g.querySelector(\"rect\"), title = g.querySelector(\"title\").textContent;\n"
+	"\t\treturn { g: g, r: r, t: g.querySelector(\"text\"), x: +r.getAttribute(\"x\"),\n"
+	"\t\t\tw: +r.getAttribute(\"width\"), y: +r.getAttribute(\"y\"),\n"
+	"\t\t\tname: Array.from(title.slice(0, title.lastIndexOf(\": \"))) };\n"
+	"\t});\n"
+	"\tfunction label(f, x, w) {\n"
+	"\t\tvar fit = Math.floor((w - 6) / 6.6);\n"
+	"\t\tif (!f.t && fit >= 3) {\n"
+	"\t\t\tf.t = document.createElementNS(ns, \"text\");\n"
+	"\t\t\tf.t.setAttribute(\"y\", f.y + 12);\n"
+	"\t\t\tf.g.appendChild(f.t);\n"
+	"\t\t}\n"
+	"\t\tif (!f.t) return;\n"
+	"\t\tf.t.setAttribute(\"x\", (x + 3).toFixed(1));\n"
+	"\t\tf.t.textContent = fit < 3 ? \"\" : f.name.length > fit - 1 ?\n"
+	"\t\t\tf.name.slice(0, fit - 1).join(\"\") + \"\\u2026\" : f.name.join(\"\");\n"
+	"\t}\n"
+	"\tfunction zoom(z) {\n"
+	"\t\tinfo.forEach(function (f) {\n"
+	"\t\t\tvar inside = f.y <= z.y && f.x >= z.x - 0.01 && f.x + f.w <= z.x + z.w + 0.01;\n"
+	"\t\t\tvar under = f.y > z.y && f.x <= z.x + 0.01 && f.x + f.w >= z.x + z.w - 0.01;\n"
+	"\t\t\tvar x = inside ? (f.x - z.x) * W / z.w : 0, w = inside ? f.w * W / z.w : W;\n"
+	"\t\t\tf.g.style.display = inside || under ? \"\" : \"none\";\n"
+	"\t\t\tf.g.style.opacity = under ? \"0.6\" : \"\";\n"
+	"\t\t\tf.r.setAttribute(\"x\", x.toFixed(1));\n"
+	"\t\t\tf.r.setAttribute(\"width\", w.toFixed(1));\n"
+	"\t\t\tlabel(f, x, w);\n"
+	"\t\t});\n"
+	"\t}\n"
+	"\tinfo.forEach(function (f) {\n"
+	"\t\tf.g.style.cursor = \"pointer\";\n"
+	"\t\tf.g.addEventListener(\"click\", function () { zoom(f); });\n"
+	"\t});\n"
+	"}\n"
 	"window.kvtCharts = [];\n"
 	"var els = document.querySelectorAll(\"div.kvt-chart\");\n"
 	"for (var i = 0; i < els.length; i++) {\n"
 	"\ttry { window.kvtCharts.push(build(els[i])); }\n"
 	"\tcatch (e) { console.error(\"kvtier chart \" + els[i].id + \": \" + e); }\n"
 	"}\n"
+	"var fg = document.getElementById(\"flame-graph\");\n"
+	"try { if (fg) flame(fg); } catch (e) { console.error(\"kvtier flame graph: \" + e); }\n"
 	"})();\n";
 
 void kvt_chart_scripts(FILE *f)

@@ -3,7 +3,8 @@
  * lines of --format folded (kvt_report_folded: kvtier's own frames hidden)
  * merged into one tree of frames and drawn as SVG, root at the bottom, each
  * frame as wide as its bytes (or allocations, --value count), with a
- * <title> tooltip. No script: it reads the same with script off. */
+ * <title> tooltip. It needs no script; the page's script, where there is
+ * one (report_chart.c), adds click-to-zoom. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -180,8 +181,9 @@ static void draw_graph(struct flame *fl, FILE *f)
 	double h = (double)(fl->max_depth + 1) * ROW + 8;
 	fprintf(f, "<p>Every stack that allocated, its root at the bottom: each frame is as wide as "
 		"the %s allocated under it (%" PRIu64 " in all); kvtier's own frames are hidden, as in "
-		"<code>--format folded</code>. Point at a frame for its name, value and share.",
-		fl->by_count ? "allocations" : "bytes", fl->n[0].v);
+		"<code>--format folded</code>. Point at a frame for its name, value and share%s.",
+		fl->by_count ? "allocations" : "bytes", fl->n[0].v, kvt_chart_interactive() ?
+		"; click one to zoom into it, and <i>all</i> to zoom out" : "");
 	if (fl->nr_hidden)
 		fprintf(f, " %u frame%s narrower than %.1f px (and the frames above them) not drawn.",
 			fl->nr_hidden, fl->nr_hidden == 1 ? "" : "s", MIN_PX);

@@ -65,6 +65,9 @@ void kvt_chart_close(FILE *f);
 void kvt_chart_head(FILE *f);
 /* One line when the tool was built without uPlot (the charts are static). */
 void kvt_chart_notice(FILE *f);
+/* Whether the page has the charts' script (the tool was built with uPlot):
+ * it also zooms the flame graph on a click. */
+int kvt_chart_interactive(void);
 /* At the end of <body>: uPlot, the script that builds the charts, and
  * uPlot's license notice; nothing without uPlot. */
 void kvt_chart_scripts(FILE *f);

@@ -5,7 +5,8 @@
  * (KVT_HAVE_UPLOT, from mk/html.mk), else the page has no script but its
  * data and says so in one line; the static SVG is there either way;
  * tools/html/embed.sh makes the static build when the package is missing
- * or unfit. Headless Chromium: no error, every chart drawn, a drag zooms.
+ * or unfit. Headless Chromium: no error, every chart drawn, a drag zooms,
+ * a click zooms the flame graph.
  * The flame graph: the folded stacks' frames and sums, by bytes and by
  * count; names from the trace as UTF-8, bad bytes as U+FFFD. */
 #include <inttypes.h>
@@ -251,12 +252,15 @@ static const char probe_head[] =
 	"\tkvtErrors.push(Array.prototype.join.call(arguments, \" \")); ce.apply(console, arguments); };\n"
 	"})();\n//]]></script>\n";
 
-/* After them: a drag over a quarter of the first chart, then the x range
- * before and after, the charts drawn and the errors into the DOM. */
+/* After them: a drag over a quarter of the first chart and a click on the
+ * flame graph's second frame, then the x range before and after, the
+ * charts drawn, the frame's width and the frames hidden after the click,
+ * and the errors into the DOM. */
 static const char probe_tail[] =
 	"<script>//<![CDATA[\n"
 	"(function () {\n"
-	"var r = { charts: (window.kvtCharts || []).length, hidden: 0, x0: \"-\", x1: \"-\" }, u;\n"
+	"var r = { charts: (window.kvtCharts || []).length, hidden: 0, x0: \"-\", x1: \"-\",\n"
+	"\tflame: \"-\" }, u;\n"
 	"document.querySelectorAll(\"div.kvt-static\").forEach(function (d) {\n"
 	"\tif (getComputedStyle(d).display === \"none\") r.hidden++; });\n"
 	"function ev(type, at, target, b) {\n"
@@ -273,11 +277,18 @@ static const char probe_tail[] =
 	"\tev(\"mousemove\", 0.5, u.over, b);\n"
 	"\tev(\"mouseup\", 0.5, document, b);\n"
 	"} catch (e) { kvtErrors.push(\"probe: \" + e); }\n"
+	"var fg = document.querySelectorAll(\"#flame-graph g.frame\");\n"
+	"try {\n"
+	"\tfg[1].dispatchEvent(new MouseEvent(\"click\", { bubbles: true, view: window }));\n"
+	"\tr.flame = fg[1].querySelector(\"rect\").getAttribute(\"width\") + \" \" +\n"
+	"\t\t[].filter.call(fg, function (g) { return g.style.display === \"none\"; }).length;\n"
+	"} catch (e) { kvtErrors.push(\"probe: \" + e); }\n"
 	"setTimeout(function () {\n"
 	"\ttry { r.x1 = u.scales.x.min + \" \" + u.scales.x.max; } catch (e) { kvtErrors.push(\"probe: \" + e); }\n"
 	"\tvar out = document.createElement(\"pre\");\n"
 	"\tout.textContent = \"KVT-\" + \"PROBE charts=\" + r.charts + \" hidden=\" + r.hidden + \" errors=\" +\n"
-	"\t\tkvtErrors.length + \" x0=\" + r.x0 + \" x1=\" + r.x1 + \" end \" + kvtErrors.join(\" | \");\n"
+	"\t\tkvtErrors.length + \" x0=\" + r.x0 + \" x1=\" + r.x1 + \" flame=\" + r.flame + \" end \" +\n"
+	"\t\tkvtErrors.join(\" | \");\n"
 	"\tdocument.body.appendChild(out);\n"
 	"}, 100);\n"
 	"})();\n//]]></script>\n";
@@ -321,10 +332,16 @@ static void test_chromium(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	fprintf(stderr, "\n  %.*s", (int)strcspn(p, "<"), p);
 	unsigned charts = 0, hidden = 0, errors = 99;
-	double x0[2] = { 0, 0 }, x1[2] = { 0, 0 };
-	int got = sscanf(p, "KVT-PROBE charts=%u hidden=%u errors=%u x0=%lf %lf x1=%lf %lf", &charts,
-			 &hidden, &errors, &x0[0], &x0[1], &x1[0], &x1[1]);
-	CU_ASSERT_EQUAL(got, 7);
+	double x0[2] = { 0, 0 }, x1[2] = { 0, 0 }, flame_w = 0;
+	unsigned flame_hidden = 0;
+	int got = sscanf(p, "KVT-PROBE charts=%u hidden=%u errors=%u x0=%lf %lf x1=%lf %lf "
+			 "flame=%lf %u", &charts, &hidden, &errors, &x0[0], &x0[1], &x1[0], &x1[1],
+			 &flame_w, &flame_hidden);
+	CU_ASSERT_EQUAL(got, 9);
+	/* a click on the root's first callee: it spans the graph, its
+	 * neighbours are hidden */
+	CU_ASSERT_DOUBLE_EQUAL(flame_w, 860.0, 0.05);
+	CU_ASSERT(flame_hidden > 0);
 	CU_ASSERT_EQUAL(errors, 0);
 	CU_ASSERT_EQUAL(charts, 3);
 	CU_ASSERT_EQUAL(hidden, 3);             /* each SVG gave way to its chart */
@@ -506,7 +523,7 @@ static void test_utf8_names(void)
 	check_renamed("se<ver", "se&lt;ver");
 }
 
-#define CHROMIUM_TEST "Chromium: no error, the charts drawn, a drag zooms x"
+#define CHROMIUM_TEST "Chromium: no error, the charts drawn, a drag zooms x, a click the flame graph"
 
 int main(void)
 {
