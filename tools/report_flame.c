@@ -107,7 +107,8 @@ static int build(struct flame *fl, struct kvt_rpt_folded *v, uint32_t nr)
 {
 	if (new_node(fl, NONE, "all", 3))
 		return -ENOMEM;
-	qsort(v, nr, sizeof *v, cmp_frames);
+	if (nr)                         /* no line: v may be NULL */
+		qsort(v, nr, sizeof *v, cmp_frames);
 	for (uint32_t i = 0; i < nr; i++)
 		if (add_line(fl, v[i].line, v[i].v))
 			return -ENOMEM;

@@ -14,6 +14,7 @@
 
 #include "unit/kvt_test.h"
 #include "unit/kvt_report_test.h"
+#include "kvtier/trace_format.h"
 #include "../../tools/json.c"
 #include "../../tools/html_text.c"
 
@@ -449,6 +450,25 @@ static void test_flame(void)
 	}
 }
 
+/* A trace of a header and an end record: no allocation, no flame graph
+ * but one line; the charts' data is still there (all zeros). */
+static void test_flame_empty(void)
+{
+	struct kvt_trace_header h = { .magic = "KVTTRACE", .version = KVT_TRACE_VERSION,
+				      .header_bytes = sizeof h };
+	struct kvt_rec_end end = { .head = { KVT_REC_END, sizeof end } };
+	FILE *f = fopen(tmp_path("empty.trace"), "wb");
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT(fwrite(&h, sizeof h, 1, f) == 1 && fwrite(&end, sizeof end, 1, f) == 1);
+	fclose(f);
+	char *html = report("html", tmp_path("empty.trace"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(html);
+	CU_ASSERT_PTR_NOT_NULL(strstr(html, "<p id=\"flame-none\">No allocation recorded.</p>"));
+	CU_ASSERT_PTR_NULL(strstr(html, "<svg class=\"flame\""));
+	CU_ASSERT_EQUAL(count(html, "<div class=\"kvt-static\">\n<svg"), 3);
+	free(html);
+}
+
 /* ---- UTF-8 ---- */
 
 static const char *html_of(const char *in, size_t n, size_t max)
@@ -533,6 +553,7 @@ int main(void)
 		{ "embed.sh: no package, or one unfit, builds the static page", test_embed_fallback },
 		{ CHROMIUM_TEST, test_chromium },
 		{ "flame graph: folded stacks' frames and sums, bytes and count", test_flame },
+		{ "flame graph: a trace without allocations, one line", test_flame_empty },
 		{ "HTML text: UTF-8 kept, bad bytes U+FFFD, cut by characters", test_html_escaper },
 		{ "UTF-8 module names in the flame graph and the tables", test_utf8_names },
 		CU_TEST_INFO_NULL,
