@@ -141,7 +141,8 @@ void kvt_chart_head(FILE *f)
 void kvt_chart_notice(FILE *f)
 {
 	if (have_uplot()) {
-		fputs("<p class=\"kvt-hint\" id=\"charts-interactive\">Time-series charts: drag across a "
+		fputs("<p class=\"kvt-hint kvt-js\" id=\"charts-interactive\" hidden=\"hidden\">"
+		      "Time-series charts: drag across a "
 		      "chart to zoom into that span, double-click to zoom back out; the legend "
 		      "reads the values under the pointer.</p>\n", f);
 		return;
@@ -153,7 +154,8 @@ void kvt_chart_notice(FILE *f)
 }
 
 /* The script that turns each div.kvt-chart into a uPlot chart (our code,
- * not uPlot's), and lets a click on a flame-graph frame zoom into it (its
+ * not uPlot's), shows the hints about them (.kvt-js, hidden without
+ * script), and lets a click on a flame-graph frame zoom into it (its
  * callees across the width, its callers under it faded; a click on "all"
  * zooms out). A chart that fails keeps its SVG and says why on the
  * console. window.kvtCharts: the uPlot objects, in page order. */
@@ -267,6 +269,7 @@ static const char page_script[] =
 	"\ttry { window.kvtCharts.push(build(els[i])); }\n"
 	"\tcatch (e) { console.error(\"kvtier chart \" + els[i].id + \": \" + e); }\n"
 	"}\n"
+	"document.querySelectorAll(\".kvt-js\").forEach(function (e) { e.removeAttribute(\"hidden\"); });\n"
 	"var fg = document.getElementById(\"flame-graph\");\n"
 	"try { if (fg) flame(fg); } catch (e) { console.error(\"kvtier flame graph: \" + e); }\n"
 	"})();\n";

@@ -184,7 +184,8 @@ static void draw_graph(struct flame *fl, FILE *f)
 		"the %s allocated under it (%" PRIu64 " in all); kvtier's own frames are hidden, as in "
 		"<code>--format folded</code>. Point at a frame for its name, value and share%s.",
 		fl->by_count ? "allocations" : "bytes", fl->n[0].v, kvt_chart_interactive() ?
-		"; click one to zoom into it, and <i>all</i> to zoom out" : "");
+		"<span class=\"kvt-js\" hidden=\"hidden\">; click one to zoom into it, and "
+		"<i>all</i> to zoom out</span>" : "");
 	if (fl->nr_hidden)
 		fprintf(f, " %u frame%s narrower than %.1f px (and the frames above them) not drawn.",
 			fl->nr_hidden, fl->nr_hidden == 1 ? "" : "s", MIN_PX);

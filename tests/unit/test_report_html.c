@@ -288,7 +288,9 @@ static const char probe_tail[] =
 	"\ttry { r.x1 = u.scales.x.min + \" \" + u.scales.x.max; } catch (e) { kvtErrors.push(\"probe: \" + e); }\n"
 	"\tvar out = document.createElement(\"pre\");\n"
 	"\tout.textContent = \"KVT-\" + \"PROBE charts=\" + r.charts + \" hidden=\" + r.hidden + \" errors=\" +\n"
-	"\t\tkvtErrors.length + \" x0=\" + r.x0 + \" x1=\" + r.x1 + \" flame=\" + r.flame + \" end \" +\n"
+	"\t\tkvtErrors.length + \" x0=\" + r.x0 + \" x1=\" + r.x1 + \" flame=\" + r.flame + \" hints=\" +\n"
+	"\t\tdocument.querySelectorAll(\".kvt-js[hidden]\").length + \" \" +\n"
+	"\t\tdocument.querySelectorAll(\".kvt-js\").length + \" end \" +\n"
 	"\t\tkvtErrors.join(\" | \");\n"
 	"\tdocument.body.appendChild(out);\n"
 	"}, 100);\n"
@@ -334,11 +336,14 @@ static void test_chromium(void)
 	fprintf(stderr, "\n  %.*s", (int)strcspn(p, "<"), p);
 	unsigned charts = 0, hidden = 0, errors = 99;
 	double x0[2] = { 0, 0 }, x1[2] = { 0, 0 }, flame_w = 0;
-	unsigned flame_hidden = 0;
+	unsigned flame_hidden = 0, hints_hidden = 9, hints = 0;
 	int got = sscanf(p, "KVT-PROBE charts=%u hidden=%u errors=%u x0=%lf %lf x1=%lf %lf "
-			 "flame=%lf %u", &charts, &hidden, &errors, &x0[0], &x0[1], &x1[0], &x1[1],
-			 &flame_w, &flame_hidden);
-	CU_ASSERT_EQUAL(got, 9);
+			 "flame=%lf %u hints=%u %u", &charts, &hidden, &errors, &x0[0], &x0[1], &x1[0],
+			 &x1[1], &flame_w, &flame_hidden, &hints_hidden, &hints);
+	CU_ASSERT_EQUAL(got, 11);
+	/* the hints about zooming, hidden without script, shown */
+	CU_ASSERT_EQUAL(hints, 2);
+	CU_ASSERT_EQUAL(hints_hidden, 0);
 	/* a click on the root's first callee: it spans the graph, its
 	 * neighbours are hidden */
 	CU_ASSERT_DOUBLE_EQUAL(flame_w, 860.0, 0.05);
