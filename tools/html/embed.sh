@@ -27,7 +27,7 @@ check() {       # check FILE NAME: empty when FILE can go into the page as it is
 }
 
 if [ -z "$dir" ]; then
-	missing="tools/html/node_modules/uplot is not installed (npm ci in tools/html, then make)"
+	missing="tools/html/node_modules/uplot was not installed; npm ci in tools/html, then make"
 else
 	for f in dist/uPlot.iife.min.js dist/uPlot.min.css LICENSE package.json; do
 		[ -r "$dir/$f" ] || { missing="$dir/$f is missing"; break; }
