@@ -61,6 +61,10 @@ void kvt_chart_open(FILE *f, struct kvt_chart *c)
 	kvt_json_str_html(f, c->id);
 	fputs(",\"y\":", f);
 	kvt_json_str_html(f, c->y_label);
+	if (c->y2_label) {
+		fputs(",\"y2\":", f);
+		kvt_json_str_html(f, c->y2_label);
+	}
 	fprintf(f, ",\"unit\":\"%s\",\"style\":\"%s\",\"bucket_s\":", c->bytes ? "bytes" : "count",
 		c->bars ? "bars" : "step");
 	put_secs(f, c->bucket_ns);
@@ -74,27 +78,47 @@ void kvt_chart_open(FILE *f, struct kvt_chart *c)
 	c->nr_marks = 0;
 }
 
-/* v: nr values, one per bucket; the last edge repeats the last step (a
- * line reaches the end) and is null for bars. */
-void kvt_chart_series(FILE *f, struct kvt_chart *c, const char *label, const char *color,
-		      const double *v)
+/* v: nr values, one per bucket (NAN: none); the last edge repeats the last
+ * step (a line reaches the end) and is null for bars. o: NULL, or how the
+ * series differs from the chart's own style. */
+void kvt_chart_series_opt(FILE *f, struct kvt_chart *c, const char *label, const char *color,
+			  const double *v, const struct kvt_chart_opt *o)
 {
+	int bars = c->bars || (o && o->bars);
 	fprintf(f, "%s\n{\"label\":", c->nr_series++ ? "," : "");
 	kvt_json_str_html(f, label);
 	fputs(",\"color\":", f);
 	kvt_json_str_html(f, color);
+	if (o && o->bars)
+		fputs(",\"style\":\"bars\"", f);
+	if (o && o->right)
+		fputs(",\"scale\":\"y2\"", f);
+	if (o && o->dashed)
+		fputs(",\"dash\":true", f);
+	if (o && o->width)
+		fprintf(f, ",\"width\":%u", o->width);
+	if (o && o->solid) {
+		fputs(",\"fill\":", f);
+		kvt_json_str_html(f, color);
+	}
 	fputs(",\"values\":[", f);
 	for (uint32_t b = 0; b < c->nr; b++) {
 		fputs(b ? "," : "", f);
 		put_num(f, v[b]);
 	}
-	if (c->nr && !c->bars) {
+	if (c->nr && !bars) {
 		fputc(',', f);
 		put_num(f, v[c->nr - 1]);
 	} else {
 		fputs(c->nr ? ",null" : "null", f);
 	}
 	fputs("]}", f);
+}
+
+void kvt_chart_series(FILE *f, struct kvt_chart *c, const char *label, const char *color,
+		      const double *v)
+{
+	kvt_chart_series_opt(f, c, label, color, v, NULL);
 }
 
 /* A mark after the series: a dashed line at t0 (t1 == t0) or a shaded
@@ -177,9 +201,14 @@ static const char page_script[] =
 	"var pow2 = [];\n"
 	"for (var k = 0; k < 62; k++) pow2.push(Math.pow(2, k));\n"
 	"function secs(u, v) { return v == null ? \"-\" : v.toFixed(4) + \" s\"; }\n"
-	"function paths(d) {\n"
-	"\treturn d.style === \"bars\" ? uPlot.paths.bars({ align: 1, size: [1, Infinity], gap: 1 })\n"
+	"function paths(style) {\n"
+	"\treturn style === \"bars\" ? uPlot.paths.bars({ align: 1, size: [1, Infinity], gap: 1 })\n"
 	"\t\t: uPlot.paths.stepped({ align: 1 });\n"
+	"}\n"
+	"function above0(u, lo, hi) { return [Math.min(0, lo), hi > 0 ? hi * 1.05 : 1]; }\n"
+	"function around0(u, lo, hi) {\n"
+	"\tvar m = Math.max(Math.abs(lo || 0), Math.abs(hi || 0), 1) * 1.05;\n"
+	"\treturn [-m, m];\n"
 	"}\n"
 	"function marks(u, list) {\n"
 	"\tvar ctx = u.ctx, b = u.bbox, px = window.devicePixelRatio || 1;\n"
@@ -205,23 +234,30 @@ static const char page_script[] =
 	"\tvar fmt = d.unit === \"bytes\" ? size : count;\n"
 	"\tvar series = [{ label: \"time\", value: secs }], data = [d.x];\n"
 	"\td.series.forEach(function (s) {\n"
-	"\t\tseries.push({ label: s.label, stroke: s.color, width: 2, paths: paths(d),\n"
-	"\t\t\tfill: d.style === \"bars\" ? s.color + \"88\" : undefined,\n"
-	"\t\t\tvalue: function (u, v) { return fmt(v); } });\n"
+	"\t\tvar style = s.style || d.style, f2 = s.scale === \"y2\" ? count : fmt;\n"
+	"\t\tseries.push({ label: s.label, stroke: s.color, width: s.width || 2,\n"
+	"\t\t\tscale: s.scale || \"y\", dash: s.dash ? [6, 4] : undefined, paths: paths(style),\n"
+	"\t\t\tfill: style === \"bars\" ? s.fill || s.color + \"88\" : undefined,\n"
+	"\t\t\tvalue: function (u, v) { return f2(v); } });\n"
 	"\t\tdata.push(s.values);\n"
 	"\t});\n"
+	"\tvar axes = [{ label: \"time (s)\" },\n"
+	"\t\t{ label: d.y, size: 80, incrs: d.unit === \"bytes\" ? pow2 : undefined,\n"
+	"\t\t  values: function (u, t) { return t.map(fmt); } }];\n"
+	"\tvar scales = { x: { time: false }, y: { range: above0 } };\n"
+	"\tif (d.y2) {\n"
+	"\t\taxes.push({ scale: \"y2\", side: 1, label: d.y2, size: 60, grid: { show: false },\n"
+	"\t\t\tvalues: function (u, t) { return t.map(count); } });\n"
+	"\t\tscales.y2 = { range: around0 };\n"
+	"\t}\n"
 	"\tvar box = document.createElement(\"div\");\n"
 	"\tel.appendChild(box);\n"
 	"\tvar u = new uPlot({\n"
 	"\t\twidth: Math.max(400, Math.min(860, el.clientWidth || 860)), height: 240,\n"
 	"\t\tseries: series,\n"
-	"\t\tscales: { x: { time: false }, y: { range: function (u, lo, hi) {\n"
-	"\t\t\treturn [Math.min(0, lo), hi > 0 ? hi * 1.05 : 1]; } } },\n"
+	"\t\tscales: scales, axes: axes,\n"
 	"\t\tcursor: { drag: { x: true, y: false, setScale: true } },\n"
-	"\t\thooks: { draw: [function (u) { marks(u, d.marks || []); }] },\n"
-	"\t\taxes: [{ label: \"time (s)\" },\n"
-	"\t\t\t{ label: d.y, size: 80, incrs: d.unit === \"bytes\" ? pow2 : undefined,\n"
-	"\t\t\t  values: function (u, t) { return t.map(fmt); } }]\n"
+	"\t\thooks: { draw: [function (u) { marks(u, d.marks || []); }] }\n"
 	"\t}, data, box);\n"
 	"\tel.querySelector(\"div.kvt-static\").style.display = \"none\";\n"
 	"\treturn u;\n"

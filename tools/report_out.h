@@ -49,6 +49,7 @@ uint32_t kvt_rpt_site_via(const struct kvt_rpt_site *s);
 struct kvt_chart {
 	const char *id;                 /* unique in the page: [a-z0-9-] */
 	const char *y_label;            /* the y axis: "live bytes", "events/s", ... */
+	const char *y2_label;           /* NULL, or a right-hand axis of counts around 0 */
 	int bytes;                      /* y in bytes: ticks and readouts in KiB, MiB, ... */
 	int bars;                       /* one bar per bucket, else step lines */
 	uint64_t bucket_ns;
@@ -58,6 +59,16 @@ struct kvt_chart {
 void kvt_chart_open(FILE *f, struct kvt_chart *c);
 void kvt_chart_series(FILE *f, struct kvt_chart *c, const char *label, const char *color,
 		      const double *v);
+/* How one series differs from its chart (kvt_chart_series_opt); zero: not. */
+struct kvt_chart_opt {
+	int bars;                       /* bars, in a chart of step lines */
+	int right;                      /* on the right-hand axis (y2_label) */
+	int dashed;
+	unsigned width;                 /* line width in px (0: 2) */
+	int solid;                      /* bars filled with the colour itself */
+};
+void kvt_chart_series_opt(FILE *f, struct kvt_chart *c, const char *label, const char *color,
+			  const double *v, const struct kvt_chart_opt *o);
 void kvt_chart_mark(FILE *f, struct kvt_chart *c, double t0_s, double t1_s, const char *label);
 void kvt_chart_svg(FILE *f, struct kvt_chart *c);
 void kvt_chart_close(FILE *f);
