@@ -140,7 +140,7 @@ esac
 # it runs the workloads on the CUDA stand-ins with no libkvtier loaded
 # (632 s alone under TSan, a HEAVY suite). ASan and the plain build run
 # them all.
-TSAN_SKIP=${TSAN_SKIP:-test_cli test_report test_report_views test_tier_report test_workloads}
+TSAN_SKIP=${TSAN_SKIP:-test_cli test_report test_report_html test_report_views test_tier_report test_workloads}
 case ",${SAN:-}," in
 *,thread,*) ;;
 *) TSAN_SKIP="" ;;

@@ -6,10 +6,7 @@
 
 #include "json.h"
 
-/* The length of the valid UTF-8 sequence at s (n bytes left), 0 when the
- * byte at s does not start one (RFC 3629: no overlongs, no surrogates,
- * nothing past U+10FFFF). */
-static size_t utf8_len(const unsigned char *s, size_t n)
+size_t kvt_utf8_len(const unsigned char *s, size_t n)
 {
 	unsigned char c = s[0];
 	size_t len;
@@ -52,16 +49,18 @@ static void put_escaped(FILE *f, unsigned char c)
 		fprintf(f, "\\u%04x", c);
 }
 
-void kvt_json_strn(FILE *f, const char *s, size_t n)
+/* html: '<', '>' and '&' as \u003c, \u003e, \u0026 too. */
+static void json_strn(FILE *f, const char *s, size_t n, int html)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	fputc('"', f);
 	for (size_t i = 0; i < n;) {
-		size_t len = utf8_len(p + i, n - i);
+		size_t len = kvt_utf8_len(p + i, n - i);
 		if (!len) {
 			fputs("\\ufffd", f);
 			i++;
-		} else if (len == 1 && (p[i] < 0x20 || p[i] == '"' || p[i] == '\\')) {
+		} else if (len == 1 && (p[i] < 0x20 || p[i] == '"' || p[i] == '\\' ||
+					(html && (p[i] == '<' || p[i] == '>' || p[i] == '&')))) {
 			put_escaped(f, p[i++]);
 		} else {
 			fwrite(p + i, 1, len, f);
@@ -71,7 +70,17 @@ void kvt_json_strn(FILE *f, const char *s, size_t n)
 	fputc('"', f);
 }
 
+void kvt_json_strn(FILE *f, const char *s, size_t n)
+{
+	json_strn(f, s, n, 0);
+}
+
 void kvt_json_str(FILE *f, const char *s)
 {
-	kvt_json_strn(f, s ? s : "", s ? strlen(s) : 0);
+	json_strn(f, s ? s : "", s ? strlen(s) : 0, 0);
+}
+
+void kvt_json_str_html(FILE *f, const char *s)
+{
+	json_strn(f, s ? s : "", s ? strlen(s) : 0, 1);
 }

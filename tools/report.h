@@ -247,6 +247,14 @@ uint32_t kvt_report_callers(const struct kvt_report *r, const struct kvt_rpt_sta
 			    uint32_t site, const struct kvt_rpt_frame **out, uint32_t max);
 /* Flame-graph input ("root;...;leaf VALUE" per stack; report_stacks.c). */
 int kvt_report_print_folded(struct kvt_report *r, FILE *f, int by_count);
+/* The same lines, unprinted: frames root first, separated by ';' (none in a
+ * name), sorted (strcmp), each distinct once with its bytes or count (no
+ * line of value 0). *v malloc'd (free with kvt_report_folded_free); 0 or
+ * -ENOMEM. */
+struct kvt_rpt_folded { char *line; uint64_t v; };
+int kvt_report_folded(struct kvt_report *r, int by_count, struct kvt_rpt_folded **v,
+		      uint32_t *nr);
+void kvt_report_folded_free(struct kvt_rpt_folded *v, uint32_t nr);
 
 /* report_diff.c: `--diff A B`, run a against run b, text or JSON. */
 int kvt_report_print_diff(struct kvt_report *a, struct kvt_report *b, const char *name_a,

@@ -10,28 +10,14 @@
 
 #include "report.h"
 #include "report_out.h"
+#include "html_text.h"
 #include "kvtier/units.h"
 
 #define HEAT_W 860
 #define HEAT_LABEL_W 300
 #define HEAT_ROWS 128
 #define HEAT_ROW_H 7
-#define HEAT_LABEL_CHARS 68     /* what fits HEAT_LABEL_W at 8 px */
-
-/* s cut to HEAT_LABEL_CHARS bytes at a UTF-8 character boundary, with an
- * ellipsis when cut. */
-static const char *shorten(const char *s, char *buf, size_t len)
-{
-	size_t n = strlen(s);
-	if (n <= HEAT_LABEL_CHARS || len < HEAT_LABEL_CHARS + 4)
-		return s;
-	n = HEAT_LABEL_CHARS;
-	while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
-		n--;
-	memcpy(buf, s, n);
-	memcpy(buf + n, "\xe2\x80\xa6", 4);      /* U+2026, and the NUL */
-	return buf;
-}
+#define HEAT_LABEL_CHARS 68     /* characters that fit HEAT_LABEL_W at 8 px */
 
 /* "0x… (size) at site" of the allocation holding c. */
 static const char *alloc_label(struct kvt_report *r, const struct kvt_rpt_chunk *c, char *buf,
@@ -71,19 +57,18 @@ static void svg_heat(struct kvt_report *r, const struct kvt_rpt_timeline *tl, FI
 		alloc_label(r, c, lab, sizeof lab);
 		double y = k * HEAT_ROW_H;
 		if (first) {
-			char cut[HEAT_LABEL_CHARS + 8];
 			fprintf(f, "<line x1=\"0\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#bbb\"/>"
 				"<text x=\"0\" y=\"%.1f\" font-size=\"8\" class=\"heat-alloc\"><title>",
 				HEAT_W - 10, y, y, y + 7);
-			kvt_rpt_html_esc(f, lab);
+			kvt_html_text(f, lab);
 			fprintf(f, "</title>");
-			kvt_rpt_html_esc(f, shorten(lab, cut, sizeof cut));
+			kvt_html_textn(f, lab, strlen(lab), HEAT_LABEL_CHARS);
 			fprintf(f, "</text>\n");
 		}
 		uint64_t off = c->range_bytes ? c->addr - (c->range_start & ~((2ull << 20) - 1)) : 0;
 		fprintf(f, "<g class=\"heat-row\"><title>chunk at 0x%" PRIx64 " (+%" PRIu64 " MiB into ",
 			c->addr, off >> 20);
-		kvt_rpt_html_esc(f, lab);
+		kvt_html_text(f, lab);
 		fprintf(f, "): %" PRIu64 " %s</title>\n", faults ? c->faults : c->total,
 			faults ? "GPU faults" : "events");
 		for (uint32_t j = 0; j < cols; j++)

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* The HTML form of `kvtier report`: one self-contained file (inline CSS and
- * SVG, no script, no network), well-formed so that `xmllint --html` and
- * XML tools can read it. Every text from the trace is escaped. */
+/* The HTML form of `kvtier report`: one self-contained file (inline CSS,
+ * SVG and, where the tool has uPlot, script: report_chart.c), loading
+ * nothing, well-formed so that `xmllint --html` and XML tools can read it.
+ * It reads without script: every chart is SVG first. Every text from the
+ * trace is escaped (valid UTF-8 kept). */
 #include <inttypes.h>
+#include <stdint.h>
 #include <string.h>
 
+#include "html_text.h"
 #include "report.h"
 #include "report_out.h"
 #include "kvtier/units.h"
@@ -19,31 +23,24 @@ static const char *const colors[] = {
 	"#7f7f7f", "#bcbd22", "#17becf",
 };
 
-static void esc(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '<')
-			fputs("&lt;", f);
-		else if (c == '>')
-			fputs("&gt;", f);
-		else if (c == '&')
-			fputs("&amp;", f);
-		else if (c == '"')
-			fputs("&quot;", f);
-		else
-			fputc(c < 0x20 || c >= 0x7f ? '?' : c, f);
-	}
-}
-
 static const char *series_name(unsigned s)
 {
 	return s < KVT_RPT_SER_PLACE ? kvt_kind_name(s) : kvt_placement_name(s - KVT_RPT_SER_PLACE);
 }
 
+/* ---- charts ---- */
+
+static int series_used(const struct kvt_rpt_timeline *tl, unsigned s)
+{
+	for (uint32_t b = 0; b < tl->nr; b++)
+		if (tl->live[b][s])
+			return 1;
+	return 0;
+}
+
 /* Live bytes of the series [s0, s1) as step lines, with phase marks. */
 static void svg_live(const struct kvt_report *r, const struct kvt_rpt_timeline *tl, FILE *f,
-		     unsigned s0, unsigned s1, const char *title)
+		     unsigned s0, unsigned s1)
 {
 	int64_t max = 1;
 	for (uint32_t b = 0; b < tl->nr; b++)
@@ -51,9 +48,9 @@ static void svg_live(const struct kvt_report *r, const struct kvt_rpt_timeline *
 			max = tl->live[b][s] > max ? tl->live[b][s] : max;
 	double span = (double)tl->bucket_ns * tl->nr, pw = W - PADL - 10, ph = H - PADB - 20;
 	char a[32];
-	fprintf(f, "<h3>%s</h3>\n<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n"
+	fprintf(f, "<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n"
 		"<rect x=\"%d\" y=\"10\" width=\"%.0f\" height=\"%.0f\" class=\"plot\"/>\n",
-		title, W, H, W, H, PADL, pw, ph);
+		W, H, W, H, PADL, pw, ph);
 	fprintf(f, "<text x=\"4\" y=\"20\">%s</text><text x=\"4\" y=\"%.0f\">0</text>\n",
 		kvt_format_size((uint64_t)max, a, sizeof a), 10 + ph);
 	fprintf(f, "<text x=\"%d\" y=\"%d\">0 s</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.3f s</text>\n",
@@ -70,10 +67,7 @@ static void svg_live(const struct kvt_report *r, const struct kvt_rpt_timeline *
 	}
 	unsigned legend = 0;
 	for (unsigned s = s0; s < s1; s++) {
-		int any = 0;
-		for (uint32_t b = 0; b < tl->nr; b++)
-			any |= tl->live[b][s] != 0;
-		if (!any)
+		if (!series_used(tl, s))
 			continue;
 		const char *c = colors[legend % 10];
 		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", c);
@@ -89,6 +83,34 @@ static void svg_live(const struct kvt_report *r, const struct kvt_rpt_timeline *
 	fprintf(f, "</svg>\n");
 }
 
+/* The same series as an interactive chart, the SVG its fallback. */
+static void chart_live(const struct kvt_report *r, const struct kvt_rpt_timeline *tl, FILE *f,
+		       unsigned s0, unsigned s1, const char *id, const char *title)
+{
+	struct kvt_chart c = { .id = id, .y_label = "live bytes", .bytes = 1,
+			       .bucket_ns = tl->bucket_ns, .nr = tl->nr };
+	double v[KVT_RPT_BUCKETS];
+	unsigned legend = 0;
+	fprintf(f, "<h3>%s</h3>\n", title);
+	kvt_chart_open(f, &c);
+	for (unsigned s = s0; s < s1; s++) {
+		if (!series_used(tl, s))
+			continue;
+		for (uint32_t b = 0; b < tl->nr; b++)
+			v[b] = (double)tl->live[b][s];
+		kvt_chart_series(f, &c, series_name(s), colors[legend++ % 10], v);
+	}
+	for (uint32_t i = 0; i < r->nr_meminfo; i++)
+		kvt_chart_mark(f, &c, (double)r->meminfo[i].t0_ns / 1e9,
+			       (double)r->meminfo[i].t0_ns / 1e9, "meminfo");
+	for (uint32_t i = 0; i < r->nr_bursts; i++)
+		kvt_chart_mark(f, &c, (double)r->bursts[i].t0_ns / 1e9,
+			       (double)r->bursts[i].t1_ns / 1e9, "KV burst");
+	kvt_chart_svg(f, &c);
+	svg_live(r, tl, f, s0, s1);
+	kvt_chart_close(f);
+}
+
 static void svg_bars(FILE *f, const char *title, const uint64_t *v, uint32_t n,
 		     const char *const *labels, const char *unit)
 {
@@ -96,9 +118,11 @@ static void svg_bars(FILE *f, const char *title, const uint64_t *v, uint32_t n,
 	for (uint32_t i = 0; i < n; i++)
 		max = v[i] > max ? v[i] : max;
 	double pw = W - PADL - 10, ph = H - PADB - 20, bw = pw / (n ? n : 1);
-	fprintf(f, "<h3>%s</h3>\n<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n"
+	if (title)
+		fprintf(f, "<h3>%s</h3>\n", title);
+	fprintf(f, "<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n"
 		"<rect x=\"%d\" y=\"10\" width=\"%.0f\" height=\"%.0f\" class=\"plot\"/>\n"
-		"<text x=\"4\" y=\"20\">%" PRIu64 " %s</text>\n", title, W, H, W, H, PADL, pw, ph, max, unit);
+		"<text x=\"4\" y=\"20\">%" PRIu64 " %s</text>\n", W, H, W, H, PADL, pw, ph, max, unit);
 	for (uint32_t i = 0; i < n; i++) {
 		double h = ph * (double)v[i] / (double)max;
 		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#1f77b4\">"
@@ -109,6 +133,24 @@ static void svg_bars(FILE *f, const char *title, const uint64_t *v, uint32_t n,
 				PADL + bw * i + 1, H - 6, labels[i]);
 	}
 	fprintf(f, "</svg>\n");
+}
+
+static void chart_events(const struct kvt_rpt_timeline *tl, FILE *f)
+{
+	struct kvt_chart c = { .id = "events", .y_label = "events/s", .bars = 1,
+			       .bucket_ns = tl->bucket_ns, .nr = tl->nr };
+	uint64_t eps[KVT_RPT_BUCKETS];
+	double v[KVT_RPT_BUCKETS];
+	for (uint32_t b = 0; b < tl->nr; b++) {
+		eps[b] = (uint64_t)((double)tl->nr_events[b] * 1e9 / (double)tl->bucket_ns);
+		v[b] = (double)eps[b];
+	}
+	fprintf(f, "<h3>Events per second</h3>\n");
+	kvt_chart_open(f, &c);
+	kvt_chart_series(f, &c, "events/s", colors[0], v);
+	kvt_chart_svg(f, &c);
+	svg_bars(f, NULL, eps, tl->nr, NULL, "events/s");
+	kvt_chart_close(f);
 }
 
 static void html_hist(const struct kvt_report *r, FILE *f)
@@ -167,7 +209,7 @@ static void html_counts(const struct kvt_report *r, FILE *f)
 static void html_line(FILE *f, const char *cls, const char *what, const char *text)
 {
 	fprintf(f, "<br/><span class=\"%s\">%s", cls, what);
-	esc(f, text);
+	kvt_html_text(f, text);
 	fprintf(f, "</span>");
 }
 
@@ -189,17 +231,12 @@ static void html_sites(struct kvt_report *r, FILE *f, int by_count)
 		const struct kvt_rpt_site *s = &r->sites[idx[k]];
 		fprintf(f, "<tr><td>%u</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64
 			"</td><td><b>", k + 1, s->bytes, s->nr, s->nr_failed);
-		esc(f, kvt_rpt_site_label(r, idx[k], lab, sizeof lab));
+		kvt_html_text(f, kvt_rpt_site_label(r, idx[k], lab, sizeof lab));
 		fprintf(f, "</b>");
 		kvt_rpt_stack_lines(r, idx[k], html_stack_line, f);
 		fprintf(f, "</td></tr>\n");
 	}
 	fprintf(f, "</table>\n");
-}
-
-void kvt_rpt_html_esc(FILE *f, const char *s)
-{
-	esc(f, s);
 }
 
 int kvt_report_print_html(struct kvt_report *r, FILE *f)
@@ -215,7 +252,10 @@ int kvt_report_print_html(struct kvt_report *r, FILE *f)
 		"text-align:right;font-size:13px}td:last-child{text-align:left}"
 		".via{color:#777;font-size:11px}.plot{fill:#fafafa;stroke:#999}"
 		".mark{stroke:#000;stroke-dasharray:4 3}.burst{fill:#ff7f0e;fill-opacity:.15}"
-		"svg text{font-size:11px}\n</style></head><body>\n<h1>kvtier report</h1>\n");
+		"svg text{font-size:11px}.flame rect{stroke:#fff;stroke-width:.5}"
+		".flame text{font-size:11px;font-family:monospace}\n</style>\n");
+	kvt_chart_head(f);
+	fprintf(f, "</head><body>\n<h1>kvtier report</h1>\n");
 	fprintf(f, "<p id=\"summary\">%u trace file%s, <span id=\"nr-events\">%" PRIu64 "</span> events, %"
 		PRIu64 " stacks, %u call sites, %.4f s. The call site is the innermost Python frame "
 		"where one was recorded, else the first frame outside "
@@ -224,12 +264,11 @@ int kvt_report_print_html(struct kvt_report *r, FILE *f)
 		(double)r->end_ns / 1e9);
 	html_counts(r, f);
 	fprintf(f, "<h2>Timeline</h2>\n");
-	svg_live(r, tl, f, 1, KVT_RPT_SER_PLACE, "Live bytes per kind");
-	svg_live(r, tl, f, KVT_RPT_SER_PLACE, KVT_RPT_NR_SER, "Live bytes per placement");
-	uint64_t eps[KVT_RPT_BUCKETS];
-	for (uint32_t b = 0; b < tl->nr; b++)
-		eps[b] = (uint64_t)((double)tl->nr_events[b] * 1e9 / (double)tl->bucket_ns);
-	svg_bars(f, "Events per second", eps, tl->nr, NULL, "events/s");
+	kvt_chart_notice(f);
+	chart_live(r, tl, f, 1, KVT_RPT_SER_PLACE, "live-kind", "Live bytes per kind");
+	chart_live(r, tl, f, KVT_RPT_SER_PLACE, KVT_RPT_NR_SER, "live-placement",
+		   "Live bytes per placement");
+	chart_events(tl, f);
 	kvt_moves_print_html(&r->moves, f);
 	kvt_rpt_tier_html(r, tl, f);
 	for (uint32_t i = 0; i < r->nr_bursts; i++)
@@ -240,16 +279,18 @@ int kvt_report_print_html(struct kvt_report *r, FILE *f)
 	html_sites(r, f, 0);
 	html_sites(r, f, 1);
 	kvt_rpt_heat_html(r, tl, f);
+	int ret = kvt_rpt_flame_html(r, f);
 	if (r->nr_notes)
 		fprintf(f, "<h2>Notes</h2>\n<ul id=\"notes\">\n");
 	for (uint32_t i = 0; i < r->nr_notes; i++) {
 		fprintf(f, "<li class=\"note\">");
-		esc(f, r->notes[i]);
+		kvt_html_text(f, r->notes[i]);
 		fprintf(f, "</li>\n");
 	}
 	if (r->nr_notes)
 		fprintf(f, "</ul>\n");
+	kvt_chart_scripts(f);
 	fprintf(f, "</body></html>\n");
 	free(tl);
-	return ferror(f) ? -1 : 0;
+	return ret || ferror(f) ? -1 : 0;
 }

@@ -263,8 +263,6 @@ uint32_t kvt_report_callers(const struct kvt_report *r, const struct kvt_rpt_sta
 
 /* ---- folded stacks ---- */
 
-struct folded { char *line; uint64_t v; };
-
 /* Append "sep name" to b (at *n of cap), ';' and newlines in name made ':'
  * and ' ' so that the line stays one frame list. */
 static void put(char *b, size_t *n, size_t cap, const char *name)
@@ -321,10 +319,12 @@ static void fold(struct kvt_report *r, const struct kvt_rpt_stack *st, char *b, 
 
 static int cmp_line(const void *a, const void *b)
 {
-	return strcmp(((const struct folded *)a)->line, ((const struct folded *)b)->line);
+	return strcmp(((const struct kvt_rpt_folded *)a)->line,
+		      ((const struct kvt_rpt_folded *)b)->line);
 }
 
-static int add_line(struct folded **v, uint32_t *nr, uint32_t *cap, const char *line, uint64_t x)
+static int add_line(struct kvt_rpt_folded **v, uint32_t *nr, uint32_t *cap, const char *line,
+		    uint64_t x)
 {
 	if (!x)
 		return 0;
@@ -336,14 +336,32 @@ static int add_line(struct folded **v, uint32_t *nr, uint32_t *cap, const char *
 	return 0;
 }
 
-int kvt_report_print_folded(struct kvt_report *r, FILE *f, int by_count)
+/* Equal lines (sorted next to one another) as one, their values summed. */
+static uint32_t merge_lines(struct kvt_rpt_folded *v, uint32_t nr)
 {
-	struct folded *v = NULL;
+	uint32_t out = 0;
+	for (uint32_t i = 0; i < nr; i++) {
+		if (out && !strcmp(v[out - 1].line, v[i].line)) {
+			v[out - 1].v += v[i].v;
+			free(v[i].line);
+		} else {
+			v[out++] = v[i];
+		}
+	}
+	return out;
+}
+
+int kvt_report_folded(struct kvt_report *r, int by_count, struct kvt_rpt_folded **out,
+		      uint32_t *nr_out)
+{
+	struct kvt_rpt_folded *v = NULL;
 	uint32_t nr = 0, cap = 0;
 	int ret = 0;
 	char *b = malloc(65536);
+	*out = NULL;
+	*nr_out = 0;
 	if (!b)
-		return -1;
+		return -ENOMEM;
 	/* allocations without a stack, and those whose stack was lost: one line
 	 * each, so that the lines sum to every successful allocation */
 	ret = add_line(&v, &nr, &cap, "(no stack recorded)", by_count ? r->sites[0].nr :
@@ -355,19 +373,33 @@ int kvt_report_print_folded(struct kvt_report *r, FILE *f, int by_count)
 		fold(r, &r->stk.v[i], b, 65536);
 		ret = add_line(&v, &nr, &cap, b, by_count ? r->stk.v[i].nr : r->stk.v[i].bytes);
 	}
-	if (!ret) {                     /* one line per distinct frame list */
-		if (nr)
-			qsort(v, nr, sizeof *v, cmp_line);
-		for (uint32_t i = 0; i < nr; i++) {
-			uint64_t x = v[i].v;
-			while (i + 1 < nr && !strcmp(v[i].line, v[i + 1].line))
-				x += v[++i].v;
-			fprintf(f, "%s %" PRIu64 "\n", v[i].line, x);
-		}
+	free(b);
+	if (ret) {
+		kvt_report_folded_free(v, nr);
+		return ret;
 	}
+	if (nr)
+		qsort(v, nr, sizeof *v, cmp_line);
+	*out = v;
+	*nr_out = merge_lines(v, nr);
+	return 0;
+}
+
+void kvt_report_folded_free(struct kvt_rpt_folded *v, uint32_t nr)
+{
 	for (uint32_t i = 0; i < nr; i++)
 		free(v[i].line);
 	free(v);
-	free(b);
-	return ret || ferror(f) ? -1 : 0;
+}
+
+int kvt_report_print_folded(struct kvt_report *r, FILE *f, int by_count)
+{
+	struct kvt_rpt_folded *v;
+	uint32_t nr;
+	if (kvt_report_folded(r, by_count, &v, &nr))
+		return -1;
+	for (uint32_t i = 0; i < nr; i++)
+		fprintf(f, "%s %" PRIu64 "\n", v[i].line, v[i].v);
+	kvt_report_folded_free(v, nr);
+	return ferror(f) ? -1 : 0;
 }

@@ -3,11 +3,14 @@
  * "tiering"): text totals per (trace, device); JSON totals and the series
  * on the report's 100-bucket timeline; HTML charts "HBM residency"
  * (residency against the budget, promotions and demotions per bucket) and
- * "GPU faults over time", inline SVG without script. */
+ * "GPU faults over time", interactive where the tool has uPlot
+ * (report_chart.c) with the same charts in SVG as their fallback. */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "report.h"
+#include "report_out.h"
 #include "report_tier.h"
 #include "kvtier/units.h"
 
@@ -212,6 +215,57 @@ static void svg_faults(uint32_t id, const struct kvt_rpt_tier_dev *d, const stru
 	fprintf(f, "</svg>\n");
 }
 
+/* vals in the device's buckets with epochs [first, last], NAN (a gap) outside */
+static void in_span(const struct kvt_rpt_tier_series *s, const uint64_t *vals, double *v)
+{
+	for (uint32_t b = 0; b < s->nr; b++)
+		v[b] = b >= s->first && b <= s->last ? (double)vals[b] : NAN;
+}
+
+static void chart_residency(uint32_t id, const struct kvt_rpt_tier_dev *d,
+			    const struct kvt_rpt_tier_series *s, const struct kvt_rpt_timeline *tl,
+			    FILE *f)
+{
+	char name[32];
+	double v[KVT_RPT_TIER_BUCKETS];
+	snprintf(name, sizeof name, "hbm-residency-%u", id);
+	struct kvt_chart c = { .id = name, .y_label = "HBM residency", .bytes = 1,
+			       .y2_label = "chunks moved", .bucket_ns = tl->bucket_ns, .nr = s->nr };
+	kvt_chart_open(f, &c);
+	in_span(s, s->hbm_bytes, v);
+	kvt_chart_series_opt(f, &c, "residency", COLOR_HBM, v, &(struct kvt_chart_opt){ .width = 3 });
+	in_span(s, s->budget_bytes, v);
+	kvt_chart_series_opt(f, &c, "budget", COLOR_BUDGET, v, &(struct kvt_chart_opt){ .dashed = 1 });
+	for (uint32_t b = 0; b < s->nr; b++)           /* no bar where none moved */
+		v[b] = s->promoted[b] ? (double)s->promoted[b] : NAN;
+	kvt_chart_series_opt(f, &c, "promoted", COLOR_PROMOTE, v,
+			     &(struct kvt_chart_opt){ .bars = 1, .right = 1, .solid = 1 });
+	for (uint32_t b = 0; b < s->nr; b++)
+		v[b] = s->demoted[b] ? -(double)s->demoted[b] : NAN;
+	kvt_chart_series_opt(f, &c, "demoted (down)", COLOR_DEMOTE, v,
+			     &(struct kvt_chart_opt){ .bars = 1, .right = 1, .solid = 1 });
+	kvt_chart_svg(f, &c);
+	svg_residency(id, d, s, tl, f);
+	kvt_chart_close(f);
+}
+
+static void chart_faults(uint32_t id, const struct kvt_rpt_tier_dev *d,
+			 const struct kvt_rpt_tier_series *s, const struct kvt_rpt_timeline *tl, FILE *f)
+{
+	char name[32];
+	double v[KVT_RPT_TIER_BUCKETS];
+	snprintf(name, sizeof name, "faults-%u", id);
+	struct kvt_chart c = { .id = name, .y_label = "GPU faults", .bars = 1,
+			       .bucket_ns = tl->bucket_ns, .nr = s->nr };
+	kvt_chart_open(f, &c);
+	for (uint32_t b = 0; b < s->nr; b++)
+		v[b] = s->faults[b] ? (double)s->faults[b] : NAN;
+	kvt_chart_series_opt(f, &c, "faults", COLOR_FAULTS, v, &(struct kvt_chart_opt){ .solid = 1 });
+	kvt_chart_svg(f, &c);
+	svg_faults(id, d, s, tl, f);
+	kvt_chart_close(f);
+}
+
 void kvt_rpt_tier_html(const struct kvt_report *r, const struct kvt_rpt_timeline *tl, FILE *f)
 {
 	const struct kvt_rpt_tier *t = &r->tier;
@@ -233,11 +287,11 @@ void kvt_rpt_tier_html(const struct kvt_report *r, const struct kvt_rpt_timeline
 			kvt_format_size(kvt_rpt_tier_mean(d), b, sizeof b),
 			kvt_format_size(d->budget_last, c, sizeof c), d->promoted, d->demoted,
 			(double)tl->bucket_ns / 1e9);
-		svg_residency(i, d, &s, tl, f);
+		chart_residency(i, d, &s, tl, f);
 		fprintf(f, "<h3>GPU faults over time</h3>\n<p class=\"tier-dev\">%s: %" PRIu64
 			" GPU page-fault records on redirected memory.</p>\n",
 			dev_name(r, d, n, sizeof n), d->faults);
-		svg_faults(i, d, &s, tl, f);
+		chart_faults(i, d, &s, tl, f);
 	}
 	note_limits(t, f, "<p class=\"note\">", ".</p>\n");
 }

@@ -53,4 +53,25 @@ static inline uint64_t kvt_num_after(const char *s, const char *const *marks)
 	return strtoull(s, NULL, 10);
 }
 
+/* The <script elements of an HTML report that are neither a JSON data
+ * block (<script type="application/json") nor, where the tool was built
+ * with uPlot (KVT_HAVE_UPLOT=1, mk/html.mk), one of its two wrapped
+ * scripts (uPlot and the page's own): 0 for a report as it should be. Also
+ * counts a built-with-uPlot page that lacks those two. */
+static inline int kvt_html_other_scripts(const char *html, int have_uplot)
+{
+	int other = 0, wrapped = 0;
+	for (const char *p = html; (p = strstr(p, "<script")); p++) {
+		static const char data[] = "<script type=\"application/json\"";
+		static const char wrap[] = "<script>//<![CDATA[\n";
+		if (!strncmp(p, data, sizeof data - 1))
+			continue;
+		if (have_uplot && !strncmp(p, wrap, sizeof wrap - 1))
+			wrapped++;
+		else
+			other++;
+	}
+	return other + (have_uplot && wrapped != 2);
+}
+
 #endif
