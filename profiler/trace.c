@@ -25,6 +25,7 @@
 #include "../base/kvt.h"
 #include "pyframes.h"
 #include "trace.h"
+#include "trace_zstd.h"
 #include "unwind.h"
 
 #define STACK_SLOTS (1u << 16)          /* distinct stacks kept */
@@ -35,6 +36,7 @@ struct trace {
 	int fd;                          /* -1 = off (unless pending) */
 	int pending;                     /* a forked child's: opened at its first record */
 	int failed;                      /* a write failed: drop from now on */
+	int zstd;                        /* this file's flush thread and end write zstd frames */
 	char pattern[512];
 	char path[600];
 	char run_id[64];                 /* KVTIER_RUN_ID: an INFO record after each header */
@@ -270,27 +272,35 @@ static void account_write_locked(ssize_t r, uint64_t events)
 		tr.st.nr_dropped += events;
 }
 
-static void write_locked(const char *buf, uint64_t bytes, uint64_t events)
+/* pack: as zstd frames when this file has them (the flush thread's write
+ * and the end at exit); a hook's write, fork's, exec's and a signal
+ * handler's are raw records, which the format allows between frames. */
+static ssize_t write_buf(int fd, const char *buf, uint64_t bytes, int pack)
+{
+	return pack && tr.zstd ? kvt_zstd_write(fd, buf, bytes) : kvt_sys_write_all(fd, buf, bytes);
+}
+
+static void write_locked(const char *buf, uint64_t bytes, uint64_t events, int pack)
 {
 	if (tr.fd < 0 || !bytes)
 		return;
-	account_write_locked(tr.failed ? 0 : kvt_sys_write_all(tr.fd, buf, bytes), events);
+	account_write_locked(tr.failed ? 0 : write_buf(tr.fd, buf, bytes, pack), events);
 }
 
 /* The active buffer, written here (no thread, or both buffers full). */
-static void flush_locked(void)
+static void flush_locked(int pack)
 {
-	write_locked(tr.buf, tr.pos, tr.buffered_events);
+	write_locked(tr.buf, tr.pos, tr.buffered_events, pack);
 	tr.pos = 0;
 	tr.buffered_events = 0;
 }
 
 /* The other buffer, when it waits for the thread: written here, in order. */
-static void write_out_locked(void)
+static void write_out_locked(int pack)
 {
 	if (tr.out_state != OUT_FULL)
 		return;
-	write_locked(tr.out, tr.out_bytes, tr.out_events);
+	write_locked(tr.out, tr.out_bytes, tr.out_events, pack);
 	tr.out_state = OUT_FREE;
 }
 
@@ -315,10 +325,10 @@ static void wait_writer_locked(void)
 }
 
 /* Everything buffered to the file, in order (no write in progress). */
-static void drain_locked(void)
+static void drain_locked(int pack)
 {
-	write_out_locked();
-	flush_locked();
+	write_out_locked(pack);
+	flush_locked(pack);
 }
 
 /* Room for n more bytes. With the thread: hand it the full buffer and go
@@ -334,7 +344,7 @@ static void make_room_locked(uint64_t n)
 			return;
 		}
 		if (tr.out_state != OUT_WRITING) {
-			drain_locked();
+			drain_locked(0);
 			return;
 		}
 		wait_writer_locked();
@@ -398,7 +408,8 @@ static void write_header_locked(void)
 	struct kvt_trace_header h;
 	memset(&h, 0, sizeof h);
 	memcpy(h.magic, KVT_TRACE_MAGIC, 8);
-	h.version = KVT_TRACE_VERSION;
+	h.version = tr.zstd ? KVT_TRACE_VERSION : KVT_TRACE_VERSION_RAW;
+	h.flags = tr.zstd ? KVT_TRACE_FLAG_ZSTD : 0;
 	h.header_bytes = sizeof h;
 	h.start_unix_ns = kvt_realtime_ns();
 	h.start_mono_ns = tr.start_mono_ns;
@@ -421,9 +432,10 @@ static int start_locked(void)
 	tr.pos = 0;
 	tr.buffered_events = 0;
 	tr.start_mono_ns = kvt_now_ns();
+	tr.zstd = kvt_zstd_ready();
 	nr_modules = 0;
 	write_header_locked();
-	flush_locked();          /* a trace file is never empty */
+	flush_locked(0);         /* a trace file is never empty; its header is raw */
 	return 0;
 }
 
@@ -464,6 +476,21 @@ int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth)
 		tr.buf = tr.bufs[0] = tr.bufs[1] = NULL;
 	}
 	return r;
+}
+
+int kvt_trace_use_zstd(const char *lib)
+{
+	const char *why = "";
+	int r = kvt_zstd_load(lib, &why);
+	if (r)
+		kvt_warn("KVTIER_TRACE_COMPRESS=zstd: %s %s; the trace is written uncompressed",
+			 lib && *lib ? lib : "libzstd.so.1", why);
+	return r;
+}
+
+int kvt_trace_compressed(void)
+{
+	return tr.zstd;
 }
 
 /* `pending` is read first: a child's first record sets tr.fd, then drops
@@ -776,7 +803,7 @@ static void write_out_unlocked(void)
 	uint64_t bytes = tr.out_bytes, events = tr.out_events;
 	tr.out_state = OUT_WRITING;
 	pthread_mutex_unlock(&tr.lock);
-	ssize_t r = failed || fd < 0 ? 0 : kvt_sys_write_all(fd, buf, bytes);
+	ssize_t r = failed || fd < 0 ? 0 : write_buf(fd, buf, bytes, 1);
 	pthread_mutex_lock(&tr.lock);
 	account_write_locked(r, events);
 	tr.st.nr_flushes++;
@@ -885,19 +912,20 @@ void kvt_trace_flush_start(unsigned every_ms)
 
 /* ---- end, fork, signals, stats ---- */
 
-/* END, and the file closed. No write in progress: the caller waited. */
-static void close_locked(void)
+/* END, and the file closed. No write in progress: the caller waited.
+ * pack: as write_locked's. */
+static void close_locked(int pack)
 {
 	open_pending_locked();   /* a forked child that lived and ends: its file, with END */
 	if (tr.fd < 0)
 		return;
-	drain_locked();          /* END follows every record, in one empty buffer */
+	drain_locked(pack);      /* END follows every record, in one empty buffer */
 	struct kvt_rec_end e = { .head = { KVT_REC_END, sizeof e } };
 	e.nr_events = tr.st.nr_events;
 	e.nr_dropped = tr.st.nr_dropped + (tr.failed ? tr.buffered_events : 0);
 	e.nr_stacks = tr.st.nr_stacks;
 	append_locked(&e, sizeof e, 0);
-	flush_locked();
+	flush_locked(pack);
 	kvt_sys_close(tr.fd);
 	__atomic_store_n(&tr.fd, -1, __ATOMIC_RELAXED);
 }
@@ -933,7 +961,7 @@ void kvt_trace_close_if_owner(void)
 		return;
 	if (lock_idle_for_signal())
 		return;
-	close_locked();
+	close_locked(1);         /* the end at _exit: frames too (the context never allocates) */
 	pthread_mutex_unlock(&tr.lock);
 }
 
@@ -948,12 +976,12 @@ void kvt_trace_on_signal(int sig, int last)
 	rec[n++] = (char)('0' + sig % 10);
 	struct kvt_rec_head h = { KVT_REC_INFO, (uint16_t)n };
 	memcpy(rec, &h, sizeof h);
-	drain_locked();          /* the INFO record fits the empty buffer */
+	drain_locked(0);         /* raw: a handler compresses nothing; the INFO fits the empty buffer */
 	append_locked(rec, n, 0);
 	if (last)
-		close_locked();
+		close_locked(0);
 	else
-		drain_locked();
+		drain_locked(0);
 	pthread_mutex_unlock(&tr.lock);
 }
 
@@ -962,7 +990,7 @@ void kvt_trace_close(void)
 	flusher_stop();
 	pthread_mutex_lock(&tr.lock);
 	wait_writer_locked();
-	close_locked();
+	close_locked(1);
 	pthread_mutex_unlock(&tr.lock);
 }
 
@@ -970,7 +998,7 @@ void kvt_trace_flush(void)
 {
 	pthread_mutex_lock(&tr.lock);
 	wait_writer_locked();
-	drain_locked();
+	drain_locked(0);
 	pthread_mutex_unlock(&tr.lock);
 }
 
@@ -997,7 +1025,7 @@ void kvt_trace_fork_prepare(void)
 	pthread_mutex_lock(&stack_lock);
 	pthread_mutex_lock(&tr.lock);
 	wait_writer_locked();
-	drain_locked();      /* nothing buffered is written twice */
+	drain_locked(0);     /* nothing buffered is written twice */
 }
 
 void kvt_trace_fork_parent(void)
