@@ -92,8 +92,7 @@ static void open_trace(void)
 	if (!kvt_opt.trace[0])
 		return;
 	set_run_id();
-	if (!strcmp(kvt_opt.trace_compress, "zstd"))
-		kvt_trace_use_zstd(kvt_opt.trace_zstd_lib);
+	kvt_trace_compress(!strcmp(kvt_opt.trace_compress, "zstd"), kvt_opt.trace_zstd_lib);
 	int r = kvt_trace_open(kvt_opt.trace, kvt_opt.trace_buffer, kvt_opt.stack_depth);
 	if (r) {
 		kvt_warn("KVTIER_TRACE='%s': cannot create the trace (%s); tracing is off",

@@ -36,6 +36,7 @@ struct trace {
 	int fd;                          /* -1 = off (unless pending) */
 	int pending;                     /* a forked child's: opened at its first record */
 	int failed;                      /* a write failed: drop from now on */
+	int want_zstd;                   /* KVTIER_TRACE_COMPRESS=zstd, and libzstd loaded */
 	int zstd;                        /* this file's flush thread and end write zstd frames */
 	char pattern[512];
 	char path[600];
@@ -432,7 +433,7 @@ static int start_locked(void)
 	tr.pos = 0;
 	tr.buffered_events = 0;
 	tr.start_mono_ns = kvt_now_ns();
-	tr.zstd = kvt_zstd_ready();
+	tr.zstd = tr.want_zstd && kvt_zstd_ready();
 	nr_modules = 0;
 	write_header_locked();
 	flush_locked(0);         /* a trace file is never empty; its header is raw */
@@ -478,13 +479,14 @@ int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth)
 	return r;
 }
 
-int kvt_trace_use_zstd(const char *lib)
+int kvt_trace_compress(int on, const char *lib)
 {
 	const char *why = "";
-	int r = kvt_zstd_load(lib, &why);
+	int r = on ? kvt_zstd_load(lib, &why) : 0;
 	if (r)
 		kvt_warn("KVTIER_TRACE_COMPRESS=zstd: %s %s; the trace is written uncompressed",
 			 lib && *lib ? lib : "libzstd.so.1", why);
+	tr.want_zstd = on && !r;
 	return r;
 }
 

@@ -21,12 +21,13 @@
  * never overwritten: "<path>.<pid>", then "<path>.<pid>.2" .. ".16" are
  * tried instead (each exec'd image of one pid needs a name). 0 or -errno. */
 int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth);
-/* KVTIER_TRACE_COMPRESS=zstd, before kvt_trace_open: load libzstd (lib;
- * NULL: libzstd.so.1) with dlopen, so that every file opened after it is
- * version 2 and its flush thread and end write zstd frames
- * (profiler/trace_zstd.h). Not loaded: one warning, and the files are
- * written uncompressed (version 1). 0 or -errno. */
-int kvt_trace_use_zstd(const char *lib);
+/* KVTIER_TRACE_COMPRESS, before kvt_trace_open. on: load libzstd (lib;
+ * NULL: libzstd.so.1) with dlopen, once, so that every file opened after
+ * it is version 2 and its flush thread and end write zstd frames
+ * (profiler/trace_zstd.h); not loaded: one warning, -errno, and the files
+ * are written uncompressed (version 1). off: files opened after it are
+ * uncompressed. 0 or -errno. */
+int kvt_trace_compress(int on, const char *lib);
 /* Whether the open file has zstd frames. */
 int kvt_trace_compressed(void);
 int kvt_trace_active(void);
