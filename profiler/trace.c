@@ -68,6 +68,7 @@ static struct {
 	int state;
 	int running, stop, kick;
 	int started;                     /* the thread reached its loop (atomic) */
+	uint64_t cpu_ns;                 /* the CPU time it used, set as it ends (under tr.lock) */
 	uint64_t every_ns;
 	pthread_t th;
 	pthread_cond_t wake;             /* the thread waits here */
@@ -833,6 +834,9 @@ static void *flush_main(void *arg)
 		if (tr.out_state == OUT_FULL)
 			write_out_unlocked();
 	}
+	struct timespec cpu;
+	if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu))
+		fl.cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
 	pthread_mutex_unlock(&tr.lock);
 	return NULL;
 }
@@ -992,6 +996,12 @@ void kvt_trace_close(void)
 	flusher_stop();
 	pthread_mutex_lock(&tr.lock);
 	wait_writer_locked();
+	if (fl.cpu_ns && tr.fd >= 0) {   /* what the flush thread cost (compressing included) */
+		char us[24];
+		snprintf(us, sizeof us, "%llu", (unsigned long long)(fl.cpu_ns / 1000u));
+		info_locked("trace.flush_cpu_us", us);
+		fl.cpu_ns = 0;
+	}
 	close_locked(1);
 	pthread_mutex_unlock(&tr.lock);
 }
