@@ -465,7 +465,7 @@ static void test_usage(void)
 	const char *d[] = { kvt_path("kvtier"), "dump", vllm_trace, NULL };
 	CU_ASSERT_FATAL(kvt_run(&rc, d, NULL) == 0);
 	CU_ASSERT_EQUAL(rc.exit_code, 0);
-	CU_ASSERT_EQUAL(strncmp(rc.out, "header version=1 ", 17), 0);
+	CU_ASSERT_EQUAL(strncmp(rc.out, "header version=2 ", 17), 0);   /* zstd frames, the default */
 	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "\nevent t="));
 }
 
