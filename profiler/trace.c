@@ -38,6 +38,7 @@ struct trace {
 	int failed;                      /* a write failed: drop from now on */
 	int want_zstd;                   /* KVTIER_TRACE_COMPRESS=zstd, and libzstd loaded */
 	int zstd;                        /* this file's flush thread and end write zstd frames */
+	int hook_waits;                  /* a hook waits for the flush thread's write (atomic) */
 	char pattern[512];
 	char path[600];
 	char run_id[64];                 /* KVTIER_RUN_ID: an INFO record after each header */
@@ -279,7 +280,9 @@ static void account_write_locked(ssize_t r, uint64_t events)
  * handler's are raw records, which the format allows between frames. */
 static ssize_t write_buf(int fd, const char *buf, uint64_t bytes, int pack)
 {
-	return pack && tr.zstd ? kvt_zstd_write(fd, buf, bytes) : kvt_sys_write_all(fd, buf, bytes);
+	if (!pack || !tr.zstd)
+		return kvt_sys_write_all(fd, buf, bytes);
+	return kvt_zstd_write(fd, buf, bytes, &tr.hook_waits);
 }
 
 static void write_locked(const char *buf, uint64_t bytes, uint64_t events, int pack)
@@ -349,6 +352,8 @@ static void make_room_locked(uint64_t n)
 			drain_locked(0);
 			return;
 		}
+		/* a hook waits for the thread's write: it compresses no more */
+		__atomic_store_n(&tr.hook_waits, 1, __ATOMIC_RELAXED);
 		wait_writer_locked();
 	}
 }
@@ -487,7 +492,9 @@ int kvt_trace_compress(int on, const char *lib)
 	if (r)
 		kvt_warn("KVTIER_TRACE_COMPRESS=zstd: %s %s; the trace is written uncompressed",
 			 lib && *lib ? lib : "libzstd.so.1", why);
+	pthread_mutex_lock(&tr.lock);
 	tr.want_zstd = on && !r;
+	pthread_mutex_unlock(&tr.lock);
 	return r;
 }
 
@@ -808,6 +815,7 @@ static void write_out_unlocked(void)
 	pthread_mutex_unlock(&tr.lock);
 	ssize_t r = failed || fd < 0 ? 0 : write_buf(fd, buf, bytes, 1);
 	pthread_mutex_lock(&tr.lock);
+	__atomic_store_n(&tr.hook_waits, 0, __ATOMIC_RELAXED);
 	account_write_locked(r, events);
 	tr.st.nr_flushes++;
 	tr.out_state = OUT_FREE;

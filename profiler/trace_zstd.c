@@ -39,7 +39,6 @@ static struct {
 	size_t work_bytes;
 	char *out;
 	size_t out_bytes;
-	unsigned long long nr_frames, nr_raw;
 #define X(ret, name, args) ret (*name) args;
 	ZSTD_FNS(X)
 #undef X
@@ -133,10 +132,14 @@ static size_t frame_part(const char *p, size_t n)
 	return at < n ? n : at;
 }
 
-ssize_t kvt_zstd_write(int fd, const void *buf, size_t bytes)
+ssize_t kvt_zstd_write(int fd, const void *buf, size_t bytes, const int *raw_now)
 {
 	const char *p = buf;
 	for (size_t at = 0; at < bytes;) {
+		if (__atomic_load_n(raw_now, __ATOMIC_RELAXED)) {
+			ssize_t r = kvt_sys_write_all(fd, p + at, bytes - at);
+			return r < 0 ? r : (ssize_t)bytes;
+		}
 		size_t n = frame_part(p + at, bytes - at);
 		size_t c = n <= KVT_TRACE_ZSTD_FRAME_BYTES ?
 			   zs.ZSTD_compress2(zs.cctx, zs.out, zs.out_bytes, p + at, n) : 0;
@@ -144,10 +147,8 @@ ssize_t kvt_zstd_write(int fd, const void *buf, size_t bytes)
 		if (n > KVT_TRACE_ZSTD_FRAME_BYTES || zs.ZSTD_isError(c)) {
 			kvt_warn_once("trace: a part of %zu bytes could not be compressed; "
 				      "written uncompressed", n);
-			zs.nr_raw++;
 			r = kvt_sys_write_all(fd, p + at, n);
 		} else {
-			zs.nr_frames++;
 			r = kvt_sys_write_all(fd, zs.out, c);
 		}
 		if (r < 0)
@@ -155,10 +156,4 @@ ssize_t kvt_zstd_write(int fd, const void *buf, size_t bytes)
 		at += n;
 	}
 	return (ssize_t)bytes;
-}
-
-void kvt_zstd_counts(unsigned long long *frames, unsigned long long *raw_parts)
-{
-	*frames = zs.nr_frames;
-	*raw_parts = zs.nr_raw;
 }

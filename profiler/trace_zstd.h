@@ -20,9 +20,9 @@ int kvt_zstd_load(const char *lib, const char **why);
 int kvt_zstd_ready(void);
 /* bytes of whole records (as appended to a trace buffer) to fd as zstd
  * frames; a part that cannot be compressed goes as it is (raw records), so
- * nothing is lost. What kvt_sys_write_all returns: bytes, or -errno. */
-ssize_t kvt_zstd_write(int fd, const void *buf, size_t bytes);
-/* Frames written, and parts written raw because compression failed. */
-void kvt_zstd_counts(unsigned long long *frames, unsigned long long *raw_parts);
+ * nothing is lost. Once *raw_now reads non-zero (checked before each frame:
+ * a hook waits for this write) the rest goes raw. What kvt_sys_write_all
+ * returns: bytes, or -errno. */
+ssize_t kvt_zstd_write(int fd, const void *buf, size_t bytes, const int *raw_now);
 
 #endif
