@@ -7,7 +7,9 @@
  * the active one; a flush thread (started with the first event) swaps them
  * under the lock and writes the full one outside it, at least every
  * KVTIER_TRACE_FLUSH_MS, so a hook never waits on the file unless both
- * are full. */
+ * are full. Only the flush thread and the end at exit compress (zstd
+ * frames, profiler/trace_zstd.c); a hook, fork, exec and a signal handler
+ * write raw records. */
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>

@@ -2,7 +2,9 @@
 /* The trace writer: binary records (include/kvtier/trace_format.h) appended
  * to one of two buffers and written with write(2) by a flush thread at
  * least every KVTIER_TRACE_FLUSH_MS, when a buffer fills, on SIGTERM and
- * SIGINT (profiler/trace_signal.c), and at exit.
+ * SIGINT (profiler/trace_signal.c), and at exit. With KVTIER_TRACE_COMPRESS
+ * =zstd the flush thread's writes and the last one at exit are zstd frames
+ * (profiler/trace_zstd.c); every other write is raw records.
  * Call sites are captured with libunwind and each distinct stack is written
  * once (a STACK record) with the modules needed to symbolize it offline.
  * Safe inside hooks: no malloc, no stdio; a disk error turns tracing off
