@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* zstd frames for the trace writer (contract in trace_zstd.h). libzstd is
- * dlopen'ed once, from kvt_trace_open (never in a hook): a process without
- * it runs as before, with an uncompressed trace. The context is a static
+ * dlopen'ed once, from kvt_trace_compress at start (never in a hook): a
+ * process without it runs as before, with an uncompressed trace. The context is a static
  * one (ZSTD_initStaticCCtx) in memory mapped at the load, so compressing
  * never allocates. Must never: allocate, lock or log after the load, except
  * the one warning when a part cannot be compressed. */
