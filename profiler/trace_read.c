@@ -385,8 +385,11 @@ int kvt_trace_read_run(const char *path, char *id, size_t len, char *err, size_t
 {
 	static struct kvt_trace_reader r;     /* 64 KiB record buffer: not on the stack */
 	struct kvt_trace_item it;
-	int ret = kvt_trace_reader_open(&r, path);
+	struct stat st;
 	id[0] = 0;
+	if (!stat(path, &st) && !S_ISREG(st.st_mode))
+		return 0;             /* a pipe can be read once: by what reads its records */
+	int ret = kvt_trace_reader_open(&r, path);
 	for (int i = 0; !ret && i < 4; i++) {   /* the writer puts it first */
 		int n = kvt_trace_next(&r, &it);
 		if (n <= 0) {

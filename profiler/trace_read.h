@@ -92,8 +92,9 @@ int kvt_trace_stop_line(const struct kvt_trace_reader *r, char *buf, size_t len)
 void kvt_trace_reader_close(struct kvt_trace_reader *r);
 /* The run a trace belongs to (its INFO record kvtier.run=<id>, written
  * right after the header since traces carry one) into id: 1, 0 when the
- * file names none (an older trace), or a negative errno with "path: why"
- * in err. */
+ * file names none (an older trace) or is not a regular file (a pipe, left
+ * unread for the one reader it can have), or a negative errno with
+ * "path: why" in err. */
 int kvt_trace_read_run(const char *path, char *id, size_t len, char *err, size_t errlen);
 
 #endif

@@ -307,8 +307,8 @@ static void test_hostile_frames(void)
 
 /* ---- pipes ---- */
 
-/* A compressed trace through a pipe: the reader (and kvtier dump) read it
- * as they read the file. */
+/* A compressed trace through a pipe: the reader, kvtier dump and kvtier
+ * report read it as they read the file. */
 static void test_pipe(void)
 {
 	static struct seen s;
@@ -321,6 +321,10 @@ static void test_pipe(void)
 	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, sh, NULL), 0);
 	CU_ASSERT_EQUAL(c.exit_code, 0);
 	CU_ASSERT_EQUAL(strtoul(c.out, NULL, 10), 30000);
+	snprintf(cmd, sizeof cmd, "cat %s | %s report /dev/stdin", z, kvt_path("kvtier"));
+	CU_ASSERT_EQUAL_FATAL(kvt_run(&c, sh, NULL), 0);
+	CU_ASSERT_EQUAL(c.exit_code, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "1 trace file, 30000 events"));
 
 	int p[2];
 	CU_ASSERT_EQUAL_FATAL(pipe(p), 0);
