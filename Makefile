@@ -37,7 +37,10 @@ CORE_SRCS := $(filter-out $(HOOK_SRCS) $(READ_SRCS),$(wildcard base/*.c preload/
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 READ_OBJS := $(READ_SRCS:%.c=$(BUILD)/obj/%.o)
 HOOK_OBJS := $(patsubst %.S,$(BUILD)/obj/%.o,$(HOOK_SRCS:%.c=$(BUILD)/obj/%.o))
-LIB_LIBS  := -ldl -lpthread -lunwind -lnuma -lm
+# libkvtier.so never links libzstd (profiler/trace_zstd.c loads it with
+# dlopen); libkvtier.a's trace reader does, so whatever links the archive does.
+SO_LIBS   := -ldl -lpthread -lunwind -lnuma -lm
+LIB_LIBS  := $(SO_LIBS) -lzstd
 
 LIBKVTIER := $(BUILD)/libkvtier.so
 LIBCORE   := $(BUILD)/libkvtier.a
@@ -72,7 +75,7 @@ $(BUILD)/obj/%.o: %.S
 	$(CC) $(CPPFLAGS) -fPIC -c $< -o $@
 
 $(LIBKVTIER): $(CORE_OBJS) $(HOOK_OBJS)
-	$(CC) -shared $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined -o $@ $^ $(LIB_LIBS)
+	$(CC) -shared $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined -o $@ $^ $(SO_LIBS)
 
 $(LIBCORE): $(CORE_OBJS) $(READ_OBJS)
 	@rm -f $@

@@ -202,6 +202,8 @@ struct kvt_options {
 	int python;                  /* KVTIER_PYTHON: Python frames in call sites */
 	uint64_t trace_buffer;       /* KVTIER_TRACE_BUFFER bytes */
 	int trace_flush_ms;          /* KVTIER_TRACE_FLUSH_MS (0 = when full) */
+	char trace_compress[8];      /* KVTIER_TRACE_COMPRESS: zstd or none */
+	char trace_zstd_lib[256];    /* KVTIER_TRACE_ZSTD_LIB (tests) */
 	int inherit;                 /* KVTIER_INHERIT */
 	char policy[4096];           /* KVTIER_POLICY ("" = the default rules) */
 	int strict;                  /* KVTIER_STRICT */

@@ -26,6 +26,7 @@ struct opt_desc {
 	long long min, max;          /* OPT_INT / OPT_SIZE bounds */
 	const char *help;
 	size_t str_bytes;            /* OPT_STR: room in the field */
+	const char *choices;         /* OPT_STR: the values allowed, "a|b" (NULL: any) */
 };
 
 #define OFF(f) offsetof(struct kvt_options, f)
@@ -59,6 +60,14 @@ static const struct opt_desc table[] = {
 	{ .name = "KVTIER_TRACE_FLUSH_MS", .type = OPT_INT, .offset = OFF(trace_flush_ms),
 	  .def = "1000", .unit = "ms", .min = 0, .max = 60000,
 	  .help = "events reach the trace file within this time (0: when a buffer fills)" },
+	{ .name = "KVTIER_TRACE_COMPRESS", .type = OPT_STR, .offset = OFF(trace_compress),
+	  .str_bytes = sizeof kvt_opt.trace_compress, .def = "zstd", .unit = "zstd|none",
+	  .choices = "zstd|none",
+	  .help = "the flush thread writes zstd frames with checksums (libzstd.so.1 loaded at start; "
+		  "without it: none, said once); none: records as they are" },
+	{ .name = "KVTIER_TRACE_ZSTD_LIB", .type = OPT_STR, .offset = OFF(trace_zstd_lib),
+	  .str_bytes = sizeof kvt_opt.trace_zstd_lib, .def = "libzstd.so.1", .unit = "library",
+	  .help = "for tests only: the zstd library KVTIER_TRACE_COMPRESS=zstd loads" },
 	{ .name = "KVTIER_INHERIT", .type = OPT_BOOL, .offset = OFF(inherit),
 	  .def = "1", .unit = "bool",
 	  .help = "exec'd children load kvtier too (vLLM workers are child processes)" },
@@ -130,6 +139,20 @@ static int parse_level(const char *v, int *out)
 	return -EINVAL;
 }
 
+/* Whether v is one of the '|'-separated words of choices. */
+static int one_of(const char *choices, const char *v)
+{
+	size_t n = strlen(v);
+	for (const char *p = choices;; p++) {
+		size_t w = strcspn(p, "|");
+		if (n && w == n && !strncmp(p, v, n))
+			return 1;
+		p += w;
+		if (!*p)
+			return 0;
+	}
+}
+
 /* Parse one value into o; 0 or -errno (the value is left untouched). */
 static int set_value(struct kvt_options *o, const struct opt_desc *d, const char *v)
 {
@@ -161,6 +184,8 @@ static int set_value(struct kvt_options *o, const struct opt_desc *d, const char
 	case OPT_STR:
 		if (strlen(v) >= d->str_bytes)
 			return -ENAMETOOLONG;
+		if (d->choices && !one_of(d->choices, v))
+			return -EINVAL;
 		strcpy(field, v);
 		return 0;
 	}

@@ -2,7 +2,12 @@
 /* `make bench` trace-writer loop: appends N alloc/free events through the
  * trace writer (profiler/trace.c, linked from libkvtier.a) to a real file,
  * timed from the first event to the closed file, and prints events/s.
- * Writes only the file named on the command line (it must not exist). */
+ * With MODE (none or zstd) the flush thread runs (every 1000 ms, the
+ * default) and writes records or zstd frames, its CPU time counted in the
+ * process's, and the file's size is printed. Writes only the file named on
+ * the command line (it must not exist). */
+#include <string.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -18,16 +23,21 @@ static double clock_ns(clockid_t id)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: trace_write FILE EVENTS\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: trace_write FILE EVENTS [none|zstd]\n");
 		return 2;
 	}
 	unsigned long n = strtoul(argv[2], NULL, 0);
+	const char *mode = argc == 4 ? argv[3] : NULL;
+	if (mode && kvt_trace_compress(!strcmp(mode, "zstd"), NULL))
+		return 1;
 	int r = kvt_trace_open(argv[1], 1ul << 20, 0);   /* KVTIER_TRACE_BUFFER default */
 	if (r) {
 		fprintf(stderr, "trace_write: cannot open %s (%d)\n", argv[1], r);
 		return 1;
 	}
+	if (mode)
+		kvt_trace_flush_start(1000);
 	double w0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	for (unsigned long i = 0; i < n; i++) {
 		struct kvt_rec_event ev = {
@@ -48,7 +58,11 @@ int main(int argc, char **argv)
 			(unsigned long long)st.nr_events, n, (unsigned long long)st.nr_dropped);
 		return 1;
 	}
-	printf("events=%lu wall_events_per_s=%.0f cpu_events_per_s=%.0f\n",
+	printf("events=%lu wall_events_per_s=%.0f cpu_events_per_s=%.0f",
 	       n, n / wall * 1e9, n / cpu * 1e9);
+	struct stat fs;
+	if (mode && !stat(argv[1], &fs))
+		printf(" mode=%s file_bytes=%lld", mode, (long long)fs.st_size);
+	printf("\n");
 	return 0;
 }

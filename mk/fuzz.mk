@@ -23,6 +23,7 @@ FUZZ_SRCS_policy  := $(POLICY_SRCS)
 FUZZ_SRCS_options := $(POLICY_SRCS) base/options.c
 FUZZ_SRCS_trace   := $(POLICY_SRCS) profiler/trace_read.c profiler/trace_replay.c \
                      profiler/registry.c profiler/names.c
+FUZZ_LIBS_trace   := -lzstd
 # longest input tried (a policy is at most 4096 bytes; a trace record 64 KiB)
 FUZZ_LEN_policy  := 4300
 FUZZ_LEN_options := 8192
@@ -32,7 +33,7 @@ $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%): $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(
 		    $(POLICY_SRCS) base/options.c profiler/trace_read.c \
 		    profiler/trace_replay.c profiler/registry.c profiler/names.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRCS_$*)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRCS_$*) $(FUZZ_LIBS_$*)
 
 .PHONY: fuzz fuzz-list $(FUZZ_TARGETS:%=fuzz-%)
 fuzz: $(FUZZ_TARGETS:%=fuzz-%)

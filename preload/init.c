@@ -92,6 +92,7 @@ static void open_trace(void)
 	if (!kvt_opt.trace[0])
 		return;
 	set_run_id();
+	kvt_trace_compress(!strcmp(kvt_opt.trace_compress, "zstd"), kvt_opt.trace_zstd_lib);
 	int r = kvt_trace_open(kvt_opt.trace, kvt_opt.trace_buffer, kvt_opt.stack_depth);
 	if (r) {
 		kvt_warn("KVTIER_TRACE='%s': cannot create the trace (%s); tracing is off",
@@ -99,7 +100,8 @@ static void open_trace(void)
 		return;
 	}
 	kvt_trace_info("kvtier.version", KVT_VERSION);
-	kvt_trace_info("kvtier.trace_format", "1");
+	kvt_trace_info("kvtier.trace_format", kvt_trace_compressed() ? "2" : "1");
+	kvt_trace_info("trace.compress", kvt_trace_compressed() ? "zstd" : "none");
 	kvt_trace_flush_start((unsigned)kvt_opt.trace_flush_ms);
 	kvt_trace_signals_install();
 }

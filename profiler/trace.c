@@ -7,7 +7,9 @@
  * the active one; a flush thread (started with the first event) swaps them
  * under the lock and writes the full one outside it, at least every
  * KVTIER_TRACE_FLUSH_MS, so a hook never waits on the file unless both
- * are full. */
+ * are full. Only the flush thread and the end at exit compress (zstd
+ * frames, profiler/trace_zstd.c); a hook, fork, exec and a signal handler
+ * write raw records. */
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -25,6 +27,7 @@
 #include "../base/kvt.h"
 #include "pyframes.h"
 #include "trace.h"
+#include "trace_zstd.h"
 #include "unwind.h"
 
 #define STACK_SLOTS (1u << 16)          /* distinct stacks kept */
@@ -35,6 +38,9 @@ struct trace {
 	int fd;                          /* -1 = off (unless pending) */
 	int pending;                     /* a forked child's: opened at its first record */
 	int failed;                      /* a write failed: drop from now on */
+	int want_zstd;                   /* KVTIER_TRACE_COMPRESS=zstd, and libzstd loaded */
+	int zstd;                        /* this file's flush thread and end write zstd frames */
+	int hook_waits;                  /* a hook waits for the flush thread's write (atomic) */
 	char pattern[512];
 	char path[600];
 	char run_id[64];                 /* KVTIER_RUN_ID: an INFO record after each header */
@@ -65,6 +71,7 @@ static struct {
 	int state;
 	int running, stop, kick;
 	int started;                     /* the thread reached its loop (atomic) */
+	uint64_t cpu_ns;                 /* the CPU time it used, set as it ends (under tr.lock) */
 	uint64_t every_ns;
 	pthread_t th;
 	pthread_cond_t wake;             /* the thread waits here */
@@ -270,27 +277,37 @@ static void account_write_locked(ssize_t r, uint64_t events)
 		tr.st.nr_dropped += events;
 }
 
-static void write_locked(const char *buf, uint64_t bytes, uint64_t events)
+/* pack: as zstd frames when this file has them (the flush thread's write
+ * and the end at exit); a hook's write, fork's, exec's and a signal
+ * handler's are raw records, which the format allows between frames. */
+static ssize_t write_buf(int fd, const char *buf, uint64_t bytes, int pack)
+{
+	if (!pack || !tr.zstd)
+		return kvt_sys_write_all(fd, buf, bytes);
+	return kvt_zstd_write(fd, buf, bytes, &tr.hook_waits);
+}
+
+static void write_locked(const char *buf, uint64_t bytes, uint64_t events, int pack)
 {
 	if (tr.fd < 0 || !bytes)
 		return;
-	account_write_locked(tr.failed ? 0 : kvt_sys_write_all(tr.fd, buf, bytes), events);
+	account_write_locked(tr.failed ? 0 : write_buf(tr.fd, buf, bytes, pack), events);
 }
 
 /* The active buffer, written here (no thread, or both buffers full). */
-static void flush_locked(void)
+static void flush_locked(int pack)
 {
-	write_locked(tr.buf, tr.pos, tr.buffered_events);
+	write_locked(tr.buf, tr.pos, tr.buffered_events, pack);
 	tr.pos = 0;
 	tr.buffered_events = 0;
 }
 
 /* The other buffer, when it waits for the thread: written here, in order. */
-static void write_out_locked(void)
+static void write_out_locked(int pack)
 {
 	if (tr.out_state != OUT_FULL)
 		return;
-	write_locked(tr.out, tr.out_bytes, tr.out_events);
+	write_locked(tr.out, tr.out_bytes, tr.out_events, pack);
 	tr.out_state = OUT_FREE;
 }
 
@@ -315,10 +332,10 @@ static void wait_writer_locked(void)
 }
 
 /* Everything buffered to the file, in order (no write in progress). */
-static void drain_locked(void)
+static void drain_locked(int pack)
 {
-	write_out_locked();
-	flush_locked();
+	write_out_locked(pack);
+	flush_locked(pack);
 }
 
 /* Room for n more bytes. With the thread: hand it the full buffer and go
@@ -334,9 +351,11 @@ static void make_room_locked(uint64_t n)
 			return;
 		}
 		if (tr.out_state != OUT_WRITING) {
-			drain_locked();
+			drain_locked(0);
 			return;
 		}
+		/* a hook waits for the thread's write: it compresses no more */
+		__atomic_store_n(&tr.hook_waits, 1, __ATOMIC_RELAXED);
 		wait_writer_locked();
 	}
 }
@@ -398,7 +417,8 @@ static void write_header_locked(void)
 	struct kvt_trace_header h;
 	memset(&h, 0, sizeof h);
 	memcpy(h.magic, KVT_TRACE_MAGIC, 8);
-	h.version = KVT_TRACE_VERSION;
+	h.version = tr.zstd ? KVT_TRACE_VERSION : KVT_TRACE_VERSION_RAW;
+	h.flags = tr.zstd ? KVT_TRACE_FLAG_ZSTD : 0;
 	h.header_bytes = sizeof h;
 	h.start_unix_ns = kvt_realtime_ns();
 	h.start_mono_ns = tr.start_mono_ns;
@@ -421,9 +441,10 @@ static int start_locked(void)
 	tr.pos = 0;
 	tr.buffered_events = 0;
 	tr.start_mono_ns = kvt_now_ns();
+	tr.zstd = tr.want_zstd && kvt_zstd_ready();
 	nr_modules = 0;
 	write_header_locked();
-	flush_locked();          /* a trace file is never empty */
+	flush_locked(0);         /* a trace file is never empty; its header is raw */
 	return 0;
 }
 
@@ -464,6 +485,24 @@ int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth)
 		tr.buf = tr.bufs[0] = tr.bufs[1] = NULL;
 	}
 	return r;
+}
+
+int kvt_trace_compress(int on, const char *lib)
+{
+	const char *why = "";
+	int r = on ? kvt_zstd_load(lib, &why) : 0;
+	if (r)
+		kvt_warn("KVTIER_TRACE_COMPRESS=zstd: %s %s; the trace is written uncompressed",
+			 lib && *lib ? lib : "libzstd.so.1", why);
+	pthread_mutex_lock(&tr.lock);
+	tr.want_zstd = on && !r;
+	pthread_mutex_unlock(&tr.lock);
+	return r;
+}
+
+int kvt_trace_compressed(void)
+{
+	return tr.zstd;
 }
 
 /* `pending` is read first: a child's first record sets tr.fd, then drops
@@ -800,8 +839,9 @@ static void write_out_unlocked(void)
 	uint64_t bytes = tr.out_bytes, events = tr.out_events;
 	tr.out_state = OUT_WRITING;
 	pthread_mutex_unlock(&tr.lock);
-	ssize_t r = failed || fd < 0 ? 0 : kvt_sys_write_all(fd, buf, bytes);
+	ssize_t r = failed || fd < 0 ? 0 : write_buf(fd, buf, bytes, 1);
 	pthread_mutex_lock(&tr.lock);
+	__atomic_store_n(&tr.hook_waits, 0, __ATOMIC_RELAXED);
 	account_write_locked(r, events);
 	tr.st.nr_flushes++;
 	tr.out_state = OUT_FREE;
@@ -828,6 +868,9 @@ static void *flush_main(void *arg)
 		if (tr.out_state == OUT_FULL)
 			write_out_unlocked();
 	}
+	struct timespec cpu;
+	if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu))
+		fl.cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
 	pthread_mutex_unlock(&tr.lock);
 	return NULL;
 }
@@ -909,19 +952,20 @@ void kvt_trace_flush_start(unsigned every_ms)
 
 /* ---- end, fork, signals, stats ---- */
 
-/* END, and the file closed. No write in progress: the caller waited. */
-static void close_locked(void)
+/* END, and the file closed. No write in progress: the caller waited.
+ * pack: as write_locked's. */
+static void close_locked(int pack)
 {
 	open_pending_locked();   /* a forked child that lived and ends: its file, with END */
 	if (tr.fd < 0)
 		return;
-	drain_locked();          /* END follows every record, in one empty buffer */
+	drain_locked(pack);      /* END follows every record, in one empty buffer */
 	struct kvt_rec_end e = { .head = { KVT_REC_END, sizeof e } };
 	e.nr_events = tr.st.nr_events;
 	e.nr_dropped = tr.st.nr_dropped + (tr.failed ? tr.buffered_events : 0);
 	e.nr_stacks = tr.st.nr_stacks;
 	append_locked(&e, sizeof e, 0);
-	flush_locked();
+	flush_locked(pack);
 	kvt_sys_close(tr.fd);
 	__atomic_store_n(&tr.fd, -1, __ATOMIC_RELAXED);
 }
@@ -957,7 +1001,7 @@ void kvt_trace_close_if_owner(void)
 		return;
 	if (lock_idle_for_signal())
 		return;
-	close_locked();
+	close_locked(1);         /* the end at _exit: frames too (the context never allocates) */
 	pthread_mutex_unlock(&tr.lock);
 }
 
@@ -972,12 +1016,12 @@ void kvt_trace_on_signal(int sig, int last)
 	rec[n++] = (char)('0' + sig % 10);
 	struct kvt_rec_head h = { KVT_REC_INFO, (uint16_t)n };
 	memcpy(rec, &h, sizeof h);
-	drain_locked();          /* the INFO record fits the empty buffer */
+	drain_locked(0);         /* raw: a handler compresses nothing; the INFO fits the empty buffer */
 	append_locked(rec, n, 0);
 	if (last)
-		close_locked();
+		close_locked(0);
 	else
-		drain_locked();
+		drain_locked(0);
 	pthread_mutex_unlock(&tr.lock);
 }
 
@@ -986,7 +1030,13 @@ void kvt_trace_close(void)
 	flusher_stop();
 	pthread_mutex_lock(&tr.lock);
 	wait_writer_locked();
-	close_locked();
+	if (fl.cpu_ns && tr.fd >= 0) {   /* what the flush thread cost (compressing included) */
+		char us[24];
+		snprintf(us, sizeof us, "%llu", (unsigned long long)(fl.cpu_ns / 1000u));
+		info_locked("trace.flush_cpu_us", us);
+		fl.cpu_ns = 0;
+	}
+	close_locked(1);
 	pthread_mutex_unlock(&tr.lock);
 }
 
@@ -994,7 +1044,7 @@ void kvt_trace_flush(void)
 {
 	pthread_mutex_lock(&tr.lock);
 	wait_writer_locked();
-	drain_locked();
+	drain_locked(0);
 	pthread_mutex_unlock(&tr.lock);
 }
 
@@ -1021,7 +1071,7 @@ void kvt_trace_fork_prepare(void)
 	pthread_mutex_lock(&stack_lock);
 	pthread_mutex_lock(&tr.lock);
 	wait_writer_locked();
-	drain_locked();      /* nothing buffered is written twice */
+	drain_locked(0);     /* nothing buffered is written twice */
 }
 
 void kvt_trace_fork_parent(void)

@@ -2,7 +2,9 @@
 /* The trace writer: binary records (include/kvtier/trace_format.h) appended
  * to one of two buffers and written with write(2) by a flush thread at
  * least every KVTIER_TRACE_FLUSH_MS, when a buffer fills, on SIGTERM and
- * SIGINT (profiler/trace_signal.c), and at exit.
+ * SIGINT (profiler/trace_signal.c), and at exit. With KVTIER_TRACE_COMPRESS
+ * =zstd the flush thread's writes and the last one at exit are zstd frames
+ * (profiler/trace_zstd.c); every other write is raw records.
  * Call sites are captured with libunwind and each distinct stack is written
  * once (a STACK record) with the modules needed to symbolize it offline.
  * Safe inside hooks: no malloc, no stdio; a disk error turns tracing off
@@ -21,6 +23,15 @@
  * never overwritten: "<path>.<pid>", then "<path>.<pid>.2" .. ".16" are
  * tried instead (each exec'd image of one pid needs a name). 0 or -errno. */
 int kvt_trace_open(const char *pattern, uint64_t buffer_bytes, int stack_depth);
+/* KVTIER_TRACE_COMPRESS, before kvt_trace_open. on: load libzstd (lib;
+ * NULL: libzstd.so.1) with dlopen, once, so that every file opened after
+ * it is version 2 and its flush thread and end write zstd frames
+ * (profiler/trace_zstd.h); not loaded: one warning, -errno, and the files
+ * are written uncompressed (version 1). off: files opened after it are
+ * uncompressed. 0 or -errno. */
+int kvt_trace_compress(int on, const char *lib);
+/* Whether the open file has zstd frames. */
+int kvt_trace_compressed(void);
 int kvt_trace_active(void);
 /* Path actually written ("" when tracing is off). */
 const char *kvt_trace_path(void);

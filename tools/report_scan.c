@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "report.h"
 #include "../profiler/trace_read.h"
@@ -665,6 +666,9 @@ int kvt_report_init(struct kvt_report *r, char *const *paths, int nr_paths,
 	if (!r->sites || rehash_sites(r))
 		return -ENOMEM;
 	for (int i = 0; i < nr_paths; i++) {  /* the earliest start is time 0 */
+		struct stat st;
+		if (!stat(paths[i], &st) && !S_ISREG(st.st_mode))
+			continue;            /* a pipe is read once, by kvt_report_add */
 		int ret = kvt_trace_reader_open(&rd, paths[i]);
 		if (ret) {
 			snprintf(err, errlen, "%s: %s", paths[i], rd.err);
@@ -698,6 +702,8 @@ int kvt_report_add(struct kvt_report *r, const char *path, char *err, size_t err
 		return ret;
 	}
 	file_reset(&r->cur);
+	if (r->origin_ns == UINT64_MAX)      /* only pipes: the first one's start */
+		r->origin_ns = rd.hdr.start_mono_ns;
 	r->cur.base_ns = rd.hdr.start_mono_ns - (r->origin_ns <= rd.hdr.start_mono_ns ?
 						 r->origin_ns : rd.hdr.start_mono_ns);
 	while ((ret = kvt_trace_next(&rd, &it)) > 0) {

@@ -1,27 +1,40 @@
 /* SPDX-License-Identifier: MIT */
-/* The on-disk trace format, version 1 (docs/trace-format.md explains it).
- * Shared by the writer inside the preload library and every reader (the
- * kvtier tool, tests). Fixed-size little-endian records; no pointers. */
+/* The on-disk trace format, versions 1 and 2 (docs/trace-format.md
+ * explains it). Shared by the writer inside the preload library and every
+ * reader (the kvtier tool, tests). Fixed-size little-endian records; no
+ * pointers. Version 2 is version 1 whose body may also hold zstd frames. */
 #ifndef KVTIER_TRACE_FORMAT_H
 #define KVTIER_TRACE_FORMAT_H
 
 #include <stdint.h>
 
 #define KVT_TRACE_MAGIC   "KVTTRACE"
-#define KVT_TRACE_VERSION 1u
+#define KVT_TRACE_VERSION 2u        /* the newest a reader reads */
+#define KVT_TRACE_VERSION_RAW 1u    /* what a writer that compresses nothing writes */
+#define KVT_TRACE_FLAG_ZSTD 1u      /* header flags: the body may hold zstd frames */
 #define KVT_TRACE_MAX_FRAMES 128u
 
 struct kvt_trace_header {           /* 64 bytes at offset 0 */
 	char     magic[8];          /* "KVTTRACE" */
-	uint32_t version;           /* KVT_TRACE_VERSION */
+	uint32_t version;           /* 1: records only; 2: records and zstd frames */
 	uint32_t header_bytes;      /* sizeof(struct kvt_trace_header) */
 	uint64_t start_unix_ns;     /* CLOCK_REALTIME at open */
 	uint64_t start_mono_ns;     /* CLOCK_MONOTONIC at open; event times are relative */
 	uint32_t pid, ppid;
-	uint32_t flags;             /* reserved, 0 */
+	uint32_t flags;             /* KVT_TRACE_FLAG_ZSTD (version 2), else 0 */
 	uint32_t reserved;
 	char     exe[16];           /* comm of the traced process, NUL-padded */
 };
+
+/* The body after the header: segments back to back, each either one record
+ * or one zstd frame (version 2). A frame starts with the 4 bytes
+ * KVT_TRACE_ZSTD_MAGIC (28 b5 2f fd), which as a record head would be type
+ * 0xb528, never a record type. Its content is whole records, at most
+ * KVT_TRACE_ZSTD_FRAME_BYTES of them, and it carries its content size and
+ * a content checksum (XXH64, low 32 bits). Every frame decodes on its own:
+ * a file cut anywhere reads to its last whole segment. */
+#define KVT_TRACE_ZSTD_MAGIC       0xfd2fb528u
+#define KVT_TRACE_ZSTD_FRAME_BYTES (1u << 20)
 
 /* Every record starts with this. `bytes` is the whole record's size. */
 struct kvt_rec_head {

@@ -82,7 +82,11 @@ static void check_resolved(const struct kvt_options *o)
 	if (strnlen(o->trace, sizeof o->trace) == sizeof o->trace ||
 	    strnlen(o->policy, sizeof o->policy) == sizeof o->policy ||
 	    strnlen(o->cxl_nodes, sizeof o->cxl_nodes) == sizeof o->cxl_nodes ||
-	    strnlen(o->sources, sizeof o->sources) == sizeof o->sources)
+	    strnlen(o->sources, sizeof o->sources) == sizeof o->sources ||
+	    strnlen(o->trace_zstd_lib, sizeof o->trace_zstd_lib) == sizeof o->trace_zstd_lib)
+		abort();
+	/* a word from a list: one of the list, never a half-set value */
+	if (strcmp(o->trace_compress, "zstd") && strcmp(o->trace_compress, "none"))
 		abort();
 }
 

@@ -3,14 +3,19 @@
  * bytes, and what `kvtier replay FILE` builds on it (profiler/trace_replay.c:
  * events into a registry and the policy replay core, every allocation's
  * report line). The input is the whole file, written to a memfd and opened
- * by path as the tools open a trace. The registry's two system calls are
- * stubbed here (plain mmap/munmap, with the maps counted).
+ * by path as the tools open a trace; then the same file with its body after
+ * the 64-byte header made mixed: the first part as it is, the rest one zstd
+ * frame with a checksum (the input's last byte says where), and that file
+ * cut inside the frame (so mutations reach the records inside frames, and
+ * frames cut short). The registry's two system calls are stubbed here
+ * (plain mmap/munmap, with the maps counted).
  * Invariants checked beyond "no crash, leak or UB":
  *   - kvt_trace_next returns 1, 0 or a negative errno, and an error always
  *     comes with a message;
  *   - each item has exactly the pointer its type promises, text, frames
- *     and build id bytes lie inside the record (every byte is read), offsets only grow and
- *     never pass the end of the file; an EPOCH item's record is whole
+ *     and build id bytes lie inside the record (every byte is read), the
+ *     position (offset, then the place inside a frame) only grows and the
+ *     offset never passes the end of the file; an EPOCH item's record is whole
  *     (every byte of struct kvt_rec_epoch is read);
  *   - every enum name lookup of a field answers (never NULL). */
 #include <errno.h>
@@ -20,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "kvtier/api.h"
 #include "kvtier/policy.h"
@@ -168,12 +174,15 @@ static void read_all(size_t size)
 	int rc = kvt_trace_reader_open(&rd, path);
 	if (rc && (rc > 0 || !rd.err[0]))
 		abort();
-	uint64_t last = rd.offset;
+	uint64_t last = rd.offset, last_in = 0;
 	while (!rc && (rc = kvt_trace_next(&rd, &it)) == 1) {
 		check_item(&it);
-		if (rd.offset <= last || rd.offset > size)
+		uint64_t in = rd.in_frame ? rd.frame_pos : 0;
+		if (rd.offset < last || (rd.offset == last && in <= last_in) || rd.offset > size ||
+		    (rd.in_frame && rd.frame_pos > rd.frame_len))
 			abort();
 		last = rd.offset;
+		last_in = in;
 		rc = 0;
 	}
 	if (rc > 1 || (rc < 0 && !rd.err[0]))
@@ -203,6 +212,39 @@ static void replay_all(void)
 	free(r.allocs);
 }
 
+static void one_file(const uint8_t *data, size_t size)
+{
+	if (ftruncate(fd, 0) || pwrite(fd, data, size, 0) != (ssize_t)size)
+		abort();
+	read_all(size);
+	replay_all();
+	unmap_left();
+}
+
+/* header + body[0, k) + one zstd frame of body[k, n), k from the last
+ * byte; then the same cut inside the frame. */
+static void mixed_files(const uint8_t *data, size_t size)
+{
+	static uint8_t out[64 + 2 * 16384 + 1024];
+	static ZSTD_CCtx *cctx;
+	const size_t hdr = sizeof(struct kvt_trace_header);
+	if (size <= hdr + 1 || size - hdr > 2 * 16384)
+		return;
+	if (!cctx) {
+		cctx = ZSTD_createCCtx();
+		if (!cctx || ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1)))
+			abort();
+	}
+	size_t body = size - hdr - 1, k = body * data[size - 1] / 256;
+	memcpy(out, data, hdr + k);
+	size_t c = ZSTD_compress2(cctx, out + hdr + k, sizeof out - hdr - k,
+				  data + hdr + k, body - k);
+	if (ZSTD_isError(c))
+		abort();
+	one_file(out, hdr + k + c);
+	one_file(out, hdr + k + c * data[size - 1] / 256);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -212,10 +254,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
 	}
-	if (ftruncate(fd, 0) || pwrite(fd, data, size, 0) != (ssize_t)size)
-		abort();
-	read_all(size);
-	replay_all();
-	unmap_left();
+	one_file(data, size);
+	mixed_files(data, size);
 	return 0;
 }

@@ -23,8 +23,14 @@ static const char *tmp_path(const char *name)
 	return kvt_tmp_path(tmpdir, name);
 }
 
-static int make_trace(char *out, const char *name, const char *prog, const char *mode)
+/* compress: KVTIER_TRACE_COMPRESS. The tests that edit a trace's bytes
+ * (fuzzed records, a module renamed, timestamps) use traces of records
+ * only; the sglang trace has zstd frames (the default). */
+static int make_trace(char *out, const char *name, const char *prog, const char *mode,
+		      const char *compress)
 {
+	char env_zstd[64];
+	snprintf(env_zstd, sizeof env_zstd, "KVTIER_TRACE_COMPRESS=%s", compress);
 	char env_trace[700], env_lib[600], env_pre[600];
 	snprintf(out, 600, "%s", tmp_path(name));
 	snprintf(env_trace, sizeof env_trace, "KVTIER_TRACE=%s", out);
@@ -33,7 +39,8 @@ static int make_trace(char *out, const char *name, const char *prog, const char 
 	const char *argv[] = { kvt_path(prog), mode ? "--mode" : NULL, mode, NULL };
 	/* migration off: these traces must not depend on the migrator's timing
 	 * (the generated trace below covers migrations and chunk heat) */
-	const char *env[] = { env_trace, env_lib, env_pre, "KVTIER_POLICY=", "KVTIER_MIGRATE=0", NULL };
+	const char *env[] = { env_trace, env_lib, env_pre, "KVTIER_POLICY=", "KVTIER_MIGRATE=0",
+			      env_zstd, NULL };
 	static struct kvt_child c;
 	if (kvt_run(&c, argv, env) || c.exit_code) {
 		fprintf(stderr, "%s failed (%d): %s\n", prog, c.exit_code, c.err);
@@ -46,9 +53,9 @@ static int suite_init(void)
 {
 	if (!mkdtemp(tmpdir))
 		return -1;
-	if (make_trace(vllm_trace, "vllm.trace", "workloads/vllm-like", "native") ||
-	    make_trace(sglang_trace, "sglang.trace", "workloads/sglang-like", "native") ||
-	    make_trace(drv_trace, "drv.trace", "tests/progs/drvapi", NULL))
+	if (make_trace(vllm_trace, "vllm.trace", "workloads/vllm-like", "native", "none") ||
+	    make_trace(sglang_trace, "sglang.trace", "workloads/sglang-like", "native", "zstd") ||
+	    make_trace(drv_trace, "drv.trace", "tests/progs/drvapi", NULL, "none"))
 		return -1;
 	return 0;
 }
@@ -468,7 +475,12 @@ static void test_usage(void)
 	const char *d[] = { kvt_path("kvtier"), "dump", vllm_trace, NULL };
 	CU_ASSERT_FATAL(kvt_run(&rc, d, NULL) == 0);
 	CU_ASSERT_EQUAL(rc.exit_code, 0);
-	CU_ASSERT_EQUAL(strncmp(rc.out, "header version=1 ", 17), 0);
+	CU_ASSERT_EQUAL(strncmp(rc.out, "header version=1 ", 17), 0);   /* records only */
+	const char *dz[] = { kvt_path("kvtier"), "dump", sglang_trace, NULL };
+	CU_ASSERT_FATAL(kvt_run(&rc, dz, NULL) == 0);
+	CU_ASSERT_EQUAL(rc.exit_code, 0);
+	CU_ASSERT_EQUAL(strncmp(rc.out, "header version=2 ", 17), 0);   /* zstd frames */
+	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "\nevent t="));
 	CU_ASSERT_PTR_NOT_NULL(strstr(rc.out, "\nevent t="));
 }
 

@@ -83,7 +83,9 @@ static int suite_init(void)
 	build_id_of(kvt_path("tests/progs/pool_grow_v2"), id_v2, sizeof id_v2);
 	snprintf(env_trace, sizeof env_trace, "KVTIER_TRACE=%s", trace);
 	const char *argv[] = { prog, NULL };
-	const char *env[] = { env_trace, preload, "KVTIER_POLICY=", "KVTIER_MIGRATE=0", NULL };
+	/* records only: a test drops the build id records from its bytes */
+	const char *env[] = { env_trace, preload, "KVTIER_POLICY=", "KVTIER_MIGRATE=0",
+			      "KVTIER_TRACE_COMPRESS=none", NULL };
 	if (kvt_run(&rc, argv, env) || rc.exit_code) {
 		fprintf(stderr, "pool_grow failed (%d): %s\n", rc.exit_code, rc.err);
 		return -1;

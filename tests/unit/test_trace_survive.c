@@ -4,9 +4,11 @@
  * the flush thread and the signal handler promise (docs/trace-format.md,
  * "When events reach the file"). SIGKILL: every event older than two
  * flush intervals. SIGTERM and SIGINT: every event, END, the program's own
- * end (killed by the signal, or its handler's exit code). A trace cut
- * inside a record reads to that record, with one line saying where. Times
- * are bounds, never exact: the machine may be loaded. */
+ * end (killed by the signal, or its handler's exit code). With
+ * KVTIER_TRACE_COMPRESS=zstd (the default) the flush thread writes zstd
+ * frames and the signal handler raw records; SIGKILL is checked both ways.
+ * A trace cut inside a record reads to that record, with one line saying
+ * where. Times are bounds, never exact: the machine may be loaded. */
 #include <sys/stat.h>
 #include <time.h>
 
@@ -144,6 +146,7 @@ static pid_t child_of(const struct run *r)
 
 struct seen {
 	int ok, ended, cut, signal;       /* signal: the number in "trace.signal=N", or 0 */
+	unsigned long long nr_frames;     /* zstd frames read */
 	unsigned long long nr_events, end_events;
 	unsigned long long last_ns;       /* the last event's CLOCK_MONOTONIC time */
 	unsigned long long last_at;       /* the last event's offset in the file */
@@ -173,6 +176,7 @@ static void read_trace(struct seen *s, const char *path)
 		}
 	}
 	s->ok = ret == 0;
+	s->nr_frames = rd.nr_frames;
 	s->ended = rd.saw_end;
 	s->cut = rd.cut;
 	kvt_trace_reader_close(&rd);
@@ -198,16 +202,19 @@ static unsigned count_lines(const char *text, const char *what)
 #define FLUSH_MS 1000ull              /* KVTIER_TRACE_FLUSH_MS's default */
 
 /* Killed 3 s in: every round the program finished more than two flush
- * intervals before the kill is in the file (its two events each). */
-static void check_killed(const struct run *r, pid_t traced, unsigned long long killed_ns)
+ * intervals before the kill is in the file (its two events each), in zstd
+ * frames when zstd (one a flush at least), else in records alone. */
+static void check_killed(const struct run *r, pid_t traced, unsigned long long killed_ns, int zstd)
 {
 	static struct seen s;
 	unsigned long long last, old;
 	rounds(r, killed_ns - 2 * FLUSH_MS * 1000000ull, &last, &old);
 	read_trace(&s, trace_of(r, traced));
-	printf("\n    killed at 3 s: %llu rounds done, %llu of them over 2 s before; "
-	       "%llu events in the trace, the last %.2f s before the kill\n", last, old,
-	       s.nr_events, (double)(killed_ns - s.last_ns) / 1e9);
+	printf("\n    killed at 3 s (%s): %llu rounds done, %llu of them over 2 s before; "
+	       "%llu events in the trace (%llu zstd frames), the last %.2f s before the kill\n",
+	       zstd ? "zstd" : "none", last, old, s.nr_events, s.nr_frames,
+	       (double)(killed_ns - s.last_ns) / 1e9);
+	CU_ASSERT_TRUE(zstd ? s.nr_frames >= 2 : s.nr_frames == 0);
 	CU_ASSERT_TRUE(s.ok);
 	CU_ASSERT_FALSE(s.ended);
 	CU_ASSERT_TRUE(old > 0);             /* the program ran a second before it */
@@ -215,16 +222,19 @@ static void check_killed(const struct run *r, pid_t traced, unsigned long long k
 	CU_ASSERT_TRUE(s.nr_events <= 2 * last + 2);
 }
 
+static const char *const zstd_on[] = { "KVTIER_TRACE_COMPRESS=zstd", NULL };
+static const char *const zstd_off[] = { "KVTIER_TRACE_COMPRESS=none", NULL };
+
 static void test_sigkill(void)
 {
 	static struct run r;
-	start(&r, "kill", NULL, NULL, 0);
+	start(&r, "kill", NULL, zstd_on, 0);
 	sleep_ms(3000);
 	unsigned long long killed = mono_ns();
 	kill(r.pid, SIGKILL);
 	finish(&r);
 	CU_ASSERT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL);
-	check_killed(&r, r.pid, killed);
+	check_killed(&r, r.pid, killed, 1);
 
 	/* report and dump read it: exit 0, the note that it has no END */
 	static struct kvt_child c;
@@ -235,15 +245,28 @@ static void test_sigkill(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(c.out, "note: 1 trace file without an end record"));
 }
 
+/* The same with records alone. */
+static void test_sigkill_uncompressed(void)
+{
+	static struct run r;
+	start(&r, "killraw", NULL, zstd_off, 0);
+	sleep_ms(3000);
+	unsigned long long killed = mono_ns();
+	kill(r.pid, SIGKILL);
+	finish(&r);
+	CU_ASSERT_TRUE(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL);
+	check_killed(&r, r.pid, killed, 0);
+}
+
 /* A trace cut inside a record (the writer killed mid-write): report and
  * dump read every record before it, exit 0, and say once where they
- * stopped. */
+ * stopped. Records alone (a cut inside a frame: test_trace_zstd). */
 static void test_cut_inside_a_record(void)
 {
 	static struct run r;
 	static struct seen whole, cut;
 	static struct kvt_child c;
-	start(&r, "cut", NULL, NULL, 0);
+	start(&r, "cut", NULL, zstd_off, 0);
 	sleep_ms(1500);
 	kill(r.pid, SIGTERM);             /* a whole trace, with END */
 	finish(&r);
@@ -396,13 +419,14 @@ static void test_forked_child_killed(void)
 	kill(child, SIGKILL);
 	finish(&r);                       /* the parent ends when its child does */
 	CU_ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 128 + SIGKILL);
-	check_killed(&r, child, killed);
+	check_killed(&r, child, killed, 1);
 }
 
 int main(void)
 {
 	CU_TestInfo tests[] = {
 		{ "SIGKILL 3 s in: every event older than 2 flush intervals", test_sigkill },
+		{ "the same, uncompressed", test_sigkill_uncompressed },
 		{ "a trace cut inside a record: read to it, one line says where", test_cut_inside_a_record },
 		{ "SIGTERM, SIGINT: every event, END, the program dies of it", test_sigterm_sigint },
 		{ "SIGTERM with a handler from before kvtier: flushed, then chained", test_sigterm_chained },
