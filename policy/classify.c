@@ -48,12 +48,14 @@
  *            after a KV buffer (llama.cpp's, and llamacpp-like's at a fifth
  *            of its KV) would be placed in managed memory until refuted.
  *   over     once the arming is spent by pools, an allocation within
- *            burst_gap_ns of the last pool member that is larger than the
- *            free memory the pools left (free at arming less the KV since)
- *            is KV at birth (over_free): natively it could only fail, so
- *            placing it changes nothing for any other allocation; a
- *            further pool sized past the device (a hybrid model's full
- *            pool after its window pool took 40 % of free memory).
+ *            burst_gap_ns of the last pool member that is larger than all
+ *            the free memory the arming query reported is KV at birth
+ *            (over_free): it can never fit the device, so placing it takes
+ *            nothing from any other allocation; a further pool sized past
+ *            the device (a hybrid model's full pool after its window pool
+ *            took 40 % of free memory). Not "larger than what the pools
+ *            left": kvtier put those pools off the device, so a compute
+ *            buffer after them (llama.cpp's) still fits.
  *   unarmed: never KV at birth; a large allocation among the first
  *            early_large, >= total/late_total_div, zero-filled in full before
  *            the next large allocation is reported LATE (llama.cpp's shape);
@@ -301,15 +303,14 @@ static bool joins(struct kvt_policy_cls_burst *b, uint64_t size)
 }
 
 /* A pool that cannot fit (over_free, above): after the pools, within the
- * burst gap of the last member, larger than the free memory they left. */
+ * burst gap of the last member, larger than all the free memory. */
 static bool over_free(const struct kvt_policy_cls *c, uint64_t size, uint64_t t_ns)
 {
 	const struct kvt_policy_cls_burst *b = &c->burst;
 	if (!c->cfg.over_free || c->arm_left || !c->free_at_arm || !b->open || !b->confirmed ||
 	    t_ns - b->last_t_ns > c->cfg.burst_gap_ns)
 		return false;
-	uint64_t left = c->kv_since_arm < c->free_at_arm ? c->free_at_arm - c->kv_since_arm : 0;
-	return size > left;
+	return size > c->free_at_arm;
 }
 
 static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,

@@ -256,9 +256,8 @@ struct kvt_policy_cls_config {
 				      * (64; 0 = none) */
 	unsigned over_free;          /* 1: once the pools are done, an allocation within
 				      * the burst gap of the last pool member and larger
-				      * than the free memory they left (the query's free
-				      * memory less the KV since) is KV at birth: it
-				      * could only fail natively (1; 0 = off) */
+				      * than all the free memory the query reported is KV
+				      * at birth: it can never fit the device (1; 0 = off) */
 	unsigned early_large;        /* late (unarmed) KV only among the first N large allocations (8) */
 	unsigned late_total_div;     /* late KV must be >= total/N (64) */
 };
