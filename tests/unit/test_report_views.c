@@ -262,14 +262,31 @@ static uint64_t html_move(const char *h, const char *id)
 	return html_cell(h, id, 3);
 }
 
+/* The report of a trace in the three formats, each checked present. */
+struct views { char *txt, *js, *html; };
+
+static void views_of(const char *trace, struct views *v)
+{
+	v->txt = kvt_report_run(&rc, tmpdir, "text", trace, NULL);
+	v->js = kvt_report_run(&rc, tmpdir, "json", trace, NULL);
+	v->html = kvt_report_run(&rc, tmpdir, "html", trace, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(v->txt);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(v->js);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(v->html);
+}
+
+static void views_free(struct views *v)
+{
+	free(v->txt);
+	free(v->js);
+	free(v->html);
+}
+
 static void check_moves(const char *trace, const struct moves *m)
 {
-	char *txt = kvt_report_run(&rc, tmpdir, "text", trace, NULL);
-	char *js = kvt_report_run(&rc, tmpdir, "json", trace, NULL);
-	char *html = kvt_report_run(&rc, tmpdir, "html", trace, NULL);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(js);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(html);
+	struct views vw;
+	views_of(trace, &vw);
+	char *txt = vw.txt, *js = vw.js, *html = vw.html;
 	const char *sec = strstr(txt, "\nmoves into and out of HBM, by cause");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(sec);
 	uint64_t v[3];
@@ -322,9 +339,7 @@ static void check_moves(const char *trace, const struct moves *m)
 			drv ? UINT64_MAX - 1 : m->evicted_backs);
 	if (drv)
 		CU_ASSERT_EQUAL(html_cell(html, "move-out-driver_eviction", 5), m->evicted_bytes);
-	free(txt);
-	free(js);
-	free(html);
+	views_free(&vw);
 }
 
 static void test_moves_serve(void)
@@ -739,12 +754,9 @@ static void test_fault_heat(void)
 	/* every fault of the run is on kvtier's KV, and each is in the trace */
 	CU_ASSERT(sum > 0);
 	CU_ASSERT_EQUAL(sum, dev_faults);
-	char *txt = kvt_report_run(&rc, tmpdir, "text", serve_trace, NULL);
-	char *js = kvt_report_run(&rc, tmpdir, "json", serve_trace, NULL);
-	char *html = kvt_report_run(&rc, tmpdir, "html", serve_trace, NULL);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(txt);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(js);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(html);
+	struct views vw;
+	views_of(serve_trace, &vw);
+	char *txt = vw.txt, *js = vw.js, *html = vw.html;
 	/* text: the total, and the top chunk named by its allocation's site */
 	const char *t = strstr(txt, "GPU faults on redirected chunks: ");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
@@ -767,9 +779,7 @@ static void test_fault_heat(void)
 	CU_ASSERT(lab && strstr(lab, "sv_kv_alloc") && strstr(lab, "sv_kv_alloc") < strstr(lab, "</title>"));
 	CU_ASSERT_EQUAL(kvt_num_after(html, (const char *const[]){ "id=\"heat-faults-summary\">", NULL }),
 			sum);
-	free(txt);
-	free(js);
-	free(html);
+	views_free(&vw);
 }
 
 /* A made-up trace with known answers: an 8 MiB redirected allocation,
