@@ -61,10 +61,10 @@ static const struct opt_desc table[] = {
 	  .def = "1000", .unit = "ms", .min = 0, .max = 60000,
 	  .help = "events reach the trace file within this time (0: when a buffer fills)" },
 	{ .name = "KVTIER_TRACE_COMPRESS", .type = OPT_STR, .offset = OFF(trace_compress),
-	  .str_bytes = sizeof kvt_opt.trace_compress, .def = "zstd", .unit = "zstd|none",
+	  .str_bytes = sizeof kvt_opt.trace_compress, .def = "none", .unit = "zstd|none",
 	  .choices = "zstd|none",
-	  .help = "the flush thread writes zstd frames with checksums (libzstd.so.1 loaded at start; "
-		  "without it: none, said once); none: records as they are" },
+	  .help = "zstd: the flush thread writes zstd frames with checksums (libzstd.so.1 loaded at "
+		  "start; without it: none, said once); none: records as they are" },
 	{ .name = "KVTIER_TRACE_ZSTD_LIB", .type = OPT_STR, .offset = OFF(trace_zstd_lib),
 	  .str_bytes = sizeof kvt_opt.trace_zstd_lib, .def = "libzstd.so.1", .unit = "library",
 	  .help = "for tests only: the zstd library KVTIER_TRACE_COMPRESS=zstd loads" },

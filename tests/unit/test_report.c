@@ -25,7 +25,7 @@ static const char *tmp_path(const char *name)
 
 /* compress: KVTIER_TRACE_COMPRESS. The tests that edit a trace's bytes
  * (fuzzed records, a module renamed, timestamps) use traces of records
- * only; the sglang trace has zstd frames (the default). */
+ * only; the sglang trace has zstd frames (KVTIER_TRACE_COMPRESS=zstd). */
 static int make_trace(char *out, const char *name, const char *prog, const char *mode,
 		      const char *compress)
 {

@@ -5,7 +5,7 @@
  * "When events reach the file"). SIGKILL: every event older than two
  * flush intervals. SIGTERM and SIGINT: every event, END, the program's own
  * end (killed by the signal, or its handler's exit code). With
- * KVTIER_TRACE_COMPRESS=zstd (the default) the flush thread writes zstd
+ * KVTIER_TRACE_COMPRESS=zstd the flush thread writes zstd
  * frames and the signal handler raw records; SIGKILL is checked both ways.
  * A trace cut inside a record reads to that record, with one line saying
  * where. Times are bounds, never exact: the machine may be loaded. */
@@ -407,7 +407,7 @@ static void test_forked_child_killed(void)
 		CU_PASS("skipped under ThreadSanitizer: a forked child has no flush thread there");
 		return;
 	}
-	start(&r, "fork", "fork", NULL, 0);
+	start(&r, "fork", "fork", zstd_on, 0);
 	pid_t child = 0;
 	for (int i = 0; i < 200 && !child; i++) {
 		sleep_ms(20);
