@@ -227,10 +227,11 @@ static void print_devices(const struct kvt_stats_seg *s, FILE *f)
 		else
 			fprintf(f, "no epoch yet");
 		if (s->flags & KVT_STATS_F_CUPTI)
-			fprintf(f, "; GPU faults %llu; link %s to HBM (%s of it on faults), %s to far "
-				"(%s of it evicted by the driver)\n", (unsigned long long)v->faults,
-				sz(v->link_to_hbm_bytes, c), sz(v->fault_in_bytes, e),
-				sz(v->link_to_far_bytes, d), sz(v->evicted_bytes, g));
+			fprintf(f, "; GPU faults %llu; link %s to HBM, %s to far; the driver on its "
+				"own (any managed memory): %s in on faults, %s evicted\n",
+				(unsigned long long)v->faults, sz(v->link_to_hbm_bytes, c),
+				sz(v->link_to_far_bytes, d), sz(v->fault_in_bytes, e),
+				sz(v->evicted_bytes, g));
 		else
 			fprintf(f, "; faults and link bytes not measured (cupti source off)\n");
 	}

@@ -285,7 +285,7 @@ static void test_live_devices(void)
 		 (int)pid);
 	snprintf(k_fin, sizeof k_fin, "kvtier_device_fault_in_bytes_total{pid=\"%d\",device=\"0\"}",
 		 (int)pid);
-	int wst, reads = 0, planned = 0, late = 0, bad_parse = 0, inode_same = 0, fin_over = 0;
+	int wst, reads = 0, planned = 0, late = 0, bad_parse = 0, inode_same = 0;
 	double most_fin = 0;
 	double budget = -1, most_hbm = 0, most_faults = 0, most_link = 0;
 	ino_t last_ino = 0;
@@ -321,7 +321,6 @@ static void test_live_devices(void)
 				double fin = prom_sample(body, k_fin);
 				if (fin > most_fin)
 					most_fin = fin;
-				fin_over += fin > li;      /* a part of what came in */
 				free(p);
 			}
 		}
@@ -341,8 +340,9 @@ static void test_live_devices(void)
 	CU_ASSERT(most_hbm > 0);
 	CU_ASSERT(most_faults > 0);
 	CU_ASSERT(most_link > 0);
-	CU_ASSERT(most_fin > 0);                     /* faults migrate: the driver's own bytes */
-	CU_ASSERT_EQUAL(fin_over, 0);
+	/* faults migrate: the driver's own bytes (every managed range, so not
+	 * a part of the link bytes, which count the tracked ranges) */
+	CU_ASSERT(most_fin > 0);
 	/* the budget the trace says the migrator planned against */
 	char tpath[600] = "";
 	DIR *d = opendir(tmpdir);
@@ -361,8 +361,8 @@ static void test_live_devices(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, want));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, " in force (epoch "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "; GPU faults "));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, " of it on faults), "));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, " of it evicted by the driver)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "; the driver on its own (any managed memory): "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, " in on faults, "));
 	CU_ASSERT_PTR_NULL(strstr(text, "not yet derived"));
 }
 
