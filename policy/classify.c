@@ -317,20 +317,8 @@ static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 		       uint64_t t_ns, uint64_t id, bool follows_pool)
 {
 	struct kvt_policy_cls_burst *b = &c->burst;
-	if (over_free(c, size, t_ns)) {
-		memset(b, 0, sizeof *b);
-		b->open = b->armed = b->confirmed = true;
-		b->kind = kind;
-		b->size = b->sizes[0] = size;
-		b->nr_sizes = b->nr = 1;
-		b->last_t_ns = t_ns;
-		b->last_id = id;
-		c->tail_open = false;
-		c->kv_since_arm += size;
-		c->after_pool = true;
-		return KVT_KV_YES;
-	}
-	bool tail = c->tail_open && !c->arm_left && b->open && b->confirmed &&
+	bool over = over_free(c, size, t_ns);
+	bool tail = !over && c->tail_open && !c->arm_left && b->open && b->confirmed &&
 		    t_ns - b->last_t_ns <= c->cfg.burst_gap_ns && size >= tail_floor(c);
 	c->tail_open = false;
 	memset(b, 0, sizeof *b);
@@ -342,10 +330,16 @@ static int start_burst(struct kvt_policy_cls *c, uint8_t kind, uint64_t size,
 	b->nr = 1;
 	b->last_t_ns = t_ns;
 	b->last_id = id;
-	b->armed = c->arm_left > 0 || tail;
+	b->armed = c->arm_left > 0 || tail || over;
 	b->tail = tail;
 	if (c->arm_left)
 		c->arm_left--;
+	if (over) {              /* past the free memory: the arming is spent already */
+		b->confirmed = true;
+		c->kv_since_arm += size;
+		c->after_pool = true;
+		return KVT_KV_YES;
+	}
 	if (b->armed) {
 		if (!tail && share_of_free(c, size, c->cfg.pool_share_pct)) {
 			/* a packed cache, or the last and largest of a pool

@@ -11,28 +11,12 @@
 #include "report.h"
 #include "report_out.h"
 #include "html_text.h"
-#include "kvtier/units.h"
 
 #define HEAT_W 860
 #define HEAT_LABEL_W 300
 #define HEAT_ROWS 128
 #define HEAT_ROW_H 7
 #define HEAT_LABEL_CHARS 68     /* characters that fit HEAT_LABEL_W at 8 px */
-
-/* "0x… (size) at site" of the allocation holding c. */
-static const char *alloc_label(struct kvt_report *r, const struct kvt_rpt_chunk *c, char *buf,
-			       size_t len)
-{
-	char sz[32], site[400];
-	if (!c->range_bytes) {
-		snprintf(buf, len, "trace %u, 0x%" PRIx64, c->file, c->addr);
-		return buf;
-	}
-	snprintf(buf, len, "0x%" PRIx64 " (%s) at %s", c->range_start,
-		 kvt_format_size(c->range_bytes, sz, sizeof sz),
-		 kvt_rpt_site_label(r, c->site, site, sizeof site));
-	return buf;
-}
 
 /* One heat map of the rows idx[0..n) (chunk order), counts from the
  * fault counters (faults) or kvtier's (else). */
@@ -54,7 +38,7 @@ static void svg_heat(struct kvt_report *r, const struct kvt_rpt_timeline *tl, FI
 		const uint32_t *v = faults ? c->fcnt : c->cnt;
 		int first = !k || c->range_start != r->chunks[idx[k - 1]].range_start ||
 			    c->file != r->chunks[idx[k - 1]].file || !c->range_bytes;
-		alloc_label(r, c, lab, sizeof lab);
+		kvt_rpt_chunk_alloc_label(r, c, lab, sizeof lab);
 		double y = k * HEAT_ROW_H;
 		if (first) {
 			fprintf(f, "<line x1=\"0\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#bbb\"/>"

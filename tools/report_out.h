@@ -33,6 +33,10 @@ void kvt_rpt_stack_lines(struct kvt_report *r, uint32_t site,
 const char *kvt_rpt_inlined(char *buf, size_t n, size_t len, const struct kvt_dwsym_loc *l);
 /* "func (file.py:line)" of a Python frame (file's basename). */
 const char *kvt_rpt_py_label(const struct kvt_rpt_pyframe *p, char *buf, size_t len);
+/* "0x… (size) at site" of the redirected allocation holding heat chunk c
+ * ("trace N, 0x…" where none is known). */
+const char *kvt_rpt_chunk_alloc_label(struct kvt_report *r, const struct kvt_rpt_chunk *c,
+				      char *buf, size_t len);
 /* The HTML report's "Chunk heat" section: GPU faults per chunk, then
  * kvtier's own accesses, rows named by allocation (report_heat.c). */
 struct kvt_rpt_timeline;

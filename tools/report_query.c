@@ -4,12 +4,15 @@
  * through libdwfl (tools/dwsym.c: a module is opened on first use; at most
  * MAX_LOADED stay open, so memory stays bounded by the modules a report
  * names) with its notes. */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
+#include "report_out.h"
+#include "kvtier/units.h"
 
 #define MAX_LOADED 64u
 
@@ -177,4 +180,18 @@ uint32_t kvt_report_chunk_order(const struct kvt_report *r, uint32_t *idx)
 	sort_r = r;
 	qsort(idx, r->nr_chunks, sizeof *idx, cmp_chunk);
 	return r->nr_chunks;
+}
+
+const char *kvt_rpt_chunk_alloc_label(struct kvt_report *r, const struct kvt_rpt_chunk *c,
+				      char *buf, size_t len)
+{
+	char sz[32], site[400];
+	if (!c->range_bytes) {
+		snprintf(buf, len, "trace %u, 0x%" PRIx64, c->file, c->addr);
+		return buf;
+	}
+	snprintf(buf, len, "0x%" PRIx64 " (%s) at %s", c->range_start,
+		 kvt_format_size(c->range_bytes, sz, sizeof sz),
+		 kvt_rpt_site_label(r, c->site, site, sizeof site));
+	return buf;
 }

@@ -558,11 +558,16 @@ static void note_bad_time(struct kvt_report *r, const char *path)
 			f->first_bad_off);
 }
 
+/* A record's time on the report's clock (its trace's offset added). */
+static uint64_t report_time(const struct kvt_report *r, uint64_t t_ns)
+{
+	uint64_t t = r->cur.base_ns + t_ns;
+	return t < r->cur.base_ns ? UINT64_MAX / 2 : t;   /* hostile time: clamp, do not wrap */
+}
+
 static void on_event(struct kvt_report *r, const struct kvt_rec_event *ev)
 {
-	uint64_t t = r->cur.base_ns + ev->t_ns;
-	if (t < r->cur.base_ns)
-		t = UINT64_MAX / 2;             /* hostile time: clamp, do not wrap */
+	uint64_t t = report_time(r, ev->t_ns);
 	struct kvt_rpt_bucket *b = bucket_at(r, t);
 	b->nr_events++;
 	r->nr_events++;
@@ -610,9 +615,7 @@ static void on_event(struct kvt_report *r, const struct kvt_rec_event *ev)
  * event would, without counting as one), into the tiering model. */
 static int on_epoch(struct kvt_report *r, const struct kvt_rec_epoch *e)
 {
-	uint64_t t = r->cur.base_ns + e->t_ns;
-	if (t < r->cur.base_ns)
-		t = UINT64_MAX / 2;             /* hostile time: clamp, do not wrap */
+	uint64_t t = report_time(r, e->t_ns);
 	bucket_at(r, t);
 	return kvt_rpt_tier_add(&r->tier, r->nr_files, t, e);
 }
@@ -624,9 +627,7 @@ static int on_epoch(struct kvt_report *r, const struct kvt_rec_epoch *e)
 static void on_faults(struct kvt_report *r, const struct kvt_rec_faults *fr,
 		      const struct kvt_rec_fault_entry *e)
 {
-	uint64_t t = r->cur.base_ns + fr->t_ns;
-	if (t < r->cur.base_ns)
-		t = UINT64_MAX / 2;
+	uint64_t t = report_time(r, fr->t_ns);
 	bucket_at(r, t);
 	uint32_t col = heat_col(r, t);
 	for (uint32_t k = 0; k < fr->nr; k++) {

@@ -245,13 +245,11 @@ static void print_fault_heat(struct kvt_report *r, FILE *f)
 	}
 	fprintf(f, "%" PRIu64 " (%" PRIu64 " outside the live redirected ranges); the most "
 		"faulted chunks:\n", r->nr_faults, r->nr_fault_chunks_lost);
-	char sz[32], site[400];
+	char lab[600];
 	for (uint32_t k = 0; k < n; k++) {
 		const struct kvt_rpt_chunk *c = &r->chunks[top[k]];
-		fprintf(f, "  %u:0x%012" PRIx64 " %8" PRIu64 " faults  in 0x%" PRIx64 " (%s) at %s\n",
-			c->file, c->addr, c->faults, c->range_start,
-			kvt_format_size(c->range_bytes, sz, sizeof sz),
-			kvt_rpt_site_label(r, c->site, site, sizeof site));
+		fprintf(f, "  %u:0x%012" PRIx64 " %8" PRIu64 " faults  in %s\n", c->file, c->addr,
+			c->faults, kvt_rpt_chunk_alloc_label(r, c, lab, sizeof lab));
 	}
 }
 
