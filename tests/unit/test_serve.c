@@ -271,7 +271,7 @@ static void test_serve_personas_verify(void)
 	for (size_t i = 0; i < sizeof sv_personas / sizeof sv_personas[0]; i++) {
 		static struct kvt_child c;
 		for (int kv = tsan; kv < 2; kv++) {
-			/* --pool-force: sglang too takes the N x pool under kvtier */
+			/* --pool-force: sglang and llamacpp too take the N x pool under kvtier */
 			const char *args[] = { "--requests", "40", "--persona", sv_personas[i],
 					       "--alt", kv ? "kvtier" : "native", "--pool-over-hbm",
 					       "2", "--pool-force", NULL };
@@ -308,28 +308,44 @@ static void test_serve_personas_verify(void)
 }
 
 /* SGLang sizes its pool from free memory and clamps a larger
- * --max-total-tokens to it, with its own warning: unmodified under kvtier
- * (which reports the device's free memory) it keeps the pool that fits.
- * vLLM takes the number it is given (kv_cache_memory_bytes). */
-static void test_serve_sglang_pool_capped(void)
+ * --max-total-tokens to it, and llama.cpp's --fit (on by default) sizes an
+ * unset -c to the free memory, each with its own words: unmodified under
+ * kvtier (which reports the device's free memory) both keep the pool that
+ * fits; --pool-force (llama.cpp: -c given) takes the N x pool. vLLM takes
+ * the number it is given (kv_cache_memory_bytes). */
+static void test_serve_pool_capped(void)
 {
-	static struct kvt_child c, f;
-	const char *args[] = { "--requests", "20", "--persona", "sglang", "--alt", "kvtier",
-			       "--pool-over-hbm", "2", NULL };
-	sv_run(&c, args, true);
-	CU_ASSERT_EQUAL(c.exit_code, 0);
-	CU_ASSERT_EQUAL(sv_num(c.out, "pool_capped"), 1);
-	double fit = sv_num(c.out, "kv_budget_bytes") / (2.0 * 16 * 2048);   /* K and V, 1 layer */
-	CU_ASSERT_EQUAL(sv_num(c.out, "pool_blocks"), fit);
-	CU_ASSERT_PTR_NOT_NULL(strstr(c.err, "is larger than the profiled value"));
-	const char *forced[] = { "--requests", "20", "--persona", "sglang", "--alt", "kvtier",
-				 "--pool-over-hbm", "2", "--pool-force", NULL };
-	sv_run(&f, forced, true);
-	CU_ASSERT_EQUAL(f.exit_code, 0);
-	CU_ASSERT_EQUAL(sv_num(f.out, "pool_capped"), 0);
-	CU_ASSERT_EQUAL(sv_num(f.out, "pool_blocks"), 2 * fit);
-	CU_ASSERT_PTR_NULL(strstr(f.err, "is larger than the profiled value"));
+	static const char *const capped[][2] = {
+		{ "sglang", "is larger than the profiled value" },
+		{ "llamacpp", "llama_params_fit_impl: context size reduced from" },
+	};
+	double fit = 0;
+	for (size_t i = 0; i < sizeof capped / sizeof *capped; i++) {
+		static struct kvt_child c, f;
+		const char *args[] = { "--requests", "20", "--persona", capped[i][0], "--alt",
+				       "kvtier", "--pool-over-hbm", "2", NULL };
+		sv_run(&c, args, true);
+		CU_ASSERT_EQUAL(c.exit_code, 0);
+		CU_ASSERT_EQUAL(sv_num(c.out, "pool_capped"), 1);
+		fit = sv_num(c.out, "kv_budget_bytes") / (2.0 * 16 * 2048);   /* K and V, 1 layer */
+		CU_ASSERT_EQUAL(sv_num(c.out, "pool_blocks"), fit);
+		CU_ASSERT_PTR_NOT_NULL(strstr(c.err, capped[i][1]));
+		if (!strstr(c.err, capped[i][1]))
+			fprintf(stderr, "%s: %.400s\n", capped[i][0], c.err);
+		char says[96];    /* the tokens asked for and kept */
+		snprintf(says, sizeof says, "%s %.0f to %.0f\n", capped[i][1], 2 * 16 * fit, 16 * fit);
+		if (i == 1)
+			CU_ASSERT_PTR_NOT_NULL(strstr(c.err, says));
+		const char *forced[] = { "--requests", "20", "--persona", capped[i][0], "--alt",
+					 "kvtier", "--pool-over-hbm", "2", "--pool-force", NULL };
+		sv_run(&f, forced, true);
+		CU_ASSERT_EQUAL(f.exit_code, 0);
+		CU_ASSERT_EQUAL(sv_num(f.out, "pool_capped"), 0);
+		CU_ASSERT_EQUAL(sv_num(f.out, "pool_blocks"), 2 * fit);
+		CU_ASSERT_PTR_NULL(strstr(f.err, capped[i][1]));
+	}
 	/* vllm-v2 at 2x: the N x pool, no clamp */
+	static struct kvt_child f;
 	const char *v2[] = { "--requests", "20", "--persona", "vllm-v2", "--alt", "kvtier",
 			     "--pool-over-hbm", "2", NULL };
 	sv_run(&f, v2, true);
@@ -819,7 +835,7 @@ static CU_TestInfo tests_serve[] = {
 	{ "native, offload, uvm and oracle print their rows", test_serve_alternatives },
 	{ "kvtier: OOM alone, a row under libkvtier", test_serve_kvtier },
 	{ "every persona verifies its blocks, natively and under kvtier", test_serve_personas_verify },
-	{ "sglang keeps the pool that fits under kvtier; --pool-force", test_serve_sglang_pool_capped },
+	{ "sglang and llamacpp keep the pool that fits under kvtier; --pool-force", test_serve_pool_capped },
 	{ "llamacpp --alt offload charges CPU attention", test_serve_llamacpp_cpu_attention },
 	{ "hybrid: two KV pools, verified, both placed under kvtier", test_serve_hybrid },
 	{ "vllm-v2: its GPU table decoded in shadow, its layout learned", test_serve_v2_decoded },

@@ -4,7 +4,9 @@
  * has the interface table and the sources).
  *   - KV: one buffer for every layer's K and V (cache_k_l0, cache_v_l0,
  *     ...), zeroed at birth; a cell per token (serve-like's block b holds
- *     cells 16b .. 16b+15), no block table.
+ *     cells 16b .. 16b+15), no block table. -c unset and --fit on (the
+ *     server's defaults) size it to the free memory: under kvtier the
+ *     cache that fits (pool_capped); --pool-force is -c given at N x.
  *   - Each ubatch (at most 512 tokens, -ub; halved until the compute
  *     buffer, which holds a mask as wide as the cache, fits as the pool that
  *     fits lets 512 fit: a user's setting for a larger cache) uploads its inputs with a
@@ -26,6 +28,7 @@
  *     [0, KV_max) at --cpu-attn-gbps. No mask, cell index or KV_max work on
  *     the GPU; eager (the splits change the CUDA graph every call).
  * Test infrastructure: stdio and exit() are fine here. */
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,12 +359,22 @@ static void lc_step(struct sv *v)
 	v->prefill_flops += (uint64_t)flops_total;
 }
 
+/* llama_params_fit's words when it shrinks an unset context to the free
+ * memory (common/fit.cpp, "context size reduced from ... to ...") */
+static void lc_capped_says(uint32_t asked, uint32_t kept)
+{
+	fprintf(stderr, "serve-like: llama_params_fit_impl: context size reduced from %u to %u\n",
+		asked, kept);
+}
+
 const struct sv_persona sv_llamacpp = {
 	.name = "llamacpp",
 	.follows = "llama.cpp server, unified KV cache, flash attention",
 	.allocs = SV_KV_ONE,
 	.zero_fill = true,
 	.host_kv_offload = true,
+	.pool_capped = true,
+	.capped_says = lc_capped_says,
 	.setup = lc_setup,
 	.step = lc_step,
 };

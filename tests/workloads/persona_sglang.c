@@ -17,6 +17,7 @@
  *     passes; decode replays a CUDA graph per batch size whose inputs are
  *     copied device-to-device into its buffers.
  * Test infrastructure: stdio and exit() are fine here. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -334,6 +335,14 @@ static void sg_step(struct sv *v)
 	sg_pass(v, s, false);
 }
 
+/* model_runner.py's words when --max-total-tokens is over the profiled
+ * value */
+static void sg_capped_says(uint32_t asked, uint32_t kept)
+{
+	fprintf(stderr, "serve-like: max_total_tokens=%u is larger than the profiled value %u. "
+		"Use the profiled value instead.\n", asked, kept);
+}
+
 const struct sv_persona sv_sglang = {
 	.name = "sglang",
 	.follows = "SGLang, FA3 backend, page size 1, decode CUDA graphs",
@@ -341,6 +350,7 @@ const struct sv_persona sv_sglang = {
 	.lead_rows = 1,
 	.zero_fill = true,
 	.pool_capped = true,
+	.capped_says = sg_capped_says,
 	.setup = sg_setup,
 	.step = sg_step,
 };

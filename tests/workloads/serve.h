@@ -38,10 +38,15 @@ struct sv_persona {
 	 * (llama.cpp --no-kv-offload); false: serve-like's OffloadingConnector */
 	bool host_kv_offload;
 	/* the server takes a KV pool no larger than free memory gives (SGLang
-	 * clamps --max-total-tokens to the profiled value, model_runner.py):
-	 * unmodified under kvtier, whose cudaMemGetInfo is the device's, it
-	 * keeps the pool that fits; --pool-force asks for N x anyway */
+	 * clamps --max-total-tokens to the profiled value, model_runner.py;
+	 * llama.cpp's --fit, on by default, sizes an unset -c to the free
+	 * memory): unmodified under kvtier, whose cudaMemGetInfo is the
+	 * device's, it keeps the pool that fits; --pool-force asks for N x
+	 * anyway (llama.cpp: -c given, which --fit leaves alone) */
 	bool pool_capped;
+	/* what the server says when it keeps the pool that fits: tokens asked
+	 * for (or the model's context), tokens kept; NULL for the others */
+	void (*capped_says)(uint32_t asked, uint32_t kept);
 	void (*setup)(struct sv *v);   /* buffers and kernels, after the pool */
 	void (*step)(struct sv *v);    /* one step's uploads and launches */
 	/* a persona with a KV pool of its own beside serve-like's (hybrid:

@@ -75,8 +75,9 @@ static void sv_usage(FILE *f)
 "  --cpu-attn-gbps G     llamacpp --alt offload: GB/s the CPU's attention reads\n"
 "                        KV at (assumed: 2-socket DDR5 server)          [%.0f]\n"
 "  --pool-over-hbm N     N: the pool asked for / the pool that fits       [%.0f]\n"
-"  --pool-force          sglang: take the N x pool under --alt kvtier too (a\n"
-"                        real SGLang clamps its pool to what free memory gives)\n"
+"  --pool-force          sglang, llamacpp: take the N x pool under --alt kvtier\n"
+"                        too (SGLang clamps its pool to what free memory gives;\n"
+"                        llama.cpp's --fit sizes an unset -c so: this is -c N x)\n"
 "  --device-bytes B      simulated HBM                                  [%" PRIu64 "M]\n"
 "  --weights-frac F      weights / HBM                                  [%.2f]\n"
 "  --layers L, --row-bytes B   KV: layers, bytes per token per layer of K  [%d, %u]\n"
@@ -494,10 +495,9 @@ static int sv_pool(struct sv *v)
 		if (v->o.alt == SV_KVTIER && v->o.persona->pool_capped && !v->o.pool_force &&
 		    v->nr_blocks > fit) {
 			/* the server's own words when the pool asked for is over what
-			 * it profiled */
-			fprintf(stderr, "serve-like: max_total_tokens=%u is larger than the profiled "
-				"value %u. Use the profiled value instead.\n",
-				v->nr_blocks * WL_BLOCK_TOKENS, fit * WL_BLOCK_TOKENS);
+			 * free memory gives */
+			v->o.persona->capped_says(v->nr_blocks * WL_BLOCK_TOKENS,
+						  fit * WL_BLOCK_TOKENS);
 			v->nr_blocks = fit;
 			v->pool_capped = true;
 		}
