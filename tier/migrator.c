@@ -729,7 +729,10 @@ static void epoch(void)
 	}
 	if (!polled)
 		return;
-	kvt_floor_epoch(budgets);
+	struct kvt_step_info si;
+	kvt_step_info(&si);
+	struct kvt_floor_steps fs = { si.steps, si.over_budget, si.peak_pages };
+	kvt_floor_epoch(budgets, &fs);
 	uint64_t dt = kvt_now_ns() - t0;
 	CTR_ADD(epochs, 1);
 	CTR_ADD(epoch_ns, dt);

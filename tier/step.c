@@ -79,6 +79,7 @@ struct step {
 	int hs;                             /* the range last looked up, cached */
 	struct kvt_heat_range r;
 	unsigned nr_named, nr_far, overflow;
+	uint32_t nr_pages;                  /* pages named (a chunk named twice: counted twice) */
 	struct far far[KVT_STEP_MAX_MOVES];
 };
 
@@ -225,6 +226,8 @@ static void watch(uint32_t a, struct kvt_heat_chunk *c)
 	}
 }
 
+static unsigned pop(uint32_t m);
+
 /* kvt_tables_step_each's callback: name the chunk for this step, and keep
  * the named pages of it that are not in HBM. */
 static void note(void *arg, uint64_t chunk, int hs, uint32_t pages)
@@ -247,6 +250,7 @@ static void note(void *arg, uint64_t chunk, int hs, uint32_t pages)
 		__atomic_store_n(&named[a], x->seq | REF, __ATOMIC_RELAXED);
 		x->nr_named++;
 	}
+	x->nr_pages += pop(pages);
 	__atomic_fetch_or(&used[a], pages, __ATOMIC_RELAXED);   /* under busy: the hand's too */
 	struct kvt_heat_chunk *c = kvt_heat_chunks(&x->r) + i;
 	watch(a, c);
@@ -545,14 +549,21 @@ static void run_step(struct step *x, uint32_t mask, uint64_t s)
 	    __atomic_load_n(&watching, __ATOMIC_RELAXED))
 		kvt_migrator_poll_soon();
 	ADD(named, x->nr_named);
-	if (!x->nr_far)
+	for (uint64_t peak = __atomic_load_n(&st.peak_pages, __ATOMIC_RELAXED);
+	     x->nr_pages > peak && !__atomic_compare_exchange_n(&st.peak_pages, &peak, x->nr_pages, 0,
+								 __ATOMIC_RELAXED, __ATOMIC_RELAXED);)
+		;
+	uint32_t cap = __atomic_load_n(&cap_chunks, __ATOMIC_RELAXED);
+	int over = cap && x->nr_pages > (uint64_t)cap * PAGES;
+	if (!x->nr_far) {
+		ADD(over_budget, over);
 		return;
+	}
 	if (kvt_cuda_stream_capturing((CUstream)(uintptr_t)s) != 0) {
 		ADD(capturing, 1);                 /* a graph would keep the moves */
 		return;
 	}
 	unsigned budget = HAND_MAX, done = 0;
-	uint32_t cap = __atomic_load_n(&cap_chunks, __ATOMIC_RELAXED);
 	__atomic_store_n(&fits, !cap || x->nr_named <= cap, __ATOMIC_RELAXED);
 	/* a debt first: GPU faults brought chunks in past the budget since the
 	 * migrator's last count (never more than a step's moves at once) */
@@ -579,6 +590,11 @@ static void run_step(struct step *x, uint32_t mask, uint64_t s)
 	}
 	ADD(no_room, x->nr_far - done);
 	ADD(over_cap, x->overflow);
+	/* a step that reads more than the budget holds, or whose named far
+	 * chunks found no room: the floor's step notice counts them
+	 * (tier/floor.c) */
+	ADD(short_steps, done < x->nr_far);
+	ADD(over_budget, over || done < x->nr_far);
 }
 
 void kvt_step_after_copy(uint64_t stream)
@@ -660,16 +676,19 @@ void kvt_step_info(struct kvt_step_info *out)
 	out->busy = __atomic_load_n(&st.busy, __ATOMIC_RELAXED);
 	out->capturing = __atomic_load_n(&st.capturing, __ATOMIC_RELAXED);
 	out->failed = __atomic_load_n(&st.failed, __ATOMIC_RELAXED);
+	out->over_budget = __atomic_load_n(&st.over_budget, __ATOMIC_RELAXED);
+	out->short_steps = __atomic_load_n(&st.short_steps, __ATOMIC_RELAXED);
+	out->peak_pages = __atomic_load_n(&st.peak_pages, __ATOMIC_RELAXED);
 }
 
 void kvt_step_trace_counters(void)
 {
 	struct kvt_step_info i;
 	kvt_step_info(&i);
-	char val[512];                      /* 14 counters of up to 20 digits */
+	char val[704];                      /* 17 counters of up to 20 digits */
 	snprintf(val, sizeof val, "steps=%llu named=%llu promoted=%llu pages=%llu demoted=%llu "
 		 "pages_out=%llu trims=%llu trims_wide=%llu asks_judged=%llu no_room=%llu over_cap=%llu busy=%llu "
-		 "capturing=%llu failed=%llu",
+		 "capturing=%llu failed=%llu over_budget=%llu short_steps=%llu peak_pages=%llu",
 		 (unsigned long long)i.steps, (unsigned long long)i.named,
 		 (unsigned long long)i.promoted, (unsigned long long)i.pages,
 		 (unsigned long long)i.demoted, (unsigned long long)i.pages_out,
@@ -678,7 +697,8 @@ void kvt_step_trace_counters(void)
 		 (unsigned long long)i.no_room,
 		 (unsigned long long)i.over_cap,
 		 (unsigned long long)i.busy, (unsigned long long)i.capturing,
-		 (unsigned long long)i.failed);
+		 (unsigned long long)i.failed, (unsigned long long)i.over_budget,
+		 (unsigned long long)i.short_steps, (unsigned long long)i.peak_pages);
 	kvt_trace_info("migrate.step", val);
 	kvt_trace_info("migrate.step_trim",
 		       __atomic_load_n(&coarse, __ATOMIC_RELAXED)

@@ -92,6 +92,11 @@ struct kvt_step_info {
 	uint64_t busy;           /* steps skipped: another thread's was under way */
 	uint64_t capturing;      /* steps skipped: the stream was being captured */
 	uint64_t failed;         /* prefetch calls that failed */
+	uint64_t over_budget;    /* steps whose named pages were more than the budget holds
+				  * for the steps (kvt_step_set_cap), or that left a named far
+				  * chunk for want of room (short_steps) */
+	uint64_t short_steps;    /* steps that left a named far chunk for want of room */
+	uint64_t peak_pages;     /* the most pages one step named (64 KiB each) */
 };
 void kvt_step_info(struct kvt_step_info *out);
 /* INFO record migrate.step with the counters (at exit). */

@@ -82,7 +82,7 @@ int kvt_moves_on_info(struct kvt_moves *m, const char *key, const char *val)
 
 int kvt_moves_on_record(struct kvt_moves *m, const char *text, size_t len)
 {
-	char kv[512], *v;                   /* migrate.step holds 14 counters */
+	char kv[1024], *v;                  /* migrate.step holds 17 counters */
 	if (!text || len >= sizeof kv || len < 8 || memcmp(text, "migrate.", 8))
 		return 0;
 	memcpy(kv, text, len);

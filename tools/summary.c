@@ -72,7 +72,7 @@ static void on_fallback(struct kvt_summary *s, const char *name, uint64_t n)
 
 static void on_info(struct kvt_summary *s, const char *text, size_t len)
 {
-	char kv[512], *v;                   /* migrate.step holds 14 counters */
+	char kv[1024], *v;                  /* migrate.step holds 17 counters */
 	uint64_t n, b;
 	if (len >= sizeof kv)
 		return;

@@ -122,7 +122,7 @@ static void test_floor_notice(void)
 		kvt_evc_mark(slot_a, KVT_EVC_ALLOCATION);
 		kvt_evc_mark(slot_b, KVT_EVC_FAULTS);
 		kvt_evc_epoch();
-		kvt_floor_epoch(128 * MIB);
+		kvt_floor_epoch(128 * MIB, NULL);
 	}
 	CU_ASSERT_EQUAL(kvt_evc_settled(slot_b), KVT_EVC_FAULTS);
 	CU_ASSERT_FALSE(kvt_floor_said());
@@ -130,7 +130,7 @@ static void test_floor_notice(void)
 		kvt_evc_mark(slot_a, KVT_EVC_BLOCKS);
 		kvt_evc_mark(slot_b, KVT_EVC_FAULTS);
 		kvt_evc_epoch();
-		kvt_floor_epoch(64 * MIB);
+		kvt_floor_epoch(64 * MIB, NULL);
 	}
 	CU_ASSERT_EQUAL(kvt_evc_settled(slot_a), KVT_EVC_BLOCKS);
 	CU_ASSERT_FALSE(kvt_floor_said());
@@ -141,7 +141,7 @@ static void test_floor_notice(void)
 		kvt_evc_mark(slot_a, KVT_EVC_ALLOCATION);
 		kvt_evc_mark(slot_b, KVT_EVC_FAULTS);
 		kvt_evc_epoch();
-		kvt_floor_epoch(64 * MIB);
+		kvt_floor_epoch(64 * MIB, NULL);
 		if (kvt_floor_said())
 			said_at = i;
 	}
@@ -150,8 +150,59 @@ static void test_floor_notice(void)
 	CU_ASSERT_TRUE(said_at <= KVT_EVC_WINDOW + KVT_EVC_HOLD + KVT_FLOOR_HOLD + 1);
 	kvt_floor_reset();
 	CU_ASSERT_FALSE(kvt_floor_said());
-	kvt_floor_epoch(0);                              /* no budget yet: nothing */
+	kvt_floor_epoch(0, NULL);                              /* no budget yet: nothing */
 	CU_ASSERT_FALSE(kvt_floor_said());
+}
+
+/* The step notice (tier/floor.c): windows of KVT_FLOOR_WINDOW epochs,
+ * said after KVT_FLOOR_OVER_WINDOWS windows in a row with at least
+ * KVT_FLOOR_OVER_PCT % of their steps over the budget; a window under the
+ * share, or with too few steps, starts the count again; said once. */
+static void test_floor_steps_notice(void)
+{
+	kvt_floor_reset();
+	struct kvt_floor_steps st = { 0, 0, 0 };
+	/* 100 steps an epoch, 30 % over: never */
+	unsigned i;
+	for (i = 0; i < 10 * KVT_FLOOR_WINDOW; i++) {
+		st.steps += 100;
+		st.over += 30;
+		st.peak_pages = 6000;
+		kvt_floor_epoch(256 * MIB, &st);
+	}
+	CU_ASSERT_FALSE(kvt_floor_steps_said());
+	CU_ASSERT_FALSE(kvt_floor_said());
+	/* no budget, or no counters: nothing */
+	for (i = 0; i < 10 * KVT_FLOOR_WINDOW; i++) {
+		st.steps += 100;
+		st.over += 50;
+		kvt_floor_epoch(0, &st);
+		kvt_floor_epoch(256 * MIB, NULL);
+	}
+	CU_ASSERT_FALSE(kvt_floor_steps_said());
+	/* 40 % over, but one window in between at 1 %: the count starts over */
+	kvt_floor_reset();
+	unsigned said_at = 0;
+	for (i = 1; i <= 10 * KVT_FLOOR_WINDOW && !said_at; i++) {
+		unsigned w = (i - 1) / (KVT_FLOOR_WINDOW + 1);   /* a window spans WINDOW + 1 epochs */
+		st.steps += 100;
+		st.over += w == 1 ? 1 : 40;
+		kvt_floor_epoch(256 * MIB, &st);
+		if (kvt_floor_steps_said())
+			said_at = i;
+	}
+	CU_ASSERT_TRUE(said_at > (2 + KVT_FLOOR_OVER_WINDOWS - 1) * KVT_FLOOR_WINDOW);
+	CU_ASSERT_TRUE(said_at <= (2 + KVT_FLOOR_OVER_WINDOWS + 1) * (KVT_FLOOR_WINDOW + 1));
+	/* too few steps a window: not judged */
+	kvt_floor_reset();
+	for (i = 0; i < 10 * KVT_FLOOR_WINDOW; i++) {
+		st.steps += 1;
+		st.over += 1;
+		kvt_floor_epoch(256 * MIB, &st);
+	}
+	CU_ASSERT_FALSE(kvt_floor_steps_said());
+	kvt_floor_reset();
+	CU_ASSERT_FALSE(kvt_floor_steps_said());
 }
 
 int main(void)
@@ -161,6 +212,7 @@ int main(void)
 		{ "the strongest in the window; a lapse to the next", test_strongest_and_lapse },
 		{ "a new range in the slot starts over", test_new_range_starts_over },
 		{ "the floor's notice: coarse evidence on KV over the budget", test_floor_notice },
+		{ "the floor's step notice: steps that name more than the budget", test_floor_steps_notice },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
