@@ -63,8 +63,8 @@ section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" "$DEFS"'
     "vllm-v1-fa": ["whole table rows uploaded; FlashAttention'"'"'s params struct, read whole, names them", "`TRITON_ATTN` (the `vllm-v1-triton` row)"],
     "vllm-v1-triton": ["whole table rows uploaded beside separate K/V parameters", "nothing more to give"],
     "sglang": ["request rows and lengths only: slot ids never leave the GPU", "none known; SGLang sizes its pool from free memory, so under kvtier it keeps the pool that fits (kvtier = native)"],
-    "llamacpp": ["one buffer, read up to its high-water cell every step", "none: keep `-c` within HBM (a larger cache is read whole each step)"],
-    "hybrid": ["two pools (window, full), block tables uploaded", "-"] };
+    "llamacpp": ["one buffer, read up to its high-water cell every step", "none; with `-c` unset (its default) `--fit` sizes the cache to the free memory, so under kvtier it keeps the cache that fits (kvtier = native); a `-c` past HBM is read whole each step (0.07× native at 4×)"],
+    "hybrid": ["two pools (window, full), block tables uploaded; its larger pool lets it run a larger batch than HBM holds (kvtier says so)", "cap its running requests (`--max-num-seqs`; serve-like `--max-batch 8`): 0.78× / 1.11× / 1.47× native at 2× / 4× / 8× (commit f46955d)"] };
   "Serving by server (`make bench-serve`, \($date), commit \($commit); SIMULATED GPU: the `serve-like` workload, one persona per server'"'"'s default path, [docs/workloads.md](docs/workloads.md)). `native`: the pool that fits; `offload`: the server'"'"'s own KV offload at a 4× pool; `kvtier`: an N× pool under `kvtier run`, shipped defaults, as × native throughput at N = 2, 4, 8; `evidence`: the class kvtier settled on at 4× (`blocks`: a block table names each step'"'"'s blocks). Targets (4×): ≥ 1.2× native throughput, ≤ 0.75× its TTFT p50, ≥ 1.0× offload, never below native. Every row and why: [docs/performance.md](docs/performance.md), \"Server personas\".",
   "",
   "| server (persona) | what kvtier sees on the default path | to give it more | native tok/s | offload 4× | kvtier 2× / 4× / 8× | TTFT 4× ÷ native | evidence | targets (4×) |",
