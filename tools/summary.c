@@ -111,6 +111,12 @@ static void on_info(struct kvt_summary *s, const char *text, size_t len)
 	} else if (!strcmp(kv, "migrate.stop") && !strncmp(v, "left", 4)) {
 		if (!s->threads_left++)
 			snprintf(s->left_note, sizeof s->left_note, "%s", v);
+	} else if (!strcmp(kv, "evidence.floor")) {
+		if (!s->floor_said++)
+			snprintf(s->floor_note, sizeof s->floor_note, "%s", v);
+	} else if (!strcmp(kv, "evidence.step_over_budget")) {
+		if (!s->steps_said++)
+			snprintf(s->steps_note, sizeof s->steps_note, "%s", v);
 	} else if (!strcmp(kv, "migrate.devices")) {
 		for (char *p = v, *e; *p; p = *e == ',' ? e + 1 : e) {      /* "0,1,3" */
 			unsigned long d = strtoul(p, &e, 10);
@@ -193,6 +199,17 @@ static void print_info(const struct kvt_summary *s, FILE *f)
 	if (s->threads_left)
 		fprintf(f, "  migration thread left at exit: %u of %u process%s (%s)\n",
 			s->threads_left, s->info_files, s->info_files == 1 ? "" : "es", s->left_note);
+	/* the floor's notices (tier/floor.h), again at the end of the run */
+	if (s->floor_said)
+		fprintf(f, "  notice (%u of %u process%s): a KV pool larger than the HBM budget with no "
+			"evidence finer than the allocation is expected to run below the same server "
+			"with the pool that fits: size the pool to fit HBM (%s)\n", s->floor_said,
+			s->info_files, s->info_files == 1 ? "" : "es", s->floor_note);
+	if (s->steps_said)
+		fprintf(f, "  notice (%u of %u process%s): steps needed more HBM than the budget leaves "
+			"them, as when a larger pool lets the server run a larger batch: cap the "
+			"server's running requests (%s)\n", s->steps_said, s->info_files,
+			s->info_files == 1 ? "" : "es", s->steps_note);
 }
 
 void kvt_summary_print(const struct kvt_summary *s, FILE *f)

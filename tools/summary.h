@@ -38,6 +38,11 @@ struct kvt_summary {
 	 * "left ..."), and the first one's note */
 	unsigned threads_left;
 	char left_note[160];
+	/* kvtier's floor notices (evidence.floor, evidence.step_over_budget;
+	 * tier/floor.h): the processes that gave each, and the first one's
+	 * values */
+	unsigned floor_said, steps_said;
+	char floor_note[160], steps_note[160];
 	struct kvt_moves moves;         /* every move into and out of HBM, by cause */
 };
 
