@@ -20,8 +20,6 @@
 static const struct kvt_decoder *const decoders[] = {
 	&kvt_dec_vllm_v2_apply,
 	&kvt_dec_vllm_v2_gather,
-	&kvt_dec_vllm_v2_prep,
-	&kvt_dec_vllm_v2_slots,
 };
 #define NR_DEC (sizeof decoders / sizeof decoders[0])
 _Static_assert(NR_DEC <= 32, "a bit per decoder in off");
@@ -39,7 +37,7 @@ static uint32_t off;                /* atomic: bit i, decoder i switched off */
 static uint32_t warned;             /* atomic: bit i, its warning printed */
 static uint32_t misses[NR_DEC];     /* atomic */
 static struct {
-	uint64_t functions, matched, launches, fed, mismatches, fresh;
+	uint64_t functions, matched, launches, fed, mismatches;
 } st;                               /* atomic */
 
 struct staged {
@@ -77,9 +75,8 @@ static uint32_t hash(uint64_t f)
 }
 
 /* Which decoder's kernel func is: its index, or DEC_NONE. Asked once: the
- * name, then the layout (as many parameters as the decoder reads, the
- * 4-byte ones where it says, 8 bytes the others); a name without the
- * layout it expects is not the kernel. */
+ * name, then the layout (every parameter 8 bytes, as many as the decoder
+ * reads); a name without the layout it expects is not the kernel. */
 static uint32_t name_it(uint64_t func)
 {
 	int (*fn)(uint64_t, const char **) = __atomic_load_n(&name_fn, __ATOMIC_ACQUIRE);
@@ -91,11 +88,10 @@ static uint32_t name_it(uint64_t func)
 		if (strcmp(name, decoders[d]->kernel))
 			continue;
 		struct kvt_param_layout lay;
-		if (!kvt_param_layout(func, &lay) || lay.nr != decoders[d]->nparams ||
-		    lay.four != decoders[d]->four)
+		if (!kvt_param_layout(func, &lay) || lay.nr != decoders[d]->nparams || lay.four)
 			return DEC_NONE;
 		for (unsigned i = 0; i < lay.nr; i++)
-			if (!(lay.four >> i & 1) && lay.words[i] != 1)
+			if (lay.words[i] != 1)
 				return DEC_NONE;
 		ADD(st.matched, 1);
 		return d;
@@ -185,8 +181,7 @@ int kvt_decode_on_launch(uint64_t func, void **params, unsigned gx, uint64_t str
 	for (unsigned i = 0; i < dec->nparams; i++) {
 		if (!params[i])
 			return 0;
-		p[i] = 0;                       /* the layout said 4 or 8 bytes */
-		memcpy(&p[i], params[i], dec->four >> i & 1 ? 4 : 8);
+		memcpy(&p[i], params[i], 8);   /* the layout said 8 bytes each */
 	}
 	ADD(st.launches, 1);
 	int r = dec->launch(p, gx, stream);
@@ -211,11 +206,6 @@ void kvt_decode_feed(uint64_t dst, const int32_t *ids, uint32_t n)
 	last.ids = ids;
 	last.n = n;
 	kvt_tables_feed(dst, ids, n * 4);
-}
-
-void kvt_decode_count_fresh(uint64_t n)
-{
-	ADD(st.fresh, n);
 }
 
 uint32_t kvt_decode_last_feed(uint64_t *dst, const int32_t **ids)
@@ -248,7 +238,7 @@ void kvt_decode_info(struct kvt_decode_info *out)
 	*out = (struct kvt_decode_info){
 		.functions = LD(st.functions), .matched = LD(st.matched),
 		.launches = LD(st.launches), .fed = LD(st.fed),
-		.mismatches = LD(st.mismatches), .off = LD(off), .fresh = LD(st.fresh),
+		.mismatches = LD(st.mismatches), .off = LD(off),
 	};
 }
 
@@ -276,5 +266,4 @@ void kvt_decode_reset(void)
 	ST(st.launches, 0);
 	ST(st.fed, 0);
 	ST(st.mismatches, 0);
-	ST(st.fresh, 0);
 }

@@ -40,19 +40,16 @@ struct kvt_decoder {
 	const char *name;           /* short name (trace, log) */
 	const char *kernel;         /* the kernel's name, as cuFuncGetName gives it */
 	const char *follows;        /* the server, version and source it follows */
-	unsigned nparams;           /* parameters, 8 bytes each (pointers, int64) but for four */
-	uint32_t four;              /* bit i: parameter i is a 4-byte scalar (int32) */
+	unsigned nparams;           /* parameters, each 8 bytes (pointers, int64) */
 	/* A launch of the kernel (grid x blocks gx, on stream): 1 when it fed
 	 * a table (the caller runs the step prefetch), 0 when not, -1 on a
-	 * mismatch (counted). p[i]: the 8 bytes of parameter i (a 4-byte one
-	 * zero-extended). */
+	 * mismatch (counted). p[i]: the 8 bytes of parameter i. */
 	int (*launch)(const uint64_t *p, unsigned gx, uint64_t stream);
 	void (*reset)(void);        /* forget its state (fork child, tests) */
 };
 
 /* The decoders (profiler/decode_vllm.c). */
-extern const struct kvt_decoder kvt_dec_vllm_v2_apply, kvt_dec_vllm_v2_gather,
-	kvt_dec_vllm_v2_prep, kvt_dec_vllm_v2_slots;
+extern const struct kvt_decoder kvt_dec_vllm_v2_apply, kvt_dec_vllm_v2_gather;
 
 /* The driver's name for a function: 0 with *name, -1 (preload/init.c sets
  * kvt_cuda_func_name). NULL: no decoder ever matches. */
@@ -80,9 +77,6 @@ size_t kvt_decode_staged(uint64_t dst, void *out, size_t bytes);
  * same address, handed out again, must not read this step's source). */
 void kvt_decode_consume(uint64_t dst);
 
-/* For decoders: n blocks a step takes fresh (kvt_decode_info's fresh). */
-void kvt_decode_count_fresh(uint64_t n);
-
 /* For decoders: hand the tables source the table rebuilt for device
  * address dst (kvt_tables_feed), ids[0..n). The last one this thread fed
  * is kept for kvt_decode_last_feed. */
@@ -101,8 +95,6 @@ struct kvt_decode_info {
 	uint64_t fed;               /* tables fed to the tables source */
 	uint64_t mismatches;
 	uint32_t off;               /* bit i: decoder i is switched off */
-	uint64_t fresh;             /* blocks a step took fresh (its first token written now):
-				     * their old contents are dead (measured, not acted on) */
 };
 void kvt_decode_info(struct kvt_decode_info *out);
 /* The decoders, in their bit order, and how many. */

@@ -53,22 +53,6 @@ struct shadow {
 static struct shadow sh[TABLES];
 static __thread int32_t *feed;      /* the ids handed to the tables source */
 
-/* Fresh blocks (measured, not acted on): what _prepare_pos_seq_lens_kernel
- * read this step, by batch position: each request's first token computed
- * now (num_computed_tokens, UVA) and how many (query_start_loc, uploaded),
- * for the gather with the same idx_mapping; and the tokens per block,
- * from _compute_slot_mapping_kernel's block_size. A block whose first
- * token a step computes is one the request took fresh: its old contents
- * are dead. */
-#define PREP_ROWS 1024
-static struct {
-	int busy;                   /* atomic: a hook is using it */
-	uint64_t map;               /* the idx_mapping it is for; 0: none */
-	unsigned n;
-	int32_t first[PREP_ROWS], q[PREP_ROWS];
-} prep;
-static uint32_t block_tokens;       /* atomic: 0 until a slot mapping named it */
-
 static void drop(struct shadow *s)
 {
 	__atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
@@ -196,9 +180,8 @@ static int gather_launch(const uint64_t *p, unsigned gx, uint64_t stream)
 	struct shadow *s = hold(table, 0);
 	if (!s)
 		return 0;                           /* no write seen to it yet */
-	int r = 0, have_prep = 0, prep_ok;
-	uint32_t nfed = 0, bt;
-	uint64_t fresh = 0;
+	int r = 0;
+	uint32_t nfed = 0;
 	if (stride != s->stride || gx > ROWS) {
 		r = -1;
 		goto out;
@@ -211,9 +194,6 @@ static int gather_launch(const uint64_t *p, unsigned gx, uint64_t stream)
 	}
 	uint32_t rows = max_rows(s);
 	int32_t ri[BATCH], nbs[NB_SPAN];
-	bt = __atomic_load_n(&block_tokens, __ATOMIC_RELAXED);
-	have_prep = bt && !__atomic_exchange_n(&prep.busy, 1, __ATOMIC_ACQUIRE);
-	prep_ok = have_prep && prep.map == map && prep.n == gx;
 	for (unsigned i0 = 0; i0 < gx; i0 += BATCH) {
 		unsigned n = gx - i0 < BATCH ? gx - i0 : BATCH;
 		if (kvt_decode_staged(map + 4ull * i0, ri, 4ull * n) != 4ull * n)
@@ -243,13 +223,6 @@ static int gather_launch(const uint64_t *p, unsigned gx, uint64_t stream)
 				goto out;
 			}
 			uint32_t k = (uint32_t)nb < s->valid[row] ? (uint32_t)nb : s->valid[row];
-			if (prep_ok) {              /* the blocks whose first token is computed now */
-				uint64_t f = (uint64_t)prep.first[i0 + i];
-				uint64_t j0 = (f + bt - 1) / bt, j1 = (f + (uint64_t)prep.q[i0 + i] + bt - 1) / bt;
-				if (j1 > k)
-					j1 = k;
-				fresh += j1 > j0 ? j1 - j0 : 0;
-			}
 			if (k > FEED_IDS - nfed)
 				k = FEED_IDS - nfed;
 			memcpy(feed + nfed, s->e + (size_t)row * (size_t)stride, 4ull * k);
@@ -257,71 +230,14 @@ static int gather_launch(const uint64_t *p, unsigned gx, uint64_t stream)
 		}
 	}
 out:
-	if (have_prep)
-		__atomic_store_n(&prep.busy, 0, __ATOMIC_RELEASE);
 	if (r < 0)
 		memset(s->valid, 0, sizeof s->valid);
-	else if (fresh)
-		kvt_decode_count_fresh(fresh);
 	drop(s);
 	kvt_decode_consume(map);
 	if (r < 0 || !nfed)
 		return r;
 	kvt_decode_feed(dst, feed, nfed);
 	return 1;
-}
-
-/* _prepare_pos_seq_lens_kernel(idx_mapping, query_start_loc,
- * num_computed_tokens, pos, seq_lens, max_num_reqs), grid (requests + 1,):
- * idx_mapping and query_start_loc uploaded this step, num_computed_tokens
- * UVA. Kept for the gather; feeds nothing. */
-static int prep_launch(const uint64_t *p, unsigned gx, uint64_t stream)
-{
-	(void)stream;
-	uint64_t map = p[0], cuq = p[1], computed = p[2];
-	if (gx < 2)
-		return 0;
-	unsigned n = gx - 1;
-	if (n > PREP_ROWS || __atomic_exchange_n(&prep.busy, 1, __ATOMIC_ACQUIRE))
-		return 0;
-	int r = 0;
-	prep.map = 0;
-	int32_t ri[BATCH], cl[BATCH + 1];
-	for (unsigned i0 = 0; i0 < n; i0 += BATCH) {
-		unsigned m = n - i0 < BATCH ? n - i0 : BATCH;
-		if (kvt_decode_staged(map + 4ull * i0, ri, 4ull * m) != 4ull * m ||
-		    kvt_decode_staged(cuq + 4ull * i0, cl, 4ull * (m + 1)) != 4ull * (m + 1))
-			goto out;                   /* the uploads not seen: nothing kept */
-		for (unsigned i = 0; i < m; i++) {
-			int32_t c;
-			if (ri[i] < 0 || ri[i] >= ROWS || cl[i + 1] < cl[i] ||
-			    !uva(&c, computed + 4ull * (uint32_t)ri[i], 1) || c < 0) {
-				r = -1;
-				goto out;
-			}
-			prep.first[i0 + i] = c;
-			prep.q[i0 + i] = cl[i + 1] - cl[i];
-		}
-	}
-	prep.n = n;
-	prep.map = map;
-out:
-	__atomic_store_n(&prep.busy, 0, __ATOMIC_RELEASE);
-	return r;
-}
-
-/* _compute_slot_mapping_kernel(num_tokens, max_num_tokens, query_start_loc,
- * positions, block_table, block_table_stride, block_size, slot_mapping):
- * the tokens per block. */
-static int slots_launch(const uint64_t *p, unsigned gx, uint64_t stream)
-{
-	(void)gx;
-	(void)stream;
-	uint64_t bs = p[6];
-	if (bs < 1 || bs > 65536)
-		return -1;
-	__atomic_store_n(&block_tokens, (uint32_t)bs, __ATOMIC_RELAXED);
-	return 0;
 }
 
 static void reset(void)
@@ -335,11 +251,6 @@ static void reset(void)
 		__atomic_store_n(&s->table, 0, __ATOMIC_RELEASE);
 		drop(s);
 	}
-	if (!__atomic_exchange_n(&prep.busy, 1, __ATOMIC_ACQUIRE)) {
-		prep.map = 0;
-		__atomic_store_n(&prep.busy, 0, __ATOMIC_RELEASE);
-	}
-	__atomic_store_n(&block_tokens, 0, __ATOMIC_RELAXED);
 }
 
 const struct kvt_decoder kvt_dec_vllm_v2_apply = {
@@ -357,25 +268,5 @@ const struct kvt_decoder kvt_dec_vllm_v2_gather = {
 	.follows = "vLLM Model Runner V2, vllm/v1/worker/gpu/block_table.py @00bd149",
 	.nparams = 5,
 	.launch = gather_launch,
-	.reset = reset,
-};
-
-const struct kvt_decoder kvt_dec_vllm_v2_prep = {
-	.name = "vllm_v2_prep",
-	.kernel = "_prepare_pos_seq_lens_kernel",
-	.follows = "vLLM Model Runner V2, vllm/v1/worker/gpu/input_batch.py",
-	.nparams = 6,
-	.four = 1u << 5,
-	.launch = prep_launch,
-	.reset = reset,
-};
-
-const struct kvt_decoder kvt_dec_vllm_v2_slots = {
-	.name = "vllm_v2_slots",
-	.kernel = "_compute_slot_mapping_kernel",
-	.follows = "vLLM Model Runner V2, vllm/v1/worker/gpu/block_table.py",
-	.nparams = 8,
-	.four = 1u << 0 | 1u << 1 | 1u << 6,
-	.launch = slots_launch,
 	.reset = reset,
 };

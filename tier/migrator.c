@@ -940,10 +940,9 @@ void kvt_migrator_trace_counters(void)
 	struct kvt_decode_info di;
 	kvt_decode_info(&di);
 	snprintf(val, sizeof val, "functions=%llu matched=%llu launches=%llu fed=%llu "
-		 "mismatches=%llu off=%#x fresh=%llu", (unsigned long long)di.functions,
+		 "mismatches=%llu off=%#x", (unsigned long long)di.functions,
 		 (unsigned long long)di.matched, (unsigned long long)di.launches,
-		 (unsigned long long)di.fed, (unsigned long long)di.mismatches, (unsigned)di.off,
-		 (unsigned long long)di.fresh);
+		 (unsigned long long)di.fed, (unsigned long long)di.mismatches, (unsigned)di.off);
 	kvt_trace_info("prof.decode", val);
 	uint64_t en[KVT_EVC__COUNT], eb[KVT_EVC__COUNT];
 	kvt_evc_totals(en, eb);

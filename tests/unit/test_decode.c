@@ -28,8 +28,7 @@
 #define MAP       (DEV_LO + 0x40000)   /* idx_mapping, uploaded each step */
 #define STRIDE    8                    /* ids per row */
 
-enum { F_APPLY = 0x100, F_GATHER = 0x200, F_OTHER = 0x300, F_APPLY5 = 0x400, F_PREP = 0x500,
-       F_SLOTS = 0x600, F_PREP8 = 0x700 };
+enum { F_APPLY = 0x100, F_GATHER = 0x200, F_OTHER = 0x300, F_APPLY5 = 0x400 };
 
 static int on_device(uint64_t a)
 {
@@ -42,29 +41,23 @@ static int names(uint64_t f, const char **name)
 	case F_APPLY: case F_APPLY5: *name = "_apply_write_kernel"; return 0;
 	case F_GATHER: *name = "_gather_block_tables_kernel"; return 0;
 	case F_OTHER: *name = "flash_fwd_kernel"; return 0;
-	case F_PREP: case F_PREP8: *name = "_prepare_pos_seq_lens_kernel"; return 0;
-	case F_SLOTS: *name = "_compute_slot_mapping_kernel"; return 0;
 	}
 	return -1;
 }
 
 static int sizes(uint64_t f, unsigned i, size_t *size)
 {
-	unsigned n = f == F_APPLY || f == F_PREP || f == F_PREP8 ? 6 : f == F_GATHER ? 5
-		     : f == F_APPLY5 ? 5 : f == F_SLOTS ? 8 : 3;
+	unsigned n = f == F_APPLY ? 6 : f == F_GATHER ? 5 : f == F_APPLY5 ? 5 : 3;
 	if (i >= n)
 		return 1;
-	/* _prepare_pos_seq_lens_kernel's max_num_reqs and the slot mapping's
-	 * num_tokens, max_num_tokens and block_size are int32 (F_PREP8: not) */
-	*size = (f == F_PREP && i == 5) || (f == F_SLOTS && (i <= 1 || i == 6)) ? 4 : 8;
+	*size = 8;
 	return 0;
 }
 
 /* UVA arrays (pinned host memory the kernels read in place) and the
- * pinned sources of the uploads */
-static int32_t u_idx[16], u_starts[16], u_cul[17], u_nblocks[16], u_computed[16];
-static int32_t h_ids[64], h_map[16], h_cuq[17];
-#define CUQ       (DEV_LO + 0x50000)   /* query_start_loc, uploaded each step */
+ * pinned sources of the two uploads */
+static int32_t u_idx[16], u_starts[16], u_cul[17], u_nblocks[16];
+static int32_t h_ids[64], h_map[16];
 
 static void setup(void)
 {
@@ -149,43 +142,6 @@ static void first_step(void)
 	void *params[6] = { &p[0], &p[1], &p[2], &p[3], &p[4], &p[5] };
 	CU_ASSERT_EQUAL(kvt_decode_on_launch(F_APPLY, params, 0, 0), 0);
 	CU_ASSERT_EQUAL(kvt_decode_on_launch(F_GATHER, params, 0, 0), 0);
-}
-
-/* The slot mapping's launch: block_size tokens a block. */
-static void slots(int32_t block_size)
-{
-	int32_t i4[3] = { 0, 0, block_size };
-	uint64_t p[8] = { 0 };
-	void *params[8] = { &i4[0], &i4[1], &p[2], &p[3], &p[4], &p[5], &i4[2], &p[7] };
-	kvt_decode_on_launch(F_SLOTS, params, 1, 0);
-}
-
-/* The step's _prepare_pos_seq_lens_kernel over rows[0..n): each one's first
- * token computed now (UVA num_computed_tokens) and how many (uploaded
- * query_start_loc); idx_mapping uploaded first, as the step does. */
-static void prep(uint64_t func, const int32_t *rows, const int32_t *first, const int32_t *q,
-		 unsigned n)
-{
-	h_cuq[0] = 0;
-	for (unsigned i = 0; i < n; i++) {
-		h_map[i] = rows[i];
-		u_computed[rows[i]] = first[i];
-		h_cuq[i + 1] = h_cuq[i] + q[i];
-	}
-	kvt_decode_on_copy(MAP, (uint64_t)(uintptr_t)h_map, n * 4);
-	kvt_decode_on_copy(CUQ, (uint64_t)(uintptr_t)h_cuq, (n + 1) * 4);
-	int32_t maxreq = (int32_t)n;
-	uint64_t p[6] = { MAP, CUQ, (uint64_t)(uintptr_t)u_computed, DEV_LO + 0x60000,
-			  DEV_LO + 0x70000, 0 };
-	void *params[6] = { &p[0], &p[1], &p[2], &p[3], &p[4], &maxreq };
-	kvt_decode_on_launch(func, params, n + 1, 0);
-}
-
-static uint64_t fresh_now(void)
-{
-	struct kvt_decode_info di;
-	kvt_decode_info(&di);
-	return di.fresh;
 }
 
 static void test_shadow_appends_and_reuse(void)
@@ -328,54 +284,6 @@ static void test_bad_pointers_harmless(void)
 	CU_ASSERT_EQUAL(di.fed, 0);
 }
 
-/* Fresh blocks (measured only): a block whose first token a step
- * computes. 4 tokens a block. Row 0 starts with 8 prompt tokens (blocks 5
- * and 6 both fresh); row 3 with a 4-token prefix hit (block 9) and 3 new
- * tokens (block 10 fresh). Next step row 0 decodes token 8 (a new block
- * 7), row 3 token 7 (inside block 10): one more. A step without its prep
- * launch, or before the block size is known, counts nothing; the prep
- * kernel with an 8-byte max_num_reqs is not the decoder's. */
-static void test_fresh_blocks(void)
-{
-	setup();
-	first_step();
-	prep(F_PREP, IDS(0), IDS(0), IDS(1), 0);        /* name it: no rows */
-	const int32_t *got;
-	uint32_t n;
-	struct wr a[] = { { 0, 0, 2, { 5, 6 } }, { 3, 0, 2, { 9, 10 } } };
-	CU_ASSERT_EQUAL(apply(a, 2), 0);
-	prep(F_PREP, IDS(0, 3), IDS(0, 4), IDS(8, 3), 2);
-	CU_ASSERT_EQUAL(gather(IDS(0, 3), IDS(2, 2), 2, &got, &n), 1);
-	CU_ASSERT_EQUAL(fresh_now(), 0);                /* no block size yet */
-	slots(4);
-	CU_ASSERT_EQUAL(apply(a, 2), 0);                /* the same step again, now counted */
-	prep(F_PREP, IDS(0, 3), IDS(0, 4), IDS(8, 3), 2);
-	CU_ASSERT_EQUAL(gather(IDS(0, 3), IDS(2, 2), 2, &got, &n), 1);
-	same(got, n, IDS(5, 6, 9, 10), 4);
-	CU_ASSERT_EQUAL(fresh_now(), 3);
-	struct wr b[] = { { 0, 2, 1, { 7 } } };
-	CU_ASSERT_EQUAL(apply(b, 1), 0);
-	prep(F_PREP, IDS(0, 3), IDS(8, 7), IDS(1, 1), 2);
-	CU_ASSERT_EQUAL(gather(IDS(0, 3), IDS(3, 2), 2, &got, &n), 1);
-	CU_ASSERT_EQUAL(fresh_now(), 4);
-	/* a gather whose prep was for another batch: nothing */
-	prep(F_PREP, IDS(3), IDS(8), IDS(1), 1);
-	CU_ASSERT_EQUAL(gather(IDS(0, 3), IDS(3, 2), 2, &got, &n), 1);
-	CU_ASSERT_EQUAL(fresh_now(), 4);
-	struct kvt_decode_info di;
-	kvt_decode_info(&di);
-	CU_ASSERT_EQUAL(di.mismatches, 0);
-	CU_ASSERT_EQUAL(di.matched, 4);                 /* apply, gather, prep, slots */
-	/* an 8-byte max_num_reqs: not the kernel the decoder follows */
-	prep(F_PREP8, IDS(0), IDS(0), IDS(1), 1);
-	kvt_decode_info(&di);
-	CU_ASSERT_EQUAL(di.matched, 4);
-	/* a block size out of range is a mismatch */
-	slots(0);
-	kvt_decode_info(&di);
-	CU_ASSERT_EQUAL(di.mismatches, 1);
-}
-
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -384,7 +292,6 @@ int main(void)
 		{ "a decoder's kernel by name and layout", test_name_and_layout },
 		{ "mismatches switch a decoder off", test_mismatch_switches_off },
 		{ "bad pointers are harmless", test_bad_pointers_harmless },
-		{ "vLLM V2 fresh blocks: prep, slot mapping and gather", test_fresh_blocks },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {

@@ -486,11 +486,10 @@ static void test_serve_hybrid(void)
 }
 
 /* vllm-v2 keeps its block table on the GPU: under libkvtier the V2
- * decoders (profiler/decode_vllm.c) name its four kernels, keep the table in
+ * decoders (profiler/decode_vllm.c) name its two kernels, keep the table in
  * shadow and feed the step's rows to the tables source under the address
  * attention names, whose layout is then learned at the block stride
- * (16 tokens x 2048 bytes), with no mismatch; and count the blocks each
- * step takes fresh. */
+ * (16 tokens x 2048 bytes), with no mismatch. */
 static void test_serve_v2_decoded(void)
 {
 	static struct kvt_child c, dp;
@@ -519,19 +518,9 @@ static void test_serve_v2_decoded(void)
 	unsigned long long fn, matched, launches, fed, mism, acc, stride;
 	CU_ASSERT_EQUAL(sscanf(d, "info prof.decode=functions=%llu matched=%llu launches=%llu "
 			       "fed=%llu mismatches=%llu", &fn, &matched, &launches, &fed, &mism), 5);
-	CU_ASSERT_EQUAL(matched, 4);              /* apply, gather, prep, slot mapping */
+	CU_ASSERT_EQUAL(matched, 2);
 	CU_ASSERT_EQUAL(mism, 0);
 	CU_ASSERT(fed > 100);
-	/* the fresh blocks it counted: most of those serve-like took, none more
-	 * (only the steps before the first slot mapping named the block size
-	 * are missed) */
-	const char *fr = strstr(d, " fresh=");
-	CU_ASSERT_PTR_NOT_NULL_FATAL(fr);
-	double fresh = strtod(fr + 7, NULL), took = sv_num(c.out, "fresh_blocks");
-	CU_ASSERT(took > 1000);
-	CU_ASSERT(fresh <= took && fresh >= 0.9 * took);
-	if (!(fresh <= took && fresh >= 0.9 * took))
-		fprintf(stderr, "fresh blocks: kvtier %.0f, serve-like %.0f\n", fresh, took);
 	CU_ASSERT(launches > fed);                /* each step: a gather, and an apply when it appends */
 	const char *a = strstr(t, "accepted="), *st = strstr(t, "stride=");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
@@ -540,7 +529,7 @@ static void test_serve_v2_decoded(void)
 	stride = strtoull(st + 7, NULL, 10);
 	CU_ASSERT(acc >= 1);
 	CU_ASSERT_EQUAL(stride, 32768);
-	if (matched != 4 || mism || stride != 32768)
+	if (matched != 2 || mism || stride != 32768)
 		fprintf(stderr, "vllm-v2 kvtier: %.300s\n%.400s\n", d, t);
 	unlink(trace);
 }
