@@ -222,6 +222,7 @@ struct kvt_options {
 	uint64_t migrate_rate;       /* KVTIER_MIGRATE_RATE bytes/s (0 = no cap) */
 	int stats;                   /* KVTIER_STATS: publish live counters */
 	int step_prefetch;           /* KVTIER_STEP_PREFETCH: tier/step.c */
+	int discard;                 /* KVTIER_DISCARD: tier/discard.c */
 };
 /* The process's options: the table's defaults from a constructor of
  * base/options.c (priority 101), then the environment (preload/init.c). */

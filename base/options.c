@@ -119,6 +119,10 @@ static const struct opt_desc table[] = {
 	  .def = "1", .unit = "bool",
 	  .help = "prefetch the KV chunks each step's block tables name, on the table upload's "
 		  "stream, before the step's kernels (needs the tables source)" },
+	{ .name = "KVTIER_DISCARD", .type = OPT_BOOL, .offset = OFF(discard),
+	  .def = "1", .unit = "bool",
+	  .help = "let the driver drop the old contents of KV blocks a step takes fresh instead "
+		  "of moving them (CUDA 13 cuMemDiscardBatchAsync; needs a server decoder)" },
 	{ .name = "KVTIER_STATS", .type = OPT_BOOL, .offset = OFF(stats),
 	  .def = "1", .unit = "bool",
 	  .help = "publish live counters in /dev/shm/kvtier.<pid> (0600) for 'kvtier stat'" },

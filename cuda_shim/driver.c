@@ -32,6 +32,8 @@ static struct {
 	CUresult (*stream_create_prio)(CUstream *, unsigned, int);
 	CUresult (*stream_destroy)(CUstream);
 	CUresult (*prefetch)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream);
+	/* dead KV dropped (13.0+; NULL before) */
+	CUresult (*discard)(CUdeviceptr *, size_t *, size_t, unsigned long long, CUstream);
 	CUresult (*mem_info)(size_t *, size_t *);
 	/* the launch source's, for CUDA graphs */
 	CUresult (*graph_nodes)(CUgraph, CUgraphNode *, size_t *);
@@ -94,6 +96,7 @@ static void resolve(void)
 	drv.stream_create_prio = entry(gpa, "cuStreamCreateWithPriority", 5050);
 	drv.stream_destroy = entry(gpa, "cuStreamDestroy", 4000);
 	drv.prefetch = entry(gpa, "cuMemPrefetchAsync", 12020);
+	drv.discard = entry(gpa, "cuMemDiscardBatchAsync", 13000);
 	drv.mem_info = entry(gpa, "cuMemGetInfo", 3020);
 	drv.graph_nodes = entry(gpa, "cuGraphGetNodes", 10000);
 	drv.node_type = entry(gpa, "cuGraphNodeGetType", 10000);
@@ -232,6 +235,51 @@ CUresult kvt_cuda_prefetch(CUdeviceptr p, size_t bytes, CUmemLocationType type, 
 {
 	CUmemLocation loc = { .type = type, .id = id };
 	return CALL(prefetch, p, bytes, loc, 0, s);
+}
+
+/* The stream a discard ordered with the legacy default stream goes on: a
+ * blocking stream of the device (the legacy stream waits for it, and it
+ * for the legacy stream's earlier work), made once per device. */
+#define DISCARD_DEVS 64
+static CUstream legacy_twin[DISCARD_DEVS];
+
+static CUstream discard_stream(CUstream s)
+{
+	if (s != (CUstream)0 && s != CU_STREAM_LEGACY)
+		return s;
+	CUdevice dev;
+	if (CALL(ctx_get_device, &dev) != CUDA_SUCCESS || dev < 0 || dev >= DISCARD_DEVS)
+		return NULL;
+	CUstream t = __atomic_load_n(&legacy_twin[dev], __ATOMIC_ACQUIRE);
+	if (t)
+		return t;
+	if (CALL(stream_create_prio, &t, CU_STREAM_DEFAULT, 0) != CUDA_SUCCESS)
+		return NULL;
+	CUstream none = NULL;
+	if (!__atomic_compare_exchange_n(&legacy_twin[dev], &none, t, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		CALL(stream_destroy, t);
+		return none;
+	}
+	return t;
+}
+
+int kvt_cuda_can_discard(void)
+{
+	kvt_cuda_ready();
+	return drv.discard != NULL;
+}
+
+CUresult kvt_cuda_discard(const uint64_t *addr, const uint64_t *bytes, size_t n, CUstream s)
+{
+	_Static_assert(sizeof(CUdeviceptr) == sizeof(uint64_t) && sizeof(size_t) == sizeof(uint64_t),
+		       "the batch arrays are passed as they are");
+	if (!kvt_cuda_can_discard())
+		return CUDA_ERROR_NOT_SUPPORTED;
+	CUstream t = discard_stream(s);
+	if (!t)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return drv.discard((CUdeviceptr *)(uintptr_t)addr, (size_t *)(uintptr_t)bytes, n, 0, t);
 }
 
 CUresult kvt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes)

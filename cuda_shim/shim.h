@@ -64,6 +64,13 @@ CUresult kvt_cuda_stream_lowest(CUstream *s);
 CUresult kvt_cuda_stream_destroy(CUstream s);
 CUresult kvt_cuda_prefetch(CUdeviceptr p, size_t bytes, CUmemLocationType type, int id,
 			   CUstream s);
+/* Drop the contents of [addr[i], addr[i] + bytes[i]) for i < n
+ * (cuMemDiscardBatchAsync, CUDA 13), in s's order; on the legacy default
+ * stream's behalf, on a blocking stream of the current device. A range
+ * must be managed memory whose contents nothing will read before writing.
+ * CUDA_ERROR_NOT_SUPPORTED when the driver has no such call. */
+int kvt_cuda_can_discard(void);
+CUresult kvt_cuda_discard(const uint64_t *addr, const uint64_t *bytes, size_t n, CUstream s);
 CUresult kvt_cuda_mem_info(size_t *free_bytes, size_t *total_bytes);
 
 #endif

@@ -20,6 +20,9 @@
 static const struct kvt_decoder *const decoders[] = {
 	&kvt_dec_vllm_v2_apply,
 	&kvt_dec_vllm_v2_gather,
+	&kvt_dec_vllm_v2_prep,
+	&kvt_dec_vllm_v2_slots,
+	&kvt_dec_vllm_cache_flash,
 };
 #define NR_DEC (sizeof decoders / sizeof decoders[0])
 _Static_assert(NR_DEC <= 32, "a bit per decoder in off");
@@ -75,8 +78,10 @@ static uint32_t hash(uint64_t f)
 }
 
 /* Which decoder's kernel func is: its index, or DEC_NONE. Asked once: the
- * name, then the layout (every parameter 8 bytes, as many as the decoder
- * reads); a name without the layout it expects is not the kernel. */
+ * name (whole, or for a prefix decoder its start and the decoder's accept),
+ * then the layout (as many parameters as the decoder reads, the 4-byte
+ * ones where it says, 8 bytes the others); a name without the layout it
+ * expects is not the kernel. */
 static uint32_t name_it(uint64_t func)
 {
 	int (*fn)(uint64_t, const char **) = __atomic_load_n(&name_fn, __ATOMIC_ACQUIRE);
@@ -85,13 +90,16 @@ static uint32_t name_it(uint64_t func)
 	if (!fn || fn(func, &name) || !name)
 		return DEC_NONE;
 	for (unsigned d = 0; d < NR_DEC; d++) {
-		if (strcmp(name, decoders[d]->kernel))
+		const struct kvt_decoder *dec = decoders[d];
+		if (dec->prefix ? strncmp(name, dec->kernel, strlen(dec->kernel)) ||
+				  (dec->accept && !dec->accept(name))
+				: strcmp(name, dec->kernel) != 0)
 			continue;
 		struct kvt_param_layout lay;
-		if (!kvt_param_layout(func, &lay) || lay.nr != decoders[d]->nparams || lay.four)
+		if (!kvt_param_layout(func, &lay) || lay.nr != dec->nparams || lay.four != dec->four)
 			return DEC_NONE;
 		for (unsigned i = 0; i < lay.nr; i++)
-			if (lay.words[i] != 1)
+			if (!(lay.four >> i & 1) && lay.words[i] != 1)
 				return DEC_NONE;
 		ADD(st.matched, 1);
 		return d;
@@ -175,13 +183,14 @@ int kvt_decode_on_launch(uint64_t func, void **params, unsigned gx, uint64_t str
 		return 0;
 	const struct kvt_decoder *dec = decoders[d];
 	uint64_t p[16];
-	_Static_assert(sizeof p / sizeof p[0] >= 8, "room for the decoders' parameters");
+	_Static_assert(sizeof p / sizeof p[0] >= 15, "room for the decoders' parameters");
 	if (dec->nparams > sizeof p / sizeof p[0])
 		return 0;
 	for (unsigned i = 0; i < dec->nparams; i++) {
 		if (!params[i])
 			return 0;
-		memcpy(&p[i], params[i], 8);   /* the layout said 8 bytes each */
+		p[i] = 0;                       /* the layout said 4 or 8 bytes */
+		memcpy(&p[i], params[i], dec->four >> i & 1 ? 4 : 8);
 	}
 	ADD(st.launches, 1);
 	int r = dec->launch(p, gx, stream);
@@ -217,6 +226,12 @@ uint32_t kvt_decode_last_feed(uint64_t *dst, const int32_t **ids)
 
 void kvt_decode_poll(void)
 {
+	if (kvt_decode_fresh_stopped()) {
+		kvt_warn("decoder vllm_v2_prep: %u steps needed more blocks than their rows hold; "
+			 "kvtier stops telling the blocks a step takes fresh (their old contents are "
+			 "moved as before)", (unsigned)KVT_DECODE_MISMATCHES);
+		kvt_trace_info("prof.decode.fresh", "off");
+	}
 	uint32_t o = LD(off), w = LD(warned);
 	for (unsigned d = 0; d < NR_DEC; d++) {
 		if (!(o >> d & 1) || (w >> d & 1))
@@ -240,6 +255,7 @@ void kvt_decode_info(struct kvt_decode_info *out)
 		.launches = LD(st.launches), .fed = LD(st.fed),
 		.mismatches = LD(st.mismatches), .off = LD(off),
 	};
+	kvt_decode_dead_info(out);
 }
 
 void kvt_decode_forget(void)
@@ -266,4 +282,5 @@ void kvt_decode_reset(void)
 	ST(st.launches, 0);
 	ST(st.fed, 0);
 	ST(st.mismatches, 0);
+	kvt_decode_dead_reset();
 }

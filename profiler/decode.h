@@ -40,16 +40,23 @@ struct kvt_decoder {
 	const char *name;           /* short name (trace, log) */
 	const char *kernel;         /* the kernel's name, as cuFuncGetName gives it */
 	const char *follows;        /* the server, version and source it follows */
-	unsigned nparams;           /* parameters, each 8 bytes (pointers, int64) */
-	/* A launch of the kernel (grid x blocks gx, on stream): 1 when it fed
-	 * a table (the caller runs the step prefetch), 0 when not, -1 on a
-	 * mismatch (counted). p[i]: the 8 bytes of parameter i. */
+	unsigned nparams;           /* parameters, 8 bytes each (pointers, int64) but for four */
+	uint32_t four;              /* bit i: parameter i is a 4-byte scalar (int32) */
+	int prefix;                 /* kernel is a prefix of the name (a template's instances) */
+	/* A launch of the kernel (grid x blocks gx, on stream; name: the
+	 * driver's name for it): 1 when it fed a table (the caller runs the
+	 * step prefetch), 0 when not, -1 on a mismatch (counted). p[i]: the 8
+	 * bytes of parameter i (a 4-byte one zero-extended). */
 	int (*launch)(const uint64_t *p, unsigned gx, uint64_t stream);
 	void (*reset)(void);        /* forget its state (fork child, tests) */
+	/* For a prefix decoder: whether the full name is an instance it reads
+	 * (NULL: any); asked once, when the function is named. */
+	int (*accept)(const char *name);
 };
 
-/* The decoders (profiler/decode_vllm.c). */
-extern const struct kvt_decoder kvt_dec_vllm_v2_apply, kvt_dec_vllm_v2_gather;
+/* The decoders (profiler/decode_vllm.c, profiler/decode_fresh.c). */
+extern const struct kvt_decoder kvt_dec_vllm_v2_apply, kvt_dec_vllm_v2_gather,
+	kvt_dec_vllm_v2_prep, kvt_dec_vllm_v2_slots, kvt_dec_vllm_cache_flash;
 
 /* The driver's name for a function: 0 with *name, -1 (preload/init.c sets
  * kvt_cuda_func_name). NULL: no decoder ever matches. */
@@ -85,6 +92,47 @@ void kvt_decode_feed(uint64_t dst, const int32_t *ids, uint32_t n);
  * and count; 0 and *ids NULL when none (tests, debugging). */
 uint32_t kvt_decode_last_feed(uint64_t *dst, const int32_t **ids);
 
+/* Dead blocks (profiler/decode_fresh.c; docs/profiler.md "Dead blocks").
+ * A step that takes a block fresh writes its first token now: whatever the
+ * block held before is dead (no kernel reads a position before it is
+ * written). kvtier can then let the driver drop those bytes instead of
+ * moving them (cuMemDiscardBatchAsync) — but only where it knows, from
+ * the server's own kernel parameters, exactly which bytes a block id owns:
+ * a wrong stride would drop live KV. So three facts must chain:
+ *  - kvt_decode_link_slots: the slot mapping at device address slots is
+ *    computed from the table fed for dst, block_size tokens a block (the
+ *    slot-mapping kernel names both);
+ *  - kvt_decode_kv_write: a cache-write kernel writes KV tensor base
+ *    through that slot mapping, its blocks stride bytes apart (its own
+ *    block stride and element size);
+ *  - kvt_decode_fresh: this step took ids[0..n) of dst's table fresh.
+ * The dead ranges are the fresh ids' [base + id * stride, + stride) of each
+ * tensor written through a slot mapping of dst with the same block size,
+ * runs of ids merged, shrunk inward to KVT_DEAD_ALIGN, inside the tensor's
+ * tracked range. They wait, per thread, for kvt_decode_take_dead (the step
+ * prefetch, tier/discard.c), which drops them on the step's stream before
+ * its kernels write them. */
+#define KVT_DEAD_KV        1024        /* KV tensors whose block stride is known */
+#define KVT_DEAD_LINKS     16          /* slot mappings linked to a table */
+#define KVT_DEAD_RANGES    16384       /* dead ranges kept per thread until taken */
+#define KVT_DEAD_ALIGN     (64u << 10) /* a range is shrunk to whole 64 KiB pages */
+void kvt_decode_link_slots(uint64_t slots, uint64_t dst, uint32_t block_size);
+void kvt_decode_kv_write(uint64_t base, uint64_t stride, uint64_t slots, uint32_t block_size);
+void kvt_decode_fresh(uint64_t dst, int32_t *ids, uint32_t n);
+/* The table a slot mapping linked to dst, its block size in *bs: 1, or 0
+ * when none (or its link is no longer certain). */
+int kvt_decode_slots_table(uint64_t dst, uint32_t *bs);
+/* decode_vllm.c's: the fresh-block reasoning stopped on mismatches (1
+ * once, for the warning). */
+int kvt_decode_fresh_stopped(void);
+/* This thread's dead ranges since it last took them: addr[i], bytes[i]
+ * (valid until the thread's next decoder launch), and how many. */
+uint32_t kvt_decode_take_dead(const uint64_t **addr, const uint64_t **bytes);
+/* decode.c's: the dead ranges' counters into out; forget them all. */
+struct kvt_decode_info;
+void kvt_decode_dead_info(struct kvt_decode_info *out);
+void kvt_decode_dead_reset(void);
+
 /* The migrator's epoch: the warnings of decoders switched off. */
 void kvt_decode_poll(void);
 
@@ -95,6 +143,10 @@ struct kvt_decode_info {
 	uint64_t fed;               /* tables fed to the tables source */
 	uint64_t mismatches;
 	uint32_t off;               /* bit i: decoder i is switched off */
+	uint64_t fresh;             /* blocks steps took fresh (their first token written then) */
+	uint64_t dead;              /* dead ranges handed to the step prefetch */
+	uint64_t dead_bytes;        /* their bytes */
+	uint64_t kv_known;          /* KV tensors whose block stride a cache write gave */
 };
 void kvt_decode_info(struct kvt_decode_info *out);
 /* The decoders, in their bit order, and how many. */

@@ -21,6 +21,30 @@
  * destination the attention kernels name. A row it has not seen written
  * from column 0 up to what the step reads gives only its known part.
  *
+ * The blocks a step takes fresh (decode.h, "Dead blocks"), from what the
+ * same kernels carry (vllm/v1/worker/gpu/states.py, input_batch.py):
+ *  - num_computed_tokens is a device tensor (a StagedWriteTensor, one int32
+ *    per request state) written from the host only when a request is
+ *    added, by the same _apply_write_kernel (stride 1): its shadow here is
+ *    a table of one column. After each step the GPU adds the step's query
+ *    length (_post_update_kernel; less the rejected drafts of speculative
+ *    decoding, which this never sees: its count can only run ahead, which
+ *    names fewer blocks fresh, never more).
+ *  - _prepare_pos_seq_lens_kernel(pos, seq_lens, idx_mapping,
+ *    query_start_loc, num_computed_tokens, max_num_reqs), grid (requests +
+ *    1,): for request i, row idx_mapping[i] (uploaded) has c tokens
+ *    computed (the shadow) and computes q = query_start_loc[i+1] -
+ *    query_start_loc[i] (uploaded) now; the shadow then moves to c + q.
+ *  - _compute_slot_mapping_kernel(num_tokens, max_num_tokens,
+ *    query_start_loc, positions, block_table, block_table_stride,
+ *    block_size, slot_mapping) links the slot mapping to the table and
+ *    gives the block size (kvt_decode_link_slots).
+ * At the gather with the same idx_mapping, the blocks of row idx_mapping[i]
+ * from the first that starts at or after c up to the one holding token
+ * c + q - 1 are fresh: none of their tokens was computed before. A row
+ * needing more blocks than num_blocks gives is a mismatch of this
+ * reasoning: it stops (one warning), the table feed goes on.
+ *
  * Mismatches (decode.h): a stride out of range or changed for a table, a
  * row index past KVT_DECODE_ROWS, a write past its row, cu_lens that
  * decrease, a gather of more ids than its row holds. */
@@ -52,6 +76,19 @@ struct shadow {
 
 static struct shadow sh[TABLES];
 static __thread int32_t *feed;      /* the ids handed to the tables source */
+
+/* The step's requests as the prep kernel saw them, for the gather with the
+ * same idx_mapping. c[i] < 0: the row's computed count is not known. */
+struct pending {
+	uint64_t map;
+	uint32_t n;
+	int32_t row[ROWS], c[ROWS], q[ROWS];
+	int32_t fresh[FEED_IDS];
+};
+static __thread struct pending *pend;
+static uint32_t fresh_misses;       /* atomic */
+static int fresh_off;               /* atomic: the fresh blocks stopped for good */
+static int fresh_warned;            /* atomic */
 
 static void drop(struct shadow *s)
 {
@@ -167,6 +204,112 @@ out:
 	return r;
 }
 
+/* The block size the slot mapping computed from table dst uses; 0 when
+ * no slot-mapping kernel linked them yet. */
+static uint32_t vllm_block_size(uint64_t dst)
+{
+	uint32_t bs = 0;
+	return kvt_decode_slots_table(dst, &bs) ? bs : 0;
+}
+
+/* Request i of the pending batch, whose row holds ids e[0..valid) of which
+ * the step reads nb: its fresh ids appended to pd->fresh. 1 when the row
+ * cannot hold the tokens the step computes (a mismatch), else 0. */
+static int fresh_of(struct pending *pd, uint32_t i, uint32_t bs, uint32_t nb, const int32_t *e,
+		    uint32_t valid, uint32_t *nfresh)
+{
+	uint64_t c = (uint64_t)pd->c[i], end = c + (uint64_t)pd->q[i];
+	uint64_t need = (end + bs - 1) / bs, j = (c + bs - 1) / bs;
+	if (need > nb)
+		return 1;
+	for (; j < need && j < valid && *nfresh < FEED_IDS; j++)
+		pd->fresh[(*nfresh)++] = e[j];
+	return 0;
+}
+
+static void fresh_miss(void)
+{
+	if (__atomic_add_fetch(&fresh_misses, 1, __ATOMIC_RELAXED) >= KVT_DECODE_MISMATCHES)
+		__atomic_store_n(&fresh_off, 1, __ATOMIC_RELAXED);
+}
+
+int kvt_decode_fresh_stopped(void)
+{
+	return __atomic_load_n(&fresh_off, __ATOMIC_RELAXED) &&
+	       !__atomic_exchange_n(&fresh_warned, 1, __ATOMIC_RELAXED);
+}
+
+/* _prepare_pos_seq_lens_kernel(pos, seq_lens, idx_mapping, query_start_loc,
+ * num_computed_tokens, max_num_reqs), grid (requests + 1,). */
+static int prep_launch(const uint64_t *p, unsigned gx, uint64_t stream)
+{
+	(void)stream;
+	uint64_t map = p[2], cuq = p[3], computed = p[4];
+	if (gx < 2 || __atomic_load_n(&fresh_off, __ATOMIC_RELAXED))
+		return 0;
+	uint32_t n = gx - 1;
+	if (n > ROWS)
+		return -1;
+	if (!pend) {
+		void *m = kvt_sys_map_own(sizeof *pend, MAP_NORESERVE);
+		if (m == MAP_FAILED)
+			return 0;
+		pend = m;
+	}
+	struct pending *pd = pend;
+	pd->map = 0;
+	struct shadow *s = hold(computed, 0);
+	if (!s)
+		return 0;                           /* no staged write seen to it yet */
+	int r = 0;
+	if (s->stride != 1) {
+		r = -1;
+		goto out;
+	}
+	uint32_t rows = max_rows(s);
+	for (uint32_t i0 = 0; i0 < n; i0 += BATCH) {
+		uint32_t k = n - i0 < BATCH ? n - i0 : BATCH;
+		int32_t ri[BATCH], cq[BATCH + 1];
+		if (kvt_decode_staged(map + 4ull * i0, ri, 4ull * k) != 4ull * k ||
+		    kvt_decode_staged(cuq + 4ull * i0, cq, 4ull * (k + 1)) != 4ull * (k + 1))
+			goto out;                   /* the uploads not seen: nothing pending */
+		for (uint32_t i = 0; i < k; i++) {
+			int32_t row = ri[i], q = cq[i + 1] - cq[i];
+			if (row < 0 || (uint32_t)row >= rows || q < 0) {
+				r = -1;
+				goto out;
+			}
+			pd->row[i0 + i] = row;
+			pd->q[i0 + i] = q;
+			pd->c[i0 + i] = -1;
+			if (s->valid[row] >= 1 && s->e[row] >= 0) {
+				pd->c[i0 + i] = s->e[row];
+				s->e[row] += q;     /* as _post_update_kernel will */
+			}
+		}
+	}
+	pd->n = n;
+	pd->map = map;
+out:
+	if (r < 0)
+		memset(s->valid, 0, sizeof s->valid);
+	drop(s);
+	return r;
+}
+
+/* _compute_slot_mapping_kernel(num_tokens, max_num_tokens, query_start_loc,
+ * positions, block_table, block_table_stride, block_size, slot_mapping). */
+static int slots_launch(const uint64_t *p, unsigned gx, uint64_t stream)
+{
+	(void)gx;
+	(void)stream;
+	int32_t bs = (int32_t)(uint32_t)p[6];
+	if (bs <= 0 || bs > 65536)
+		return -1;
+	kvt_decode_link_slots(p[7], p[4], (uint32_t)bs);
+	return 0;
+}
+
 /* _gather_block_tables_kernel(idx_mapping, block_table, input_block_tables,
  * stride, num_blocks), grid (requests,). */
 static int gather_launch(const uint64_t *p, unsigned gx, uint64_t stream)
@@ -177,11 +320,18 @@ static int gather_launch(const uint64_t *p, unsigned gx, uint64_t stream)
 	memcpy(&stride, &p[3], 8);
 	if (!gx)
 		return 0;
+	/* the prep kernel's view of this batch */
+	struct pending *pd = pend && pend->map == map && pend->n == gx &&
+			     !__atomic_load_n(&fresh_off, __ATOMIC_RELAXED) ? pend : NULL;
+	uint32_t bs = 0, nfresh = 0;
+	int bad = 0;
 	struct shadow *s = hold(table, 0);
 	if (!s)
 		return 0;                           /* no write seen to it yet */
 	int r = 0;
 	uint32_t nfed = 0;
+	if (pd)
+		bs = vllm_block_size(dst);
 	if (stride != s->stride || gx > ROWS) {
 		r = -1;
 		goto out;
@@ -227,6 +377,10 @@ static int gather_launch(const uint64_t *p, unsigned gx, uint64_t stream)
 				k = FEED_IDS - nfed;
 			memcpy(feed + nfed, s->e + (size_t)row * (size_t)stride, 4ull * k);
 			nfed += k;
+			if (bs && !bad && pd->row[i0 + i] == row && pd->c[i0 + i] >= 0)
+				bad = fresh_of(pd, i0 + i, bs, (uint32_t)nb,
+					       s->e + (size_t)row * (size_t)stride, s->valid[row],
+					       &nfresh);
 		}
 	}
 out:
@@ -234,14 +388,32 @@ out:
 		memset(s->valid, 0, sizeof s->valid);
 	drop(s);
 	kvt_decode_consume(map);
+	if (pd)
+		pd->map = 0;                        /* one gather per prep */
+	if (bad)
+		fresh_miss();
+	else if (r >= 0 && nfresh)
+		kvt_decode_fresh(dst, pd->fresh, nfresh);
 	if (r < 0 || !nfed)
 		return r;
 	kvt_decode_feed(dst, feed, nfed);
 	return 1;
 }
 
+/* The fresh blocks' state (the prep and slot-mapping decoders'): the
+ * shadows stay. */
+static void reset_fresh(void)
+{
+	__atomic_store_n(&fresh_misses, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&fresh_off, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&fresh_warned, 0, __ATOMIC_RELAXED);
+	if (pend)
+		pend->map = 0;
+}
+
 static void reset(void)
 {
+	reset_fresh();
 	for (int i = 0; i < TABLES; i++) {
 		struct shadow *s = &sh[i];
 		if (__atomic_exchange_n(&s->busy, 1, __ATOMIC_ACQUIRE))
@@ -269,4 +441,24 @@ const struct kvt_decoder kvt_dec_vllm_v2_gather = {
 	.nparams = 5,
 	.launch = gather_launch,
 	.reset = reset,
+};
+
+const struct kvt_decoder kvt_dec_vllm_v2_prep = {
+	.name = "vllm_v2_prep",
+	.kernel = "_prepare_pos_seq_lens_kernel",
+	.follows = "vLLM Model Runner V2, vllm/v1/worker/gpu/input_batch.py",
+	.nparams = 6,
+	.four = 1u << 5,
+	.launch = prep_launch,
+	.reset = reset_fresh,
+};
+
+const struct kvt_decoder kvt_dec_vllm_v2_slots = {
+	.name = "vllm_v2_slots",
+	.kernel = "_compute_slot_mapping_kernel",
+	.follows = "vLLM Model Runner V2, vllm/v1/worker/gpu/block_table.py @00bd149",
+	.nparams = 8,
+	.four = 1u << 0 | 1u << 1 | 1u << 6,
+	.launch = slots_launch,
+	.reset = reset_fresh,
 };

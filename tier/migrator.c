@@ -23,6 +23,7 @@
 #include "admit.h"
 #include "floor.h"
 #include "step.h"
+#include "discard.h"
 #include "../profiler/decode.h"
 #include "../profiler/evclass.h"
 #include "../profiler/evidence.h"
@@ -340,6 +341,7 @@ void kvt_migrator_after_fork(void)
 		kvt_evc_reset();
 		kvt_floor_reset();
 		kvt_step_reset();
+		kvt_discard_reset();
 	}
 }
 
@@ -940,9 +942,12 @@ void kvt_migrator_trace_counters(void)
 	struct kvt_decode_info di;
 	kvt_decode_info(&di);
 	snprintf(val, sizeof val, "functions=%llu matched=%llu launches=%llu fed=%llu "
-		 "mismatches=%llu off=%#x", (unsigned long long)di.functions,
+		 "mismatches=%llu off=%#x fresh=%llu kv_known=%llu dead=%llu dead_bytes=%llu",
+		 (unsigned long long)di.functions,
 		 (unsigned long long)di.matched, (unsigned long long)di.launches,
-		 (unsigned long long)di.fed, (unsigned long long)di.mismatches, (unsigned)di.off);
+		 (unsigned long long)di.fed, (unsigned long long)di.mismatches, (unsigned)di.off,
+		 (unsigned long long)di.fresh, (unsigned long long)di.kv_known,
+		 (unsigned long long)di.dead, (unsigned long long)di.dead_bytes);
 	kvt_trace_info("prof.decode", val);
 	uint64_t en[KVT_EVC__COUNT], eb[KVT_EVC__COUNT];
 	kvt_evc_totals(en, eb);
@@ -954,4 +959,5 @@ void kvt_migrator_trace_counters(void)
 				       (unsigned long long)(eb[c] >> 20));
 	kvt_trace_info("evidence.classes", val);
 	kvt_step_trace_counters();
+	kvt_discard_trace_counters();
 }

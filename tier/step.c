@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "step.h"
+#include "discard.h"
 #include "migrator.h"
 #include "kvtier/api.h"
 #include "kvtier/planner.h"
@@ -599,6 +600,7 @@ static void run_step(struct step *x, uint32_t mask, uint64_t s)
 
 void kvt_step_after_copy(uint64_t stream)
 {
+	kvt_discard_step(stream);       /* before the step's kernels, and its own prefetch */
 	uint32_t mask = kvt_tables_step_take();
 	if (!mask || !kvt_opt.step_prefetch || !names())
 		return;

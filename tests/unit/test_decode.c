@@ -28,7 +28,16 @@
 #define MAP       (DEV_LO + 0x40000)   /* idx_mapping, uploaded each step */
 #define STRIDE    8                    /* ids per row */
 
-enum { F_APPLY = 0x100, F_GATHER = 0x200, F_OTHER = 0x300, F_APPLY5 = 0x400 };
+#define NCOMP     (DEV_LO + 0x50000)   /* num_computed_tokens (a device tensor) */
+#define CUQ       (DEV_LO + 0x60000)   /* query_start_loc, uploaded each step */
+#define SLOTS     (DEV_LO + 0x70000)   /* the slot mapping, computed on the GPU */
+#define BLK       32768ull             /* bytes a block of K (or V): 16 tokens */
+#define VOFF      (32ull << 20)        /* V's tensor, past K's in the KV range */
+
+enum { F_APPLY = 0x100, F_GATHER = 0x200, F_OTHER = 0x300, F_APPLY5 = 0x400, F_PREP = 0x500,
+       F_SLOTS = 0x600, F_CACHE = 0x700, F_CACHE8 = 0x800 };
+#define CACHE16 "_Z30reshape_and_cache_flash_kernelI13__nv_bfloat16S0_L18Fp8KVCacheDataType0EEvPKT_S4_PT0_S6_PKllllllllPKfSA_i"
+#define CACHE8  "_Z30reshape_and_cache_flash_kernelI13__nv_bfloat16hL18Fp8KVCacheDataType1EEvPKT_S4_PT0_S6_PKllllllllPKfSA_i"
 
 static int on_device(uint64_t a)
 {
@@ -41,16 +50,23 @@ static int names(uint64_t f, const char **name)
 	case F_APPLY: case F_APPLY5: *name = "_apply_write_kernel"; return 0;
 	case F_GATHER: *name = "_gather_block_tables_kernel"; return 0;
 	case F_OTHER: *name = "flash_fwd_kernel"; return 0;
+	case F_PREP: *name = "_prepare_pos_seq_lens_kernel"; return 0;
+	case F_SLOTS: *name = "_compute_slot_mapping_kernel"; return 0;
+	case F_CACHE: *name = CACHE16; return 0;
+	case F_CACHE8: *name = CACHE8; return 0;
 	}
 	return -1;
 }
 
 static int sizes(uint64_t f, unsigned i, size_t *size)
 {
-	unsigned n = f == F_APPLY ? 6 : f == F_GATHER ? 5 : f == F_APPLY5 ? 5 : 3;
+	unsigned n = f == F_APPLY ? 6 : f == F_GATHER ? 5 : f == F_APPLY5 ? 5 : f == F_PREP ? 6
+		   : f == F_SLOTS ? 8 : f == F_CACHE || f == F_CACHE8 ? 15 : 3;
+	uint32_t four = f == F_PREP ? 1u << 5 : f == F_SLOTS ? 1u << 0 | 1u << 1 | 1u << 6
+		      : f == F_CACHE || f == F_CACHE8 ? 1u << 10 | 1u << 11 | 1u << 12 : 0;
 	if (i >= n)
 		return 1;
-	*size = 8;
+	*size = four >> i & 1 ? 4 : 8;
 	return 0;
 }
 
@@ -80,9 +96,11 @@ struct wr {
 	int32_t ids[8];
 };
 
-/* The step's apply_staged_writes: the upload of the ids, then the kernel
- * (upload = 0: the upload is not seen). Returns the launch's answer. */
-static int apply_with(uint64_t func, const struct wr *w, unsigned nw, int upload)
+/* The step's apply_staged_writes into out (stride ids a row): the upload
+ * of the ids, then the kernel (upload = 0: the upload is not seen).
+ * Returns the launch's answer. */
+static int apply_to(uint64_t func, uint64_t out, uint64_t stride, const struct wr *w, unsigned nw,
+		    int upload)
 {
 	unsigned nid = 0;
 	u_cul[0] = 0;
@@ -95,10 +113,15 @@ static int apply_with(uint64_t func, const struct wr *w, unsigned nw, int upload
 	}
 	if (upload)
 		kvt_decode_on_copy(CONTENTS, (uint64_t)(uintptr_t)h_ids, nid * 4);
-	uint64_t p[6] = { TABLE, STRIDE, (uint64_t)(uintptr_t)u_idx, (uint64_t)(uintptr_t)u_starts,
+	uint64_t p[6] = { out, stride, (uint64_t)(uintptr_t)u_idx, (uint64_t)(uintptr_t)u_starts,
 			  CONTENTS, (uint64_t)(uintptr_t)u_cul };
 	void *params[6] = { &p[0], &p[1], &p[2], &p[3], &p[4], &p[5] };
 	return kvt_decode_on_launch(func, params, nw, 0);
+}
+
+static int apply_with(uint64_t func, const struct wr *w, unsigned nw, int upload)
+{
+	return apply_to(func, TABLE, STRIDE, w, nw, upload);
 }
 
 static int apply(const struct wr *w, unsigned nw)
@@ -284,6 +307,230 @@ static void test_bad_pointers_harmless(void)
 	CU_ASSERT_EQUAL(di.fed, 0);
 }
 
+/* ---- dead blocks (decode.h "Dead blocks") ---- */
+
+static int32_t h_cuq[17];
+
+/* The prep kernel for rows[0..n), q[i] tokens each (query_start_loc and
+ * idx_mapping uploaded first, as the persona does). */
+static int prep(const int32_t *rows, const int32_t *q, unsigned n)
+{
+	h_cuq[0] = 0;
+	for (unsigned i = 0; i < n; i++) {
+		h_map[i] = rows[i];
+		h_cuq[i + 1] = h_cuq[i] + q[i];
+	}
+	kvt_decode_on_copy(MAP, (uint64_t)(uintptr_t)h_map, n * 4);
+	kvt_decode_on_copy(CUQ, (uint64_t)(uintptr_t)h_cuq, (n + 1) * 4);
+	uint64_t p[6] = { DEV_LO + 0x80000, DEV_LO + 0x90000, MAP, CUQ, NCOMP, 64 };
+	void *params[6] = { &p[0], &p[1], &p[2], &p[3], &p[4], &p[5] };
+	return kvt_decode_on_launch(F_PREP, params, n + 1, 0);
+}
+
+static void slots(uint64_t table, int32_t bs)
+{
+	uint64_t p[8] = { 4, 4, CUQ, DEV_LO + 0x80000, table, STRIDE, (uint32_t)bs, SLOTS };
+	void *params[8] = { &p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &p[6], &p[7] };
+	CU_ASSERT_EQUAL(kvt_decode_on_launch(F_SLOTS, params, 3, 0), 0);
+}
+
+/* reshape_and_cache_flash of one layer: K at k, V at v, blocks of
+ * block_stride elements (bf16) */
+static void cache(uint64_t func, uint64_t k, uint64_t v, int64_t block_stride)
+{
+	uint64_t p[15] = { DEV_LO + 0xa0000, DEV_LO + 0xb0000, k, v, SLOTS, (uint64_t)block_stride,
+			   1024, 1024, 1024, 1024, 1, 1024, 16, 0, 0 };
+	void *params[15];
+	for (int i = 0; i < 15; i++)
+		params[i] = &p[i];
+	CU_ASSERT_EQUAL(kvt_decode_on_launch(func, params, 4, 0), 0);
+}
+
+static uint32_t dead(const uint64_t **a, const uint64_t **b)
+{
+	return kvt_decode_take_dead(a, b);
+}
+
+/* A server's first step names every kernel; its writes are not seen. */
+static void first_step_all(void)
+{
+	first_step();
+	CU_ASSERT_EQUAL(prep(IDS(0), IDS(0), 0), 0);
+	slots(INPUT, 16);
+	cache(F_CACHE, KV, KV + VOFF, BLK / 2);
+}
+
+/* Step 1: requests in rows 0 and 1 start (row 0 with 32 tokens cached, 2
+ * blocks; row 1 with none) and prefill; row 2 starts with 16 cached. */
+static void step_one(void)
+{
+	struct wr nc[] = { { 0, 0, 1, { 32 } }, { 1, 0, 1, { 0 } }, { 2, 0, 1, { 16 } } };
+	CU_ASSERT_EQUAL(apply_to(F_APPLY, NCOMP, 1, nc, 3, 1), 0);
+	/* row 0: 60 tokens, blocks 10..13; row 1: 32, blocks 20 21; row 2: 64,
+	 * blocks 30..33 */
+	struct wr t[] = { { 0, 0, 4, { 10, 11, 12, 13 } }, { 1, 0, 2, { 20, 21 } },
+			  { 2, 0, 4, { 30, 31, 32, 33 } } };
+	CU_ASSERT_EQUAL(apply(t, 3), 0);
+	CU_ASSERT_EQUAL(prep(IDS(0, 1, 2), IDS(28, 32, 48), 3), 0);
+}
+
+static void test_dead_blocks(void)
+{
+	setup();
+	first_step_all();
+	const int32_t *got;
+	const uint64_t *a, *b;
+	uint32_t n;
+	step_one();
+	CU_ASSERT_EQUAL(gather(IDS(0, 1, 2), IDS(4, 2, 4), 3, &got, &n), 1);
+	same(got, n, IDS(10, 11, 12, 13, 20, 21, 30, 31, 32, 33), 10);
+	/* fresh: row 0's 12 13 (tokens 32..59), row 1's 20 21, row 2's 31..33;
+	 * dead where whole 64 KiB pages are: blocks 12-13 (768..832 KiB), 20-21
+	 * (1280..1344), 32-33 (1024..1088; 31 shares its page with 30) */
+	n = dead(&a, &b);
+	CU_ASSERT_EQUAL_FATAL(n, 6);
+	uint64_t want[] = { 12 * BLK, 20 * BLK, 32 * BLK };
+	for (unsigned t = 0; t < 2; t++)
+		for (unsigned i = 0; i < 3; i++) {
+			CU_ASSERT_EQUAL(a[3 * t + i], KV + t * VOFF + want[i]);
+			CU_ASSERT_EQUAL(b[3 * t + i], 2 * BLK);
+		}
+	CU_ASSERT_EQUAL(dead(&a, &b), 0);                /* taken */
+	struct kvt_decode_info di;
+	kvt_decode_info(&di);
+	CU_ASSERT_EQUAL(di.fresh, 7);
+	CU_ASSERT_EQUAL(di.kv_known, 2);
+	CU_ASSERT_EQUAL(di.dead_bytes, 6 * 2 * BLK);
+	/* step 2: decodes; row 1 (32 computed) writes token 32 into a new block
+	 * 22 (appended), row 0 (60) and row 2 (64: block 34 appended) */
+	struct wr t2[] = { { 1, 2, 1, { 22 } }, { 2, 4, 1, { 34 } } };
+	CU_ASSERT_EQUAL(apply(t2, 2), 0);
+	CU_ASSERT_EQUAL(prep(IDS(0, 1, 2), IDS(1, 1, 1), 3), 0);
+	CU_ASSERT_EQUAL(gather(IDS(0, 1, 2), IDS(4, 3, 5), 3, &got, &n), 1);
+	kvt_decode_info(&di);
+	CU_ASSERT_EQUAL(di.fresh, 9);                    /* 22 and 34 */
+	n = dead(&a, &b);                                /* 22 shares a page with 23, 34 with 35 */
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT_EQUAL(di.mismatches, 0);
+}
+
+/* What must hold before anything is called dead: the block size (a slot
+ * mapping linked to the table), a KV tensor written through it with a
+ * stride, the row's computed count. Without one, nothing is. */
+static void test_dead_needs_every_link(void)
+{
+	const int32_t *got;
+	const uint64_t *a, *b;
+	uint32_t n;
+	/* no cache write seen: fresh blocks, but no tensor to drop them in */
+	setup();
+	first_step();
+	CU_ASSERT_EQUAL(prep(IDS(0), IDS(0), 0), 0);
+	slots(INPUT, 16);
+	step_one();
+	CU_ASSERT_EQUAL(gather(IDS(0, 1, 2), IDS(4, 2, 4), 3, &got, &n), 1);
+	CU_ASSERT_EQUAL(dead(&a, &b), 0);
+	struct kvt_decode_info di;
+	kvt_decode_info(&di);
+	CU_ASSERT_EQUAL(di.fresh, 7);
+	/* no slot mapping linked: no block size, nothing fresh */
+	setup();
+	first_step();
+	CU_ASSERT_EQUAL(prep(IDS(0), IDS(0), 0), 0);
+	cache(F_CACHE, KV, KV + VOFF, BLK / 2);
+	step_one();
+	CU_ASSERT_EQUAL(gather(IDS(0, 1, 2), IDS(4, 2, 4), 3, &got, &n), 1);
+	kvt_decode_info(&di);
+	CU_ASSERT_EQUAL(di.fresh, 0);
+	/* the computed counts' writes not seen (not uploaded): nothing fresh */
+	setup();
+	first_step_all();
+	struct wr nc[] = { { 0, 0, 1, { 32 } } };
+	CU_ASSERT_EQUAL(apply_to(F_APPLY, NCOMP, 1, nc, 1, 0), 0);
+	struct wr t[] = { { 0, 0, 4, { 10, 11, 12, 13 } } };
+	CU_ASSERT_EQUAL(apply(t, 1), 0);
+	CU_ASSERT_EQUAL(prep(IDS(0), IDS(28), 1), 0);
+	CU_ASSERT_EQUAL(gather(IDS(0), IDS(4), 1, &got, &n), 1);
+	kvt_decode_info(&di);
+	CU_ASSERT_EQUAL(di.fresh, 0);
+	/* an fp8 cache (1-byte elements) is not read: no stride known */
+	setup();
+	first_step();
+	CU_ASSERT_EQUAL(prep(IDS(0), IDS(0), 0), 0);
+	slots(INPUT, 16);
+	cache(F_CACHE8, KV, KV + VOFF, BLK);
+	step_one();
+	CU_ASSERT_EQUAL(gather(IDS(0, 1, 2), IDS(4, 2, 4), 3, &got, &n), 1);
+	CU_ASSERT_EQUAL(dead(&a, &b), 0);
+	kvt_decode_info(&di);
+	CU_ASSERT_EQUAL(di.kv_known, 0);
+}
+
+/* Facts that change or contradict are never used again: a tensor seen with
+ * another stride, a slot mapping linked to another table, K and V
+ * interleaved (V's base half a block from K's: a block's stride from V
+ * would reach into the next block's K). */
+static void test_dead_uncertain_never(void)
+{
+	const int32_t *got;
+	const uint64_t *a, *b;
+	uint32_t n;
+	setup();
+	first_step_all();
+	cache(F_CACHE, KV, KV + VOFF, BLK);             /* a second stride */
+	step_one();
+	CU_ASSERT_EQUAL(gather(IDS(0, 1, 2), IDS(4, 2, 4), 3, &got, &n), 1);
+	CU_ASSERT_EQUAL(dead(&a, &b), 0);
+	setup();
+	first_step_all();
+	slots(TABLE, 16);                                /* linked to another table too */
+	slots(INPUT, 16);
+	step_one();
+	CU_ASSERT_EQUAL(gather(IDS(0, 1, 2), IDS(4, 2, 4), 3, &got, &n), 1);
+	CU_ASSERT_EQUAL(dead(&a, &b), 0);
+	setup();
+	first_step();
+	CU_ASSERT_EQUAL(prep(IDS(0), IDS(0), 0), 0);
+	slots(INPUT, 16);
+	cache(F_CACHE, KV, KV + BLK / 2, BLK / 2);
+	step_one();
+	CU_ASSERT_EQUAL(gather(IDS(0, 1, 2), IDS(4, 2, 4), 3, &got, &n), 1);
+	CU_ASSERT_EQUAL(dead(&a, &b), 0);
+	struct kvt_decode_info di;
+	kvt_decode_info(&di);
+	CU_ASSERT_EQUAL(di.fresh, 7);                    /* fresh, but nowhere certain */
+}
+
+/* A row that cannot hold the tokens its step computes (num_blocks says
+ * fewer than c + q need) contradicts the reasoning: nothing is fresh that
+ * step, and KVT_DECODE_MISMATCHES of them stop it for good, with one
+ * warning; the table feed goes on. */
+static void test_dead_mismatch_stops(void)
+{
+	setup();
+	first_step_all();
+	const int32_t *got;
+	const uint64_t *a, *b;
+	uint32_t n;
+	struct wr nc[] = { { 0, 0, 1, { 32 } } };
+	CU_ASSERT_EQUAL(apply_to(F_APPLY, NCOMP, 1, nc, 1, 1), 0);
+	struct wr t[] = { { 0, 0, 4, { 10, 11, 12, 13 } } };
+	CU_ASSERT_EQUAL(apply(t, 1), 0);
+	for (unsigned i = 0; i < KVT_DECODE_MISMATCHES; i++) {
+		CU_ASSERT_EQUAL(kvt_decode_fresh_stopped(), 0);
+		CU_ASSERT_EQUAL(prep(IDS(0), IDS(100), 1), 0);   /* 132 tokens in 4 blocks */
+		CU_ASSERT_EQUAL(gather(IDS(0), IDS(4), 1, &got, &n), 1);
+		same(got, n, IDS(10, 11, 12, 13), 4);
+		CU_ASSERT_EQUAL(dead(&a, &b), 0);
+	}
+	CU_ASSERT_EQUAL(kvt_decode_fresh_stopped(), 1);     /* once */
+	CU_ASSERT_EQUAL(kvt_decode_fresh_stopped(), 0);
+	struct kvt_decode_info di;
+	kvt_decode_info(&di);
+	CU_ASSERT_EQUAL(di.fresh, 0);
+	CU_ASSERT_EQUAL(di.off, 0);                      /* no decoder switched off */
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -292,6 +539,10 @@ int main(void)
 		{ "a decoder's kernel by name and layout", test_name_and_layout },
 		{ "mismatches switch a decoder off", test_mismatch_switches_off },
 		{ "bad pointers are harmless", test_bad_pointers_harmless },
+		{ "dead blocks: fresh ids to whole pages of K and V", test_dead_blocks },
+		{ "dead blocks need every link", test_dead_needs_every_link },
+		{ "dead blocks: nothing uncertain is used", test_dead_uncertain_never },
+		{ "dead blocks: a mismatch stops them", test_dead_mismatch_stops },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {

@@ -15,10 +15,12 @@
 #include <string.h>
 
 #include "kvt_test.h"
+#include "../profiler/decode.h"
 #include "../profiler/evidence.h"
 #include "../profiler/heat.h"
 #include "../profiler/tables.h"
 #include "../../tier/step.c"
+#include "../../tier/discard.c"
 
 #define KVT_SHIM_STUB_SUITE "the step suite"
 #include "shim_stubs.h"
@@ -62,6 +64,25 @@ CUresult kvt_cuda_prefetch(CUdeviceptr p, size_t bytes, CUmemLocationType type, 
 	if (nr_calls < 4096)
 		calls[nr_calls++] = (struct call){ p, bytes, type, (uint64_t)(uintptr_t)s };
 	return fail ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+/* cuMemDiscardBatchAsync: the ranges of each call, in order */
+static struct call dcalls[256];
+static unsigned nr_dcalls, nr_dbatches;
+static int dcan = 1, dfail;
+
+int kvt_cuda_can_discard(void)
+{
+	return dcan;
+}
+
+CUresult kvt_cuda_discard(const uint64_t *addr, const uint64_t *bytes, size_t n, CUstream s)
+{
+	nr_dbatches++;
+	for (size_t i = 0; i < n && nr_dcalls < 256; i++)
+		dcalls[nr_dcalls++] = (struct call){ addr[i], bytes[i], CU_MEM_LOCATION_TYPE_INVALID,
+						     (uint64_t)(uintptr_t)s };
+	return dfail ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 int kvt_cuda_stream_capturing(CUstream s)
@@ -745,9 +766,77 @@ static void test_capturing_option_failure(void)
 	CU_ASSERT_EQUAL(si.pages, 0);
 }
 
+/* Dead ranges a decoder found (profiler/decode_fresh.c) are dropped on the
+ * step's stream before anything else, once each; never while capturing,
+ * without the driver call, or with KVTIER_DISCARD=0 (counted as skipped);
+ * a failed call stops it for good. */
+static void dead_pages(const int32_t *ids, uint32_t n)
+{
+	int32_t v[8];
+	memcpy(v, ids, 4ull * n);
+	kvt_decode_link_slots(DEV_LO + 0x9000, DEV_LO + 0xa000, 16);
+	kvt_decode_kv_write(KV, S, DEV_LO + 0x9000, 16);
+	kvt_decode_fresh(DEV_LO + 0xa000, v, n);
+}
+
+static void test_dead_discarded(void)
+{
+	setup();
+	kvt_decode_reset();
+	kvt_discard_reset();
+	nr_dcalls = nr_dbatches = 0;
+	dcan = 1;
+	dfail = 0;
+	kvt_opt.discard = 1;
+	dead_pages((const int32_t[]){ 5, 2, 3 }, 3);       /* blocks 2-3: one 64 KiB page */
+	kvt_step_after_copy(STREAM);
+	CU_ASSERT_EQUAL_FATAL(nr_dcalls, 1);
+	CU_ASSERT_EQUAL(dcalls[0].addr, KV + 2 * S);
+	CU_ASSERT_EQUAL(dcalls[0].bytes, 2 * S);
+	CU_ASSERT_EQUAL(dcalls[0].stream, STREAM);
+	kvt_step_after_copy(STREAM);                       /* taken: not again */
+	CU_ASSERT_EQUAL(nr_dcalls, 1);
+	struct kvt_discard_info di;
+	kvt_discard_info(&di);
+	CU_ASSERT_EQUAL(di.calls, 1);
+	CU_ASSERT_EQUAL(di.ranges, 1);
+	CU_ASSERT_EQUAL(di.bytes, 2 * S);
+	/* capturing, no driver call, the option off: left */
+	capturing = 1;
+	dead_pages((const int32_t[]){ 8, 9 }, 2);
+	kvt_step_after_copy(STREAM);
+	capturing = 0;
+	dcan = 0;
+	dead_pages((const int32_t[]){ 8, 9 }, 2);
+	kvt_step_after_copy(STREAM);
+	dcan = 1;
+	kvt_opt.discard = 0;
+	dead_pages((const int32_t[]){ 8, 9 }, 2);
+	kvt_step_after_copy(STREAM);
+	kvt_opt.discard = 1;
+	CU_ASSERT_EQUAL(nr_dcalls, 1);
+	kvt_discard_info(&di);
+	CU_ASSERT_EQUAL(di.skipped, 3);
+	/* a failure stops it */
+	dfail = 1;
+	dead_pages((const int32_t[]){ 8, 9 }, 2);
+	kvt_step_after_copy(STREAM);
+	CU_ASSERT_EQUAL(nr_dbatches, 2);
+	dfail = 0;
+	dead_pages((const int32_t[]){ 10, 11 }, 2);
+	kvt_step_after_copy(STREAM);
+	CU_ASSERT_EQUAL(nr_dbatches, 2);                   /* stopped */
+	kvt_discard_info(&di);
+	CU_ASSERT_EQUAL(di.failed, 1);
+	CU_ASSERT_EQUAL(di.skipped, 5);
+	kvt_discard_reset();
+	kvt_decode_reset();
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
+		{ "dead ranges are dropped on the step's stream, first", test_dead_discarded },
 		{ "named far chunks go to HBM on the copy's stream, once per upload",
 		  test_named_far_chunks_promoted },
 		{ "a chunk more than half named moves whole", test_dense_chunk_whole },
