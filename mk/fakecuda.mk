@@ -35,16 +35,17 @@ $(FC_LIBCUPTI): $(FC_CUPTI_OBJS)
 FC_SUITES := $(BUILD)/tests/unit/test_fakecuda $(BUILD)/tests/unit/test_fakecuda_env \
 	     $(BUILD)/tests/unit/test_fakecuda_devices $(BUILD)/tests/unit/test_fakecuda_graphs \
 	     $(BUILD)/tests/unit/test_fakecuda_hidden $(BUILD)/tests/unit/test_fakecuda_vtime \
-	     $(BUILD)/tests/unit/test_fakecuda_kernels
+	     $(BUILD)/tests/unit/test_fakecuda_kernels $(BUILD)/tests/unit/test_fakecuda_discard
 $(FC_SUITES): $(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/kvt_test.h tests/unit/fakecuda_drv.h \
 		tests/fakecuda/fakecuda.h $(FC_LIBCUDA) $(FC_LIBCUPTI)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< -lcunit -ldl -lpthread -lm
 
-# test_fakecuda_devices, test_fakecuda_graphs and test_fakecuda_kernels also
-# dlopen the stand-in runtime (mk/fakecudart.mk).
+# test_fakecuda_devices, test_fakecuda_graphs, test_fakecuda_kernels and
+# test_fakecuda_discard also dlopen the stand-in runtime (mk/fakecudart.mk).
 $(BUILD)/tests/unit/test_fakecuda_devices $(BUILD)/tests/unit/test_fakecuda_graphs \
-$(BUILD)/tests/unit/test_fakecuda_kernels: $(BUILD)/fakecuda/libcudart.so.13
+$(BUILD)/tests/unit/test_fakecuda_kernels \
+$(BUILD)/tests/unit/test_fakecuda_discard: $(BUILD)/fakecuda/libcudart.so.13
 
 .PHONY: fakecuda
 fakecuda: $(FC_LIBCUDA) $(FC_LIBCUPTI) $(FC_SUITES)

@@ -31,6 +31,9 @@ struct fakecuda_counters {
 	uint64_t managed_resident_bytes;/* managed bytes resident in HBM now */
 	uint64_t bytes_evicted;         /* of bytes_dtoh: moved by evictions (CUPTI cause EVICTION) */
 	uint64_t bytes_fault_in;        /* of bytes_htod: moved by GPU faults (not prefetches) */
+	uint64_t discard_ops;           /* ranges discarded (cuMemDiscard{,AndPrefetch}BatchAsync) */
+	uint64_t bytes_discarded;       /* units wholly discarded x the unit (FAKECUDA_UM_PAGE) */
+	uint64_t bytes_discard_skipped; /* link bytes not moved: moves of discarded units */
 };
 
 /* Cost model (virtual clock), overridable by environment variables:

@@ -2,7 +2,8 @@
 /* CUnit suite for the SIMULATED device in virtual time (FAKECUDA_VTIME=1,
  * tests/fakecuda/cuda/fc_vt.c): operations on different engines overlap,
  * on one stream they add up, a faulting kernel stalls, a kernel waits for
- * a block still on its way in, events order streams, charged CPU time is
+ * a block still on its way in, events order streams, a discard takes no
+ * engine and no time, charged CPU time is
  * scaled by FAKECUDA_CHARGE_SCALE, and the scheduler gives one result for
  * one program whatever the host's scheduler does (children re-run with
  * random real-time delays). Kernel launches cost 1 ms here
@@ -380,6 +381,38 @@ static int child_charge(void)
 	return 0;
 }
 
+/* A discard (cuMemDiscardBatchAsync) is in its stream's order on no
+ * engine and takes no time: on a stream of its own it ends at once beside a
+ * busy copy engine; after a kernel on its stream it ends with the kernel.
+ * The discarded block's prefetch then moves it with no link time. */
+static void test_discard_no_time(void)
+{
+	__typeof__(&cuMemDiscardBatchAsync) discard = get("cuMemDiscardBatchAsync", 13000, 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(discard);
+	CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING),
+		 c = stream(CU_STREAM_NON_BLOCKING);
+	CUdeviceptr p = host_blocks(17);
+	CUdeviceptr d[1] = { p + 16 * BLK };
+	size_t s[1] = { BLK };
+	uint64_t t0 = now_ns();
+	CU_ASSERT_EQUAL(D.Prefetch(p, 16 * BLK, DEV, 0, a), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(discard(d, s, 1, 0, b), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(StreamSync(b), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(now_ns(), t0);                   /* not behind the copy engine */
+	CU_ASSERT_EQUAL(kernel(c, NULL, 0), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(discard(d, s, 1, 0, c), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(StreamSync(c), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(now_ns() - t0, LAUNCH_NS);       /* after the kernel, nothing added */
+	uint64_t htod = ctr().bytes_htod;
+	CU_ASSERT_EQUAL(D.Prefetch(d[0], BLK, DEV, 0, b), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(StreamSync(b), CUDA_SUCCESS);
+	CU_ASSERT_EQUAL(now_ns() - t0, LAUNCH_NS);       /* the engine was idle: no time */
+	CU_ASSERT_EQUAL(ctr().bytes_htod, htod);
+	CU_ASSERT_EQUAL(loc_of(d[0], NULL), CU_MEM_LOCATION_TYPE_DEVICE);
+	D.MemFree(p);
+	done();
+}
+
 static void test_scheduler_reproducible(void)
 {
 	static struct kvt_child c1, c2, c3;
@@ -426,6 +459,7 @@ static CU_TestInfo tests_vt[] = {
 	{ "a kernel waits for a block in flight", test_waits_for_block_in_flight },
 	{ "events order streams", test_event_orders_streams },
 	{ "a fault shares a busy link", test_fault_shares_link },
+	{ "a discard takes no engine and no time", test_discard_no_time },
 	{ "one result whatever the host scheduler does", test_scheduler_reproducible },
 	{ "FAKECUDA_CHARGE_SCALE", test_charge_scale },
 	CU_TEST_INFO_NULL,

@@ -75,8 +75,8 @@ static void fc_fault_region(struct fc_block *b, int write, const struct fc_fault
 }
 
 /* One GPU access within one managed block; returns where the bytes are. */
-static char *fc_managed_piece(struct fc_block *b, uintptr_t addr, size_t len,
-			      int write, struct fc_faults *f)
+static char *fc_managed_move(struct fc_block *b, uintptr_t addr, size_t len,
+			     int write, struct fc_faults *f)
 {
 	size_t off = addr & (FC_UMP - 1);
 	uint8_t me = (uint8_t)(1u << f->dev);
@@ -107,6 +107,16 @@ static char *fc_managed_piece(struct fc_block *b, uintptr_t addr, size_t len,
 	}
 	fc_cost_remote(len);
 	return fc_block_store(b) + off;
+}
+
+/* A write ends a discard, after the move it may take (which is free). */
+static char *fc_managed_piece(struct fc_block *b, uintptr_t addr, size_t len,
+			      int write, struct fc_faults *f)
+{
+	char *at = fc_managed_move(b, addr, len, write, f);
+	if (write)
+		fc_block_undiscard(b);
+	return at;
 }
 
 /* A copy or memset into a VMM mapping needs the access cuMemSetAccess gave

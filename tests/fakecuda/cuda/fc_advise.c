@@ -1,23 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /* fakecuda advice, range attributes and prefetch — cuMemAdvise (CUdevice and
  * CUmemLocation ABIs), cuMemRangeGetAttribute(s), cuMemPrefetchAsync (both
- * ABIs, _ptsz) with the semantics cuda.h documents, applied per 2 MiB block
- * of the SIMULATED device. Prefetches execute at submission (stream order).
+ * ABIs, _ptsz) with the semantics cuda.h documents, applied per residency
+ * unit (FC_UMP) of the SIMULATED device; the batch forms and discards are
+ * fc_discard.c. Prefetches execute at submission (stream order).
  * Where cuda.h leaves the mapping effects open ("may be removed at any
  * time"), the behaviour measured on an H200 is followed (docs/simulated-device.md). */
 #include "fc_internal.h"
 
 #include <string.h>
 
-/* The managed blocks covering [ptr, ptr+count), all in one allocation. */
-struct fc_span_blocks { struct fc_block *first; size_t nr; };
-
-static CUresult fc_blocks(CUdeviceptr ptr, size_t count, struct fc_span_blocks *out)
+CUresult fc_blocks(CUdeviceptr ptr, size_t count, struct fc_span_blocks *out)
 {
 	if (!count)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct fc_alloc *a = fc_reg_find(ptr);
-	if (!a || a->kind != FC_KIND_MANAGED || ptr + count > a->base + a->size)
+	if (!a || a->kind != FC_KIND_MANAGED || count > a->base + a->size - ptr)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct fc_mrange *r = a->owner;
 	size_t i0 = (ptr - r->base) / FC_UMP;
@@ -26,8 +24,7 @@ static CUresult fc_blocks(CUdeviceptr ptr, size_t count, struct fc_span_blocks *
 	return CUDA_SUCCESS;
 }
 
-/* Validate a location; HOST_NUMA_CURRENT becomes HOST_NUMA <this node>. */
-static CUresult fc_norm_loc(CUmemLocation *l)
+CUresult fc_norm_loc(CUmemLocation *l)
 {
 	switch (l->type) {
 	case CU_MEM_LOCATION_TYPE_DEVICE:
@@ -276,26 +273,45 @@ CUresult CUDAAPI cuMemRangeGetAttributes(void **data, size_t *sizes,
 
 /* ---- prefetch ---- */
 
-/* True when the block moved (to the host, or onto another ordinal). */
+/* True when the block moved (to the host, or onto another ordinal). A
+ * prefetch ends a discard, moved or not (cuda.h: "undone ... by prefetching
+ * it"); a discarded block that moves copies nothing (fc_managed.c). */
 static bool fc_prefetch_block(struct fc_block *b, CUmemLocation l)
 {
 	fc_vt_working();
 	b->last_pf_type = (int8_t)l.type;
 	b->last_pf_id = l.id;
 	uint8_t was = b->loc, was_dev = b->dev;
+	bool moved = false;
 	if (l.type == CU_MEM_LOCATION_TYPE_DEVICE) {
-		if (fc_block_to_dev(b, l.id, FC_CAUSE_PREFETCH, b->read_mostly) != CUDA_SUCCESS)
-			return false;   /* HBM full of non-evictable memory: stays */
-		fc_block_touch(b);
-		if (b->loc != was || b->dev != was_dev) {
-			fc_stats.dev[l.id].prefetch_blocks_to++;
-			return true;
+		/* HBM full of non-evictable memory: it stays */
+		if (fc_block_to_dev(b, l.id, FC_CAUSE_PREFETCH, b->read_mostly) == CUDA_SUCCESS) {
+			fc_block_touch(b);
+			moved = b->loc != was || b->dev != was_dev;
 		}
-		return false;
+		if (moved)
+			fc_stats.dev[l.id].prefetch_blocks_to++;
+	} else {
+		int node = l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ? l.id : fc_host_target(b);
+		fc_block_to_host(b, FC_CAUSE_PREFETCH, node);
+		moved = b->loc != was;
 	}
-	int node = l.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ? l.id : fc_host_target(b);
-	fc_block_to_host(b, FC_CAUSE_PREFETCH, node);
-	return b->loc != was;
+	fc_block_undiscard(b);
+	return moved;
+}
+
+CUresult fc_prefetch_span(CUdeviceptr ptr, size_t count, CUmemLocation l, CUstream s)
+{
+	struct fc_span_blocks sb;
+	struct fc_op op;               /* on a copy engine, in the stream's order */
+	fc_op_begin(&op, s, fc_stream_dev(s),
+		    l.type == CU_MEM_LOCATION_TYPE_DEVICE ? FC_ENG_H2D : FC_ENG_D2H);
+	CUresult r = fc_blocks(ptr, count, &sb);
+	for (size_t i = 0; r == CUDA_SUCCESS && i < sb.nr; i++)
+		if (fc_prefetch_block(&sb.first[i], l))
+			fc_stats.c.prefetch_blocks++;
+	fc_op_end(&op);
+	return r;
 }
 
 static CUresult fc_prefetch(CUdeviceptr ptr, size_t count, CUmemLocation l,
@@ -307,15 +323,7 @@ static CUresult fc_prefetch(CUdeviceptr ptr, size_t count, CUmemLocation l,
 	if (r != CUDA_SUCCESS)
 		return r;
 	fc_lock();
-	struct fc_span_blocks sb;
-	struct fc_op op;               /* on a copy engine, in the stream's order */
-	fc_op_begin(&op, s, fc_stream_dev(s),
-		    l.type == CU_MEM_LOCATION_TYPE_DEVICE ? FC_ENG_H2D : FC_ENG_D2H);
-	r = fc_blocks(ptr, count, &sb);
-	for (size_t i = 0; r == CUDA_SUCCESS && i < sb.nr; i++)
-		if (fc_prefetch_block(&sb.first[i], l))
-			fc_stats.c.prefetch_blocks++;
-	fc_op_end(&op);
+	r = fc_prefetch_span(ptr, count, l, s);
 	fc_unlock();
 	return r;
 }

@@ -167,6 +167,8 @@ static int fc_quiet(uintptr_t p, void *buf, size_t len, bool write)
 			at = b ? fc_block_store(b) + (p & (FC_UMP - 1)) : NULL;
 			if (at && n > a->base + a->size - p)
 				at = NULL;
+			if (at && write)   /* stands for a kernel's write */
+				fc_block_undiscard(b);
 		} else if (a) {
 			at = fc_view(p, n);
 		}

@@ -491,6 +491,9 @@ __attribute__((destructor)) static void fc_counters_at_exit(void)
 		(unsigned long long)c.bytes_dtoh, (unsigned long long)c.bytes_evicted,
 		(unsigned long long)c.bytes_fault_in, (unsigned long long)c.faults,
 		(unsigned long long)c.evictions);
+	fprintf(f, "discard_ops=%llu\nbytes_discarded=%llu\nbytes_discard_skipped=%llu\n",
+		(unsigned long long)c.discard_ops, (unsigned long long)c.bytes_discarded,
+		(unsigned long long)c.bytes_discard_skipped);
 	fclose(f);
 }
 

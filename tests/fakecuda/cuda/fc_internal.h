@@ -116,7 +116,8 @@ void fc_pace_wait(void);
  * fc_op_begin moves the cursor (fc_stats.clock_ps) to when it can start,
  * the operation's cost model advances it, fc_op_end records its end on the
  * stream and the engine and puts the cursor back to the caller's time.
- * Lock held for all of these. */
+ * FC_ENG_NONE: an operation in stream order that needs no engine (a
+ * discard). Lock held for all of these. */
 enum fc_eng { FC_ENG_NONE = -1, FC_ENG_SM = 0, FC_ENG_H2D, FC_ENG_D2H, FC_ENG_N };
 struct fc_op { bool on; int dev; enum fc_eng eng; CUstream s; uint64_t host_ps; };
 bool fc_vt_on(void);
@@ -200,6 +201,7 @@ struct fc_block {
 	uint8_t read_mostly;
 	uint8_t accessed_by_devs;  /* ordinals (bits) advised SET_ACCESSED_BY */
 	uint8_t accessed_by_host;
+	uint8_t discarded;       /* wholly discarded, unwritten since: its next move is free */
 	int8_t pref_type;        /* CUmemLocationType or 0 (none) */
 	int8_t last_pf_type;
 	int32_t pref_id, last_pf_id;
@@ -220,6 +222,14 @@ struct fc_block *fc_block_of(uintptr_t addr);          /* lock held */
 CUresult fc_block_to_dev(struct fc_block *b, int dev, enum fc_cause cause, bool keep_host);
 CUresult fc_block_to_host(struct fc_block *b, enum fc_cause cause, int node);
 void fc_block_touch(struct fc_block *b);
+/* Discard (fc_managed.c): the byte discarded memory reads as, wherever it
+ * is; poison [off, off+len) of b's authoritative bytes (and of its host
+ * duplicate); mark b wholly discarded (a host-resident unit turns read-only
+ * to the CPU so that a CPU write is seen); end a discard (a write). */
+#define FC_POISON 0xdb
+void fc_block_poison(struct fc_block *b, size_t off, size_t len);
+void fc_block_discard(struct fc_block *b);
+void fc_block_undiscard(struct fc_block *b);
 void fc_block_set_policy(struct fc_block *b, int node);
 int fc_host_target(const struct fc_block *b);
 char *fc_block_store(struct fc_block *b);               /* authoritative bytes */
@@ -230,6 +240,17 @@ bool fc_node_valid(int node);
 int fc_bind_node(void *addr, size_t len, int node);   /* 0 or -errno */
 int fc_current_node(void);
 void fc_managed_install_handler(void);
+
+/* ---- advice and prefetch (fc_advise.c), batches and discards (fc_discard.c) ---- */
+/* The managed units covering [ptr, ptr+count), all in one allocation
+ * (CUDA_ERROR_INVALID_VALUE: count 0, not managed, or past its end). */
+struct fc_span_blocks { struct fc_block *first; size_t nr; };
+CUresult fc_blocks(CUdeviceptr ptr, size_t count, struct fc_span_blocks *out);
+/* Validate a location; HOST_NUMA_CURRENT becomes HOST_NUMA <this node>. */
+CUresult fc_norm_loc(CUmemLocation *l);
+/* Prefetch [ptr, ptr+count) to the normalised l as one operation on s's
+ * copy engine, in stream order. Lock held. */
+CUresult fc_prefetch_span(CUdeviceptr ptr, size_t count, CUmemLocation l, CUstream s);
 
 /* ---- GPU-side access (fc_access.c) ---- */
 /* Resolve a GPU access of [addr, addr+len) from ordinal dev to driver-visible

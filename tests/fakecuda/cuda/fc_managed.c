@@ -229,15 +229,34 @@ static void fc_account_move(struct fc_block *b, bool htod, enum fc_cause cause)
 		     fc_now_ns() - t0, htod ? host : b->dev, htod ? b->dev : host);
 }
 
+/* A move of a wholly discarded unit copies nothing: its bytes are
+ * indeterminate, so it arrives as poison at to (NULL: the same store), and
+ * nothing crosses the link (no link time, no bytes moved, no CUPTI
+ * transfer record). legs: the transfers the move would have made. The move
+ * ends the discard. True when the move is such a one. */
+static bool fc_move_discarded(struct fc_block *b, char *to, unsigned legs)
+{
+	if (!b->discarded)
+		return false;
+	b->discarded = 0;
+	if (to)
+		memset(to, FC_POISON, FC_UMP);
+	fc_stats.c.bytes_discard_skipped += (uint64_t)legs * FC_UMP;
+	return true;
+}
+
 /* Ordinal -> another ordinal. Every ordinal is a view of the same device
  * store (one HBM), so no byte moves and no room is needed; the cost is that
  * of a trip through the host (device-to-host, then host-to-device), and the
  * block arrives anew on the target, at the tail of the eviction list. */
 static void fc_block_to_peer(struct fc_block *b, int dev, enum fc_cause cause)
 {
-	fc_account_move(b, false, cause);
+	bool free_move = fc_move_discarded(b, NULL, 2);
+	if (!free_move)
+		fc_account_move(b, false, cause);
 	b->dev = (uint8_t)dev;
-	fc_account_move(b, true, cause);
+	if (!free_move)
+		fc_account_move(b, true, cause);
 	fc_evq_unlink(b);
 	fc_evq_append(b);
 }
@@ -264,13 +283,16 @@ CUresult fc_block_to_dev(struct fc_block *b, int dev, enum fc_cause cause, bool 
 	/* Fence the CPU out first: a concurrent CPU access waits in the fault
 	 * handler for our lock, then sees the block on the device. */
 	mprotect(fc_va(b), FC_UMP, keep_host ? PROT_READ : PROT_NONE);
-	memcpy(r->dview + fc_off(b), r->hview + fc_off(b), FC_UMP);
+	bool free_move = fc_move_discarded(b, r->dview + fc_off(b), 1);
+	if (!free_move)
+		memcpy(r->dview + fc_off(b), r->hview + fc_off(b), FC_UMP);
 	if (!keep_host) {
 		mmap(fc_va(b), FC_UMP, PROT_NONE, MAP_SHARED | MAP_FIXED, r->dfd, fc_off(b));
 		fc_punch(r->hfd, fc_off(b));
 	}
 	b->dev = (uint8_t)dev;
-	fc_account_move(b, true, cause);
+	if (!free_move)
+		fc_account_move(b, true, cause);
 	b->ready_ps = fc_stats.clock_ps;   /* in place once its transfer ends */
 	b->loc = FC_LOC_DEV;
 	b->dup = keep_host;
@@ -316,13 +338,17 @@ CUresult fc_block_to_host(struct fc_block *b, enum fc_cause cause, int node)
 		mmap(fc_va(b), FC_UMP, PROT_NONE, MAP_SHARED | MAP_FIXED, r->hfd, fc_off(b));
 		b->host_node = -2;   /* force the policy to be set on the new map */
 		fc_block_rebind(b, node);
-		memcpy(r->hview + fc_off(b), r->dview + fc_off(b), FC_UMP);
+		bool free_move = fc_move_discarded(b, r->hview + fc_off(b), 1);
+		if (!free_move)
+			memcpy(r->hview + fc_off(b), r->dview + fc_off(b), FC_UMP);
 		mprotect(fc_va(b), FC_UMP, PROT_READ | PROT_WRITE);
-		fc_account_move(b, false, cause);
+		if (!free_move)
+			fc_account_move(b, false, cause);
 	}
 	fc_punch(r->dfd, fc_off(b));
 	b->loc = FC_LOC_HOST;
 	b->dup = 0;
+	b->discarded = 0;   /* a duplicate just dropped its device copy: moved too */
 	b->dev_mapped = 0;
 	fc_stats.c.managed_resident_bytes -= FC_UMP;
 	fc_evq_unlink(b);
@@ -333,6 +359,36 @@ char *fc_block_store(struct fc_block *b)
 {
 	char *view = b->loc == FC_LOC_DEV ? b->r->dview : b->r->hview;
 	return view + fc_off(b);
+}
+
+/* ---- discard (the calls are fc_discard.c) ----
+ * A discarded range's bytes are indeterminate: they read as FC_POISON
+ * wherever they are, so a caller that discards live data fails its own
+ * content checks. A unit wholly discarded moves for free (fc_move_discarded)
+ * until a write or a prefetch ends the discard. The CPU's writes are seen
+ * by a host-resident discarded unit being read-only to it (fc_segv). */
+
+void fc_block_poison(struct fc_block *b, size_t off, size_t len)
+{
+	memset(fc_block_store(b) + off, FC_POISON, len);
+	if (b->dup)   /* the host duplicate the CPU reads */
+		memset(b->r->hview + fc_off(b) + off, FC_POISON, len);
+}
+
+void fc_block_discard(struct fc_block *b)
+{
+	b->discarded = 1;
+	if (b->loc == FC_LOC_HOST)
+		mprotect(fc_va(b), FC_UMP, PROT_READ);
+}
+
+void fc_block_undiscard(struct fc_block *b)
+{
+	if (!b->discarded)
+		return;
+	b->discarded = 0;
+	if (b->loc == FC_LOC_HOST)
+		mprotect(fc_va(b), FC_UMP, PROT_READ | PROT_WRITE);
 }
 
 struct fc_block *fc_block_of(uintptr_t addr)
@@ -479,6 +535,8 @@ static void fc_segv(int sig, siginfo_t *si, void *uc)
 		fc_feed_push(CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_CPU_PAGE_FAULT_COUNT,
 			     0, addr & ~(uintptr_t)4095, 1, fc_now_ns() - t0, 0, 0);
 		fc_block_to_host(b, FC_CAUSE_CPU, fc_host_target(b));
+	} else if (b && b->discarded) {
+		fc_block_undiscard(b);   /* a CPU write to a discarded host unit */
 	}
 	fc_unlock();
 	errno = saved;

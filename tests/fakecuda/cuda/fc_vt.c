@@ -139,7 +139,7 @@ void fc_op_begin(struct fc_op *op, CUstream s, int dev, enum fc_eng e)
 		t = fc_blocking_end[dev];
 	if (blocking && !legacy && fc_legacy_end[dev] > t)
 		t = fc_legacy_end[dev];
-	if (fc_eng_end[dev][e] > t)
+	if (e != FC_ENG_NONE && fc_eng_end[dev][e] > t)
 		t = fc_eng_end[dev][e];
 	fc_stats.clock_ps = t;
 	fc_cur_eng = e;
@@ -152,7 +152,7 @@ uint64_t fc_op_end(struct fc_op *op)
 		return fc_stats.clock_ps;
 	uint64_t end = fc_stats.clock_ps;
 	int dev = op->dev;
-	if (end > fc_eng_end[dev][op->eng])
+	if (op->eng != FC_ENG_NONE && end > fc_eng_end[dev][op->eng])
 		fc_eng_end[dev][op->eng] = end;
 	uint64_t *se = fc_stream_end(op->s, dev);
 	if (end > *se)

@@ -39,6 +39,12 @@
 	X(cuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, 0, PFN_cuMemAllocFromPoolAsync_v11020) \
 	X(cuMemAdvise, "cuMemAdvise", 12020, 0, PFN_cuMemAdvise_v12020)                    \
 	X(cuMemPrefetchAsync, "cuMemPrefetchAsync", 12020, 0, PFN_cuMemPrefetchAsync_v12020) \
+	X(cuMemPrefetchBatchAsync, "cuMemPrefetchBatchAsync", 13000, 0,                       \
+	  PFN_cuMemPrefetchBatchAsync_v13000)                                                 \
+	X(cuMemDiscardBatchAsync, "cuMemDiscardBatchAsync", 13000, 0,                         \
+	  PFN_cuMemDiscardBatchAsync_v13000)                                                  \
+	X(cuMemDiscardAndPrefetchBatchAsync, "cuMemDiscardAndPrefetchBatchAsync", 13000, 0,   \
+	  PFN_cuMemDiscardAndPrefetchBatchAsync_v13000)                                       \
 	X(cuMemRangeGetAttribute, "cuMemRangeGetAttribute", 8000, 0, PFN_cuMemRangeGetAttribute_v8000) \
 	X(cuPointerGetAttribute, "cuPointerGetAttribute", 4000, 0, PFN_cuPointerGetAttribute_v4000) \
 	X(cuMemGetInfo, "cuMemGetInfo", 3020, 0, PFN_cuMemGetInfo_v3020)                   \
@@ -72,6 +78,12 @@
 	X(cuMemFreeAsync_ptsz, "cuMemFreeAsync", 11020, 2, PFN_cuMemFreeAsync_v11020)      \
 	X(cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync", 11020, 2, PFN_cuMemAllocFromPoolAsync_v11020) \
 	X(cuMemPrefetchAsync_ptsz, "cuMemPrefetchAsync", 12020, 2, PFN_cuMemPrefetchAsync_v12020) \
+	X(cuMemPrefetchBatchAsync_ptsz, "cuMemPrefetchBatchAsync", 13000, 2,                  \
+	  PFN_cuMemPrefetchBatchAsync_v13000)                                                 \
+	X(cuMemDiscardBatchAsync_ptsz, "cuMemDiscardBatchAsync", 13000, 2,                    \
+	  PFN_cuMemDiscardBatchAsync_v13000)                                                  \
+	X(cuMemDiscardAndPrefetchBatchAsync_ptsz, "cuMemDiscardAndPrefetchBatchAsync", 13000, 2, \
+	  PFN_cuMemDiscardAndPrefetchBatchAsync_v13000)                                       \
 	X(cuStreamSynchronize_ptsz, "cuStreamSynchronize", 2000, 2, PFN_cuStreamSynchronize_v2000) \
 	X(cuLaunchKernel_ptsz, "cuLaunchKernel", 4000, 2, PFN_cuLaunchKernel_v4000)       \
 	X(cuStreamBeginCapture_ptsz, "cuStreamBeginCapture", 10010, 2, PFN_cuStreamBeginCapture_v10010) \
@@ -142,6 +154,9 @@ cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStrea
 cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
 cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream);
 cudaError_t cudaMemPrefetchAsync_ptsz(const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream);
+cudaError_t cudaMemPrefetchBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream);
+cudaError_t cudaMemDiscardBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream);
+cudaError_t cudaMemDiscardAndPrefetchBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream);
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
 cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);

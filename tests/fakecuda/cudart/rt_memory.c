@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* kvtier test double: the memory half of the stand-in runtime — allocation,
- * host pinning, managed memory advice/prefetch, copies and fills.  Each
+ * host pinning, managed memory advice/prefetch/discard, copies and fills.  Each
  * export maps onto the driver entry the real libcudart 13.0 uses (see
  * rt_internal.h) and writes its outputs only on success. */
 #include <stddef.h>
@@ -351,6 +351,97 @@ RT_API cudaError_t cudaMemRangeGetAttribute(void *data, size_t dataSize,
 	return rt_ret_cu(rt_drv.cuMemRangeGetAttribute(data, dataSize,
 						       (CUmem_range_attribute)attribute,
 						       rt_dptr(devPtr), count));
+}
+
+/* ---- batched discards and prefetches (CUDA 13) ---------------------------- */
+
+/* The arrays pass through to the driver as they are: a void * and a
+ * CUdeviceptr, a cudaMemLocation and a CUmemLocation share one layout. */
+_Static_assert(sizeof(void *) == sizeof(CUdeviceptr), "dptrs pass through");
+_Static_assert(sizeof(struct cudaMemLocation) == sizeof(CUmemLocation) &&
+	       offsetof(struct cudaMemLocation, id) == offsetof(CUmemLocation, id),
+	       "prefetchLocs pass through");
+
+static cudaError_t rt_located_batch(PFN_cuMemPrefetchBatchAsync_v13000 fn, void **dptrs,
+				    size_t *sizes, size_t count, struct cudaMemLocation *locs,
+				    size_t *idxs, size_t nr_locs, unsigned long long flags,
+				    cudaStream_t stream)
+{
+	if (!fn)
+		return rt_ret(cudaErrorNotSupported);
+	return rt_ret_cu(fn((CUdeviceptr *)dptrs, sizes, count, (CUmemLocation *)locs, idxs,
+			    nr_locs, flags, (CUstream)stream));
+}
+
+static cudaError_t rt_discard_batch(PFN_cuMemDiscardBatchAsync_v13000 fn, void **dptrs,
+				    size_t *sizes, size_t count, unsigned long long flags,
+				    cudaStream_t stream)
+{
+	if (!fn)
+		return rt_ret(cudaErrorNotSupported);
+	return rt_ret_cu(fn((CUdeviceptr *)dptrs, sizes, count, flags, (CUstream)stream));
+}
+
+RT_API cudaError_t cudaMemPrefetchBatchAsync(void **dptrs, size_t *sizes, size_t count,
+					     struct cudaMemLocation *prefetchLocs,
+					     size_t *prefetchLocIdxs, size_t numPrefetchLocs,
+					     unsigned long long flags, cudaStream_t stream)
+{
+	RT_ENTER();
+	return rt_located_batch(rt_drv.cuMemPrefetchBatchAsync, dptrs, sizes, count,
+				prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
+}
+
+RT_API cudaError_t cudaMemPrefetchBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count,
+						  struct cudaMemLocation *prefetchLocs,
+						  size_t *prefetchLocIdxs, size_t numPrefetchLocs,
+						  unsigned long long flags, cudaStream_t stream)
+{
+	RT_ENTER();
+	return rt_located_batch(rt_drv.cuMemPrefetchBatchAsync_ptsz, dptrs, sizes, count,
+				prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
+}
+
+RT_API cudaError_t cudaMemDiscardBatchAsync(void **dptrs, size_t *sizes, size_t count,
+					    unsigned long long flags, cudaStream_t stream)
+{
+	RT_ENTER();
+	return rt_discard_batch(rt_drv.cuMemDiscardBatchAsync, dptrs, sizes, count, flags,
+				stream);
+}
+
+RT_API cudaError_t cudaMemDiscardBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count,
+						 unsigned long long flags, cudaStream_t stream)
+{
+	RT_ENTER();
+	return rt_discard_batch(rt_drv.cuMemDiscardBatchAsync_ptsz, dptrs, sizes, count, flags,
+				stream);
+}
+
+RT_API cudaError_t cudaMemDiscardAndPrefetchBatchAsync(void **dptrs, size_t *sizes, size_t count,
+						       struct cudaMemLocation *prefetchLocs,
+						       size_t *prefetchLocIdxs,
+						       size_t numPrefetchLocs,
+						       unsigned long long flags,
+						       cudaStream_t stream)
+{
+	RT_ENTER();
+	return rt_located_batch(rt_drv.cuMemDiscardAndPrefetchBatchAsync, dptrs, sizes, count,
+				prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
+}
+
+RT_API cudaError_t cudaMemDiscardAndPrefetchBatchAsync_ptsz(void **dptrs, size_t *sizes,
+							    size_t count,
+							    struct cudaMemLocation *prefetchLocs,
+							    size_t *prefetchLocIdxs,
+							    size_t numPrefetchLocs,
+							    unsigned long long flags,
+							    cudaStream_t stream)
+{
+	RT_ENTER();
+	return rt_located_batch(rt_drv.cuMemDiscardAndPrefetchBatchAsync_ptsz, dptrs, sizes,
+				count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags,
+				stream);
 }
 
 /* ---- pointer attributes ----------------------------------------------------- */
