@@ -119,6 +119,11 @@ uint32_t kvt_decode_last_feed(uint64_t *dst, const int32_t **ids);
 void kvt_decode_link_slots(uint64_t slots, uint64_t dst, uint32_t block_size);
 void kvt_decode_kv_write(uint64_t base, uint64_t stride, uint64_t slots, uint32_t block_size);
 void kvt_decode_fresh(uint64_t dst, int32_t *ids, uint32_t n);
+/* The block stride in bytes a cache-write kernel gave KV tensor base
+ * (kvt_decode_kv_write), when it writes it through a slot mapping computed
+ * from table dst; 0 when that chain is not certain. The tables source
+ * takes it as that table's layout instead of learning one from faults. */
+uint64_t kvt_decode_kv_stride(uint64_t base, uint64_t dst);
 /* The table a slot mapping linked to dst, its block size in *bs: 1, or 0
  * when none (or its link is no longer certain). */
 int kvt_decode_slots_table(uint64_t dst, uint32_t *bs);

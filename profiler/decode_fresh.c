@@ -160,6 +160,24 @@ void kvt_decode_kv_write(uint64_t base, uint64_t stride, uint64_t slots, uint32_
 	}
 }
 
+uint64_t kvt_decode_kv_stride(uint64_t base, uint64_t dst)
+{
+	if (!base || !dst)
+		return 0;
+	for (uint32_t p = 0, h = hash(base); p < KVT_DEAD_KV; p++) {
+		const struct kv *e = &kv[(h + p) & (KVT_DEAD_KV - 1)];
+		uint64_t key = LD(e->base);
+		if (!key)
+			return 0;
+		if (key != base)
+			continue;
+		uint64_t stride = LD(e->stride);
+		uint32_t bs = 0;
+		return stride && link_of(e->slots, &bs) == dst && bs == e->bs ? stride : 0;
+	}
+	return 0;
+}
+
 static struct deadbuf *buf(void)
 {
 	if (!dead) {

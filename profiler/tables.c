@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "decode.h"
 #include "evidence.h"
 #include "heat.h"
 #include "tables.h"
@@ -86,7 +87,7 @@ static uint64_t faults[FAULT_RING], fault_at;  /* atomic */
 static uint64_t covered[KVT_HEAT_MAX_RANGES / 64];  /* atomic */
 static struct {
 	uint64_t copies_read, pairs, accepted, dropped, credited, stride, trimmed;
-	uint64_t windows_against, relearned, shared, duels;
+	uint64_t windows_against, relearned, shared, duels, declared;
 } st;                                          /* atomic */
 
 /* scratch (migrator thread) */
@@ -758,6 +759,40 @@ static unsigned score_one(const struct base *b, unsigned nb, unsigned nl, uint64
 	return hit;
 }
 
+/* The block stride server decoders know for every base of b[0..nb) used
+ * with table t: the cache-write kernel's own, through a slot mapping
+ * computed from t (decode.h); 0 unless they all have it. */
+static uint64_t declared(const struct tslot *t, const struct base *b, unsigned nb)
+{
+	uint64_t s = 0, dst = LD(t->dst);
+	for (unsigned j = 0; j < nb; j++) {
+		uint64_t d = kvt_decode_kv_stride(b[j].p, dst);
+		if (!d || (s && d != s))
+			return 0;
+		s = d;
+	}
+	return s;
+}
+
+/* The layout a decoder declared for a table whose layout was accepted
+ * (learned first, so that its rows' trim is found as for any table): it
+ * replaces a learned stride that differs, and is never dropped while it
+ * stays declared (recheck). */
+static void take_declared(struct tslot *t, uint64_t s)
+{
+	t->stride = s;
+	ST(t->stride_pub, s);
+	ST(t->trusted, 1);
+	t->wn = t->wk = 0;
+	t->nduel = 0;
+	t->against = 0;
+	ADD(st.declared, 1);
+	ST(st.stride, s);
+	kvt_debug("tables: a layout declared by a server decoder: stride %llu bytes (table of %u "
+		  "bytes at %#llx)", (unsigned long long)s, LD(t->raw_bytes),
+		  (unsigned long long)LD(t->dst));
+}
+
 static void accept(struct tslot *t, const struct kvt_tcand *best, double z)
 {
 	t->stride = best->s;
@@ -862,6 +897,11 @@ static void learn(struct tslot *t, const struct base *b, unsigned nb, unsigned n
 static void recheck(struct tslot *t, const struct base *b, unsigned nb, const uint64_t *f,
 		    unsigned nf)
 {
+	uint64_t d = declared(t, b, nb);
+	if (d && d != t->stride)
+		take_declared(t, d);             /* learned otherwise: the kernel's own wins */
+	if (d)
+		return;                          /* not a guess: nothing to judge */
 	for (unsigned i = 0; i < nf; i++) {
 		uint32_t idx;
 		if (!fault_index(b, nb, f[i], &idx))
@@ -1109,6 +1149,7 @@ void kvt_tables_info(struct kvt_tables_info *out)
 	out->relearned = LD(st.relearned);
 	out->shared = LD(st.shared);
 	out->duels = LD(st.duels);
+	out->declared = LD(st.declared);
 }
 
 void kvt_tables_reset(void)

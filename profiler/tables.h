@@ -124,6 +124,8 @@ struct kvt_tables_info {
 				   * bases uses */
 	uint64_t duels;           /* choices judged again beside near strides
 				   * (tables_choose.h) */
+	uint64_t declared;        /* learned strides a server decoder's declared one (its
+				   * cache-write kernel's block stride) replaced */
 };
 void kvt_tables_info(struct kvt_tables_info *out);
 /* Forget everything (fork child, tests). */

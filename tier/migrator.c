@@ -931,13 +931,14 @@ void kvt_migrator_trace_counters(void)
 	kvt_tables_info(&ti);
 	snprintf(val, sizeof val, "copies_read=%llu pairs=%llu accepted=%llu dropped=%llu "
 		 "stride=%llu credited=%llu trimmed=%llu windows_against=%llu relearned=%llu "
-		 "shared=%llu duels=%llu",
+		 "shared=%llu duels=%llu declared=%llu",
 		 (unsigned long long)ti.copies_read,
 		 (unsigned long long)ti.pairs, (unsigned long long)ti.accepted,
 		 (unsigned long long)ti.dropped, (unsigned long long)ti.stride,
 		 (unsigned long long)ti.credited, (unsigned long long)ti.trimmed,
 		 (unsigned long long)ti.windows_against, (unsigned long long)ti.relearned,
-		 (unsigned long long)ti.shared, (unsigned long long)ti.duels);
+		 (unsigned long long)ti.shared, (unsigned long long)ti.duels,
+		 (unsigned long long)ti.declared);
 	kvt_trace_info("prof.tables", val);
 	struct kvt_decode_info di;
 	kvt_decode_info(&di);
