@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "kvt_test.h"
+#include "../profiler/decode.h"
 #include "../profiler/evidence.h"
 #include "../profiler/heat.h"
 #include "../profiler/tables.h"
@@ -198,6 +199,48 @@ static void accepted_and_others(uint32_t other[300])
 {
 	accepted_hot();
 	other_ids(other);
+}
+
+/* A stride the server's own cache-write kernel declares for the table's
+ * bases (profiler/decode.h: through a slot mapping computed from this
+ * table) is no guess: faults elsewhere never drop it, and it replaces a
+ * learned stride that differs. */
+static void test_declared_stride_kept(void)
+{
+	struct kvt_tables_info in;
+	uint32_t other[300];
+	kvt_decode_reset();
+	accepted_and_others(other);
+	uint64_t slots = DEV_LO + 0x200000;
+	kvt_decode_link_slots(slots, TABLE, 16);
+	kvt_decode_kv_write(KV, S, slots, 16);
+	kvt_decode_kv_write(KV + NB * S, S, slots, 16);
+	epochs(4, other, 3, 20);
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.dropped, 0);
+	CU_ASSERT_EQUAL(in.declared, 0);              /* learned the same: nothing replaced */
+	CU_ASSERT(kvt_tables_covers(kvt_heat_find(KV)));
+	/* declared otherwise than learned (another run of the same process) */
+	kvt_decode_reset();
+	accepted_and_others(other);
+	kvt_decode_link_slots(slots, TABLE, 16);
+	kvt_decode_kv_write(KV, 2 * S, slots, 16);
+	kvt_decode_kv_write(KV + NB * S, 2 * S, slots, 16);
+	epochs(4, other, 3, 20);
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.declared, 1);
+	CU_ASSERT_EQUAL(in.stride, 2 * S);
+	CU_ASSERT_EQUAL(in.dropped, 0);
+	/* a slot mapping linked to another table: not this table's, learned as before */
+	kvt_decode_reset();
+	accepted_and_others(other);
+	kvt_decode_link_slots(slots, TABLE2, 16);
+	kvt_decode_kv_write(KV, S, slots, 16);
+	kvt_decode_kv_write(KV + NB * S, S, slots, 16);
+	epochs(4, other, 3, 20);
+	kvt_tables_info(&in);
+	CU_ASSERT_EQUAL(in.dropped, 1);
+	kvt_decode_reset();
 }
 
 /* Accepted, then the faults move elsewhere: dropped, the spread is back. */
@@ -729,6 +772,7 @@ static void test_bad_source(void)
 int main(void)
 {
 	CU_TestInfo tests[] = {
+		{ "a stride the cache-write kernel declares is kept", test_declared_stride_kept },
 		{ "offsets (0, never decreasing) are never ids", test_offsets_never_ids },
 		{ "layout learned from scalars and faults; named chunks credited", test_learns_and_credits },
 		{ "ids that explain no fault are never trusted", test_unexplained_never_trusted },
