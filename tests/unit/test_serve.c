@@ -507,6 +507,9 @@ static void test_serve_v2_decoded(void)
 	CU_ASSERT_EQUAL(c.exit_code, 0);
 	CU_ASSERT_STRING_EQUAL(sv_get(c.out, "result"), "ok");
 	CU_ASSERT_EQUAL(sv_num(c.out, "corrupt"), 0);
+	CU_ASSERT_EQUAL(sv_num(c.out, "num_computed_restaged"), 0);
+	CU_ASSERT(sv_num(c.out, "num_computed_checked") > 0);
+	CU_ASSERT_EQUAL(sv_num(c.out, "num_computed_bad"), 0);
 	static char cmd[1400];                    /* the info lines: the whole dump is larger */
 	snprintf(cmd, sizeof cmd, "'%s' dump '%s' | grep '^info prof'", kvt_path("kvtier"), trace);
 	const char *dargv[] = { "/bin/sh", "-c", cmd, NULL };
@@ -534,6 +537,38 @@ static void test_serve_v2_decoded(void)
 	unlink(trace);
 }
 
+/* vllm-v2's request state (vllm/v1/worker/gpu/states.py, input_batch.py):
+ * _prepare_pos_seq_lens_kernel(pos, seq_lens, idx_mapping,
+ * query_start_loc, num_computed_tokens: five pointers, max_num_reqs: int32)
+ * reads num_computed_tokens from a device tensor that _apply_write_kernel
+ * (6 x 8 B) sets when a request is added and _post_update_kernel
+ * (13 x 8 B: pointers and int64 strides) advances after each step. Its UVA
+ * buffers: indices, starts, cu_lens for each of the two staged-write
+ * tensors (block table, num_computed_tokens) and num_blocks, none for
+ * num_computed_tokens itself. Each step's device value, read back at no
+ * cost, is the scheduler's; the host mirror never needs staging again. */
+static void sv_check_v2(const struct kvt_child *c)
+{
+	unsigned off, size;
+	const char *k = sv_kernel(c->out, "_prepare_pos_seq_lens_kernel");
+	CU_ASSERT(k && strstr(k, " nparams=6\n") != NULL);
+	for (int i = 0; i < 6; i++)
+		CU_ASSERT(sv_param(k, i, &off, &size) == 0 && off == 8u * i &&
+			  size == (i < 5 ? 8u : 4u));
+	k = sv_kernel(c->out, "_post_update_kernel");
+	CU_ASSERT(k && strstr(k, " nparams=13\n") != NULL);
+	for (int i = 0; i < 13; i++)
+		CU_ASSERT(sv_param(k, i, &off, &size) == 0 && off == 8u * i && size == 8);
+	k = sv_kernel(c->out, "_apply_write_kernel");
+	CU_ASSERT(k && strstr(k, " params=0:8,8:8,16:8,24:8,32:8,40:8 nparams=6\n") != NULL);
+	CU_ASSERT_EQUAL(sv_num(c->out, "uva_buffers"), 3 + 1 + 3);
+	CU_ASSERT_EQUAL(sv_num(c->out, "num_computed_restaged"), 0);
+	CU_ASSERT(sv_num(c->out, "num_computed_checked") > 0);
+	CU_ASSERT_EQUAL(sv_num(c->out, "num_computed_bad"), 0);
+	CU_ASSERT_EQUAL(sv_num(c->out, "corrupt"), 0);
+	CU_ASSERT_STRING_EQUAL(sv_get(c->out, "result"), "ok");
+}
+
 /* What an interposer reads of each persona's attention kernel: FA2's
  * 528-byte Flash_fwd_params and FA3's params struct as one by-value
  * parameter, llama.cpp's flash_attn_ext with ne11 and nb11 past the 16th
@@ -556,6 +591,8 @@ static void test_serve_persona_layouts(void)
 		CU_ASSERT(k && strstr(k, " params=0:1024 nparams=1\n") != NULL);
 		CU_ASSERT_PTR_NOT_NULL(sv_kernel(c.out, i ? "write_req_to_token_pool_triton"
 						       : "_gather_block_tables_kernel"));
+		if (!i)
+			sv_check_v2(&c);
 	}
 	const char *lc[] = { "--requests", "10", "--persona", "llamacpp", NULL };
 	sv_run(&c, lc, false);

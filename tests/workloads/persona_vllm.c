@@ -6,14 +6,17 @@
  *               is computed on the GPU; per layer reshape_and_cache_flash
  *               writes the new rows and one FA2 kernel, handed a params
  *               struct by value, reads them.
- *   vllm-v2     Model Runner V2: the block table lives on the GPU; each
- *               step uploads only the appended block ids (to a fresh
- *               caching-allocator address), and _apply_write_kernel reads
+ *   vllm-v2     Model Runner V2: the block table and num_computed_tokens
+ *               live on the GPU; each step uploads only the appended block
+ *               ids and a new request's computed count (to fresh
+ *               caching-allocator addresses), and _apply_write_kernel reads
  *               their positions from pinned UVA buffers with no copy; a
  *               gather kernel builds the step's input block tables on the
  *               GPU; decode-only steps replay a full CUDA graph per batch
- *               size, captured at start-up.
+ *               size, captured at start-up; _post_update_kernel advances
+ *               num_computed_tokens on the GPU after the model.
  * Test infrastructure: stdio and exit() are fine here. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,40 +217,91 @@ const struct sv_persona sv_vllm_v1_fa = {
 #define SV_RING 8            /* caching-allocator blocks a fresh tensor cycles through */
 #define SV_BUCKETS 16
 
+/* One StagedWriteTensor's write path (vllm/v1/worker/gpu/buffer_utils.py):
+ * the write indices, starts and cu_lens in UVA buffers of its own (pinned,
+ * mapped: _apply_write_kernel reads them in place), the contents uploaded
+ * at each apply from pinned memory to a fresh device tensor (a ring).
+ * Write k: contents [cu_lens[k], cu_lens[k+1]) at row indices[k] from
+ * column starts[k]. */
+struct sv_staged {
+	int32_t *u_idx, *u_starts, *u_cul;
+	int32_t *du_idx, *du_starts, *du_cul;
+	int32_t *h_src[SV_RING], *d_src[SV_RING];
+	unsigned nw, n;            /* writes and contents staged */
+};
+
 struct sv_v2 {
-	/* the persistent GPU table, one row per request state */
-	int32_t *d_table;
+	/* the persistent GPU tensors, one row per request state: the block
+	 * table (BlockTables) and num_computed_tokens (RequestState), each a
+	 * StagedWriteTensor with its own write buffers */
+	int32_t *d_table, *d_computed;
+	struct sv_staged tw, cw;
 	int *row_of;               /* schedule index -> row, -1 */
 	int *row_q;                /* row -> schedule index, -1: free */
 	uint32_t *written;         /* row -> block ids in the device row */
-	/* UVA: pinned, mapped; kernels read them in place */
-	int32_t *u_idx, *u_starts, *u_cul, *u_nblocks, *u_computed;
-	int32_t *du_idx, *du_starts, *du_cul, *du_nblocks, *du_computed;
+	int32_t *computed_np;      /* row -> num_computed_tokens, the host mirror */
+	/* UVA num_blocks (UvaBackedTensor): the gather reads it in place */
+	int32_t *u_nblocks, *du_nblocks;
+	unsigned nr_uva;
 	/* fresh per step: pinned source and device tensor, from a ring */
-	int32_t *h_ids[SV_RING], *d_ids[SV_RING], *h_map[SV_RING], *d_map[SV_RING];
+	int32_t *h_map[SV_RING], *d_map[SV_RING];
 	unsigned ring;
 	/* persistent inputs (a graph reads them at fixed addresses) */
 	int32_t *h_cuq, *d_cuq, *d_seqlens, *d_input_tables;
 	int64_t *d_pos, *d_slots;
 	unsigned maxtok;
+	/* _post_update_kernel's other tensors: small device buffers, zeroed
+	 * once, that the persona's body never touches (but num_rejected, read
+	 * as vLLM reads it: 0, no speculative decoding) */
+	int32_t *d_last, *d_bins, *d_sampled, *d_nsampled, *d_rejected, *d_tokens, *d_total;
 	/* decode graphs, one per batch-size bucket */
 	unsigned bucket[SV_BUCKETS];
 	cudaGraphExec_t exec[SV_BUCKETS];
 	int nr_buckets;
+	/* checks, printed at the end: mirror entries staged again because they
+	 * differed from the scheduler's (0 expected); device entries read
+	 * (fakecuda_peek: no CUDA call, no cost) and those that differed */
+	uint64_t restaged, checked, bad;
 };
 
-static void *sv_uva(size_t bytes, void **dev)
+static void *sv_uva(struct sv_v2 *s, size_t bytes, void **dev)
 {
 	void *h;
 	WL_CK(cudaHostAlloc(&h, bytes, cudaHostAllocMapped));
 	memset(h, 0, bytes);
 	WL_CK(cudaHostGetDevicePointer(dev, h, 0));
+	s->nr_uva++;
 	return h;
 }
 
+/* rows: the tensor's rows (writes at most); src: contents at most */
+static void sv_staged_init(struct sv_v2 *s, struct sv_staged *w, unsigned rows, size_t src)
+{
+	size_t ib = rows * sizeof(int32_t);
+	w->u_idx = sv_uva(s, ib, (void **)&w->du_idx);
+	w->u_starts = sv_uva(s, ib, (void **)&w->du_starts);
+	w->u_cul = sv_uva(s, ib + sizeof(int32_t), (void **)&w->du_cul);
+	for (int i = 0; i < SV_RING; i++) {
+		WL_CK(cudaMallocHost((void **)&w->h_src[i], src * sizeof(int32_t)));
+		WL_CK(cudaMalloc((void **)&w->d_src[i], src * sizeof(int32_t)));
+	}
+}
+
+/* Stage a write of n contents to row from column start (stage_write);
+ * returns where in this step's pinned source they go. */
+static int32_t *sv_stage(struct sv_staged *w, unsigned ring, int row, uint32_t start, uint32_t n)
+{
+	int32_t *at = w->h_src[ring] + w->n;
+	w->u_cul[0] = 0;
+	w->u_idx[w->nw] = row;
+	w->u_starts[w->nw] = (int32_t)start;
+	w->n += n;
+	w->u_cul[++w->nw] = (int32_t)w->n;
+	return at;
+}
+
 /* _apply_write_kernel(output, output_stride, write_indices, write_starts,
- * write_contents, write_cu_lens): write k puts contents [cu_lens[k],
- * cu_lens[k+1]) at row indices[k] from column starts[k]. */
+ * write_contents, write_cu_lens), grid (writes,). */
 static int sv_apply_body(void *const *args, void *ctx)
 {
 	struct sv *v = ctx;
@@ -278,17 +332,17 @@ static int sv_apply_body(void *const *args, void *ctx)
 	return r;
 }
 
-/* _prepare_pos_seq_lens_kernel(idx_mapping, query_start_loc,
- * num_computed_tokens, pos, seq_lens, max_num_reqs): positions and
- * sequence lengths from the request states (UVA), zero past the batch. */
+/* _prepare_pos_seq_lens_kernel(pos, seq_lens, idx_mapping, query_start_loc,
+ * num_computed_tokens, max_num_reqs), grid (requests + 1,): positions and
+ * sequence lengths from num_computed_tokens (device), zero past the batch. */
 static int sv_prep_body(void *const *args, void *ctx)
 {
 	struct sv *v = ctx;
-	const int32_t *map = *(const int32_t *const *)args[0];
-	const int32_t *cuq = *(const int32_t *const *)args[1];
-	const int32_t *computed = *(const int32_t *const *)args[2];
-	int64_t *pos = *(int64_t *const *)args[3];
-	int32_t *seqlens = *(int32_t *const *)args[4];
+	int64_t *pos = *(int64_t *const *)args[0];
+	int32_t *seqlens = *(int32_t *const *)args[1];
+	const int32_t *map = *(const int32_t *const *)args[2];
+	const int32_t *cuq = *(const int32_t *const *)args[3];
+	const int32_t *computed = *(const int32_t *const *)args[4];
 	int maxreq = *(const int *)args[5];
 	unsigned grid[3];
 	v->kgrid(grid);
@@ -345,7 +399,42 @@ static int sv_gather_body(void *const *args, void *ctx)
 	return r;
 }
 
-static CUfunction sv_v2_fn[3];
+/* _post_update_kernel(idx_mapping, num_computed_tokens, last_sampled_tokens,
+ * output_bin_counts, output_bin_counts_stride, sampled_tokens,
+ * sampled_tokens_stride, num_sampled, num_rejected, query_start_loc,
+ * all_token_ids, all_token_ids_stride, total_len), grid (requests,): each
+ * request's num_computed_tokens advances by its query length less its
+ * rejected drafts. What vLLM's also does with the sampled tokens (last
+ * token, bin counts, token ids, total length) is not modelled: the body
+ * never touches those buffers. */
+static int sv_post_body(void *const *args, void *ctx)
+{
+	struct sv *v = ctx;
+	const int32_t *map = *(const int32_t *const *)args[0];
+	int32_t *computed = *(int32_t *const *)args[1];
+	const int32_t *rejected = *(const int32_t *const *)args[8];
+	const int32_t *cuq = *(const int32_t *const *)args[9];
+	unsigned grid[3];
+	v->kgrid(grid);
+	int r = 0;
+	for (unsigned i = 0; i < grid[0] && !r; i++) {
+		int32_t row, q[2], rej, done;
+		r = v->kread(map + i, &row, sizeof row);
+		if (r || row < 0)                   /* a negative row: skipped */
+			continue;
+		r = v->kread(cuq + i, q, sizeof q);
+		if (!r)
+			r = v->kread(rejected + i, &rej, sizeof rej);
+		if (!r)
+			r = v->kread(computed + row, &done, sizeof done);
+		done += q[1] - q[0] - rej;
+		if (!r)
+			r = v->kwrite(computed + row, &done, sizeof done);
+	}
+	return r;
+}
+
+static CUfunction sv_v2_fn[4];
 
 static void sv_v2_kernels(struct sv *v)
 {
@@ -358,9 +447,14 @@ static void sv_v2_kernels(struct sv *v)
 	static const struct fakecuda_param gather[] = {
 		{ 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 },
 	};
+	static const struct fakecuda_param post[] = {
+		{ 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 },
+		{ 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 }, { 8, 8 },
+	};
 	sv_v2_fn[0] = sv_define(v, "_apply_write_kernel", apply, 6, sv_apply_body);
 	sv_v2_fn[1] = sv_define(v, "_prepare_pos_seq_lens_kernel", prep, 6, sv_prep_body);
 	sv_v2_fn[2] = sv_define(v, "_gather_block_tables_kernel", gather, 5, sv_gather_body);
+	sv_v2_fn[3] = sv_define(v, "_post_update_kernel", post, 13, sv_post_body);
 }
 
 /* The decode graph of batch size n: every layer's kernels over the
@@ -378,32 +472,44 @@ static void sv_v2_capture(struct sv *v, struct sv_v2 *s, int k)
 	WL_CK(cudaGraphDestroy(g));
 }
 
+/* The device tensors, zeroed as torch.zeros makes them. */
+static void sv_v2_tensors(struct sv *v, struct sv_v2 *s)
+{
+	unsigned max = (unsigned)v->o.max_batch;
+	size_t tb = (size_t)max * v->width * sizeof(int32_t), ib = max * sizeof(int32_t);
+	WL_CK(cudaMalloc((void **)&s->d_table, tb));
+	WL_CK(cudaMemset(s->d_table, 0, tb));
+	WL_CK(cudaMalloc((void **)&s->d_input_tables, tb));
+	WL_CK(cudaMalloc((void **)&s->d_computed, ib));
+	WL_CK(cudaMemset(s->d_computed, 0, ib));
+	int32_t **post[] = { &s->d_last, &s->d_bins, &s->d_sampled, &s->d_nsampled,
+			     &s->d_rejected, &s->d_tokens, &s->d_total };
+	for (size_t i = 0; i < sizeof post / sizeof post[0]; i++) {
+		WL_CK(cudaMalloc((void **)post[i], ib));
+		WL_CK(cudaMemset(*post[i], 0, ib));
+	}
+}
+
 static void sv_v2_setup(struct sv *v)
 {
 	struct sv_v2 *s = calloc(1, sizeof *s);
 	unsigned max = (unsigned)v->o.max_batch;
 	if (!s || !(s->row_of = malloc((size_t)v->s.nr * sizeof *s->row_of)) ||
 	    !(s->row_q = malloc(max * sizeof *s->row_q)) ||
-	    !(s->written = calloc(max, sizeof *s->written)))
+	    !(s->written = calloc(max, sizeof *s->written)) ||
+	    !(s->computed_np = calloc(max, sizeof *s->computed_np)))
 		wl_die("out of host memory");
 	for (int i = 0; i < v->s.nr; i++)
 		s->row_of[i] = -1;
 	for (unsigned i = 0; i < max; i++)
 		s->row_q[i] = -1;
 	s->maxtok = v->max_step_tokens;
-	size_t tb = (size_t)max * v->width * sizeof(int32_t), ib = max * sizeof(int32_t);
-	WL_CK(cudaMalloc((void **)&s->d_table, tb));
-	WL_CK(cudaMemset(s->d_table, 0, tb));
-	WL_CK(cudaMalloc((void **)&s->d_input_tables, tb));
-	s->u_idx = sv_uva(ib, (void **)&s->du_idx);
-	s->u_starts = sv_uva(ib, (void **)&s->du_starts);
-	s->u_cul = sv_uva(ib + sizeof(int32_t), (void **)&s->du_cul);
-	s->u_nblocks = sv_uva(ib, (void **)&s->du_nblocks);
-	s->u_computed = sv_uva(ib, (void **)&s->du_computed);
-	size_t idsb = (size_t)max * v->width * sizeof(int32_t);
+	size_t ib = max * sizeof(int32_t);
+	sv_v2_tensors(v, s);
+	sv_staged_init(s, &s->tw, max, (size_t)max * v->width);
+	s->u_nblocks = sv_uva(s, ib, (void **)&s->du_nblocks);
+	sv_staged_init(s, &s->cw, max, max);
 	for (int i = 0; i < SV_RING; i++) {
-		WL_CK(cudaMallocHost((void **)&s->h_ids[i], idsb));
-		WL_CK(cudaMalloc((void **)&s->d_ids[i], idsb));
 		WL_CK(cudaMallocHost((void **)&s->h_map[i], ib));
 		WL_CK(cudaMalloc((void **)&s->d_map[i], ib));
 	}
@@ -426,14 +532,82 @@ static void sv_v2_setup(struct sv *v)
 		sv_v2_capture(v, s, k);
 }
 
-/* The request's row; a new one starts with no ids written. */
-static int sv_v2_row(struct sv *v, struct sv_v2 *s, const struct sv_running *r)
+/* The request's row. A new one (add_request) has no ids written and
+ * stages its num_computed_tokens, the prefix-cache hit; an old one's
+ * mirror must equal the scheduler's count (the post-update kernel
+ * advanced both alike), else it is staged again and counted. The device
+ * entry is checked too, after the last step's sync. */
+static int sv_v2_row(struct sv *v, struct sv_v2 *s, const struct sv_running *r, unsigned ring)
 {
 	bool fresh;
 	int row = sv_request_row(v, s->row_of, s->row_q, r->q, &fresh);
-	if (fresh)
+	int32_t first = (int32_t)sv_first(r), dev;
+	if (fresh) {
 		s->written[row] = 0;
+	} else {
+		if (v->peek(s->d_computed + row, &dev, sizeof dev) || dev != first)
+			s->bad++;
+		s->checked++;
+		if (s->computed_np[row] == first)
+			return row;
+		s->restaged++;
+	}
+	*sv_stage(&s->cw, ring, row, 0, 1) = first;   /* stage_write_elem */
+	s->computed_np[row] = first;
 	return row;
+}
+
+/* apply_write: the indices, starts and cu_lens are in place (UVA); the
+ * contents go up to this step's fresh device tensor. */
+static void sv_v2_apply(struct sv *v, struct sv_staged *w, void *out, int64_t stride,
+			unsigned ring)
+{
+	if (!w->nw)
+		return;
+	WL_CK(cudaMemcpyAsync(w->d_src[ring], w->h_src[ring], w->n * sizeof(int32_t),
+			      cudaMemcpyHostToDevice, v->stream));
+	sv_uploaded(v, w->n * sizeof(int32_t));
+	void *a[] = { &out, &stride, &w->du_idx, &w->du_starts, &w->d_src[ring], &w->du_cul };
+	sv_launch_grid(v, sv_v2_fn[0], w->nw, a);
+	w->nw = w->n = 0;
+}
+
+/* post_update, eager after the model: the GPU advances num_computed_tokens
+ * by each request's query length; the host mirror follows. */
+static void sv_v2_post(struct sv *v, struct sv_v2 *s, unsigned n, unsigned ring)
+{
+	int64_t bins_stride = 1, sampled_stride = 1, tokens_stride = 1;
+	void *a[] = { &s->d_map[ring], &s->d_computed, &s->d_last, &s->d_bins, &bins_stride,
+		      &s->d_sampled, &sampled_stride, &s->d_nsampled, &s->d_rejected, &s->d_cuq,
+		      &s->d_tokens, &tokens_stride, &s->d_total };
+	sv_launch_grid(v, sv_v2_fn[3], n, a);
+	for (unsigned i = 0; i < n; i++)
+		s->computed_np[s->h_map[ring][i]] += s->h_cuq[i + 1] - s->h_cuq[i];
+}
+
+/* The step's rows, their staged writes, query_start_loc; returns its tokens. */
+static unsigned sv_v2_stage(struct sv *v, struct sv_v2 *s, const struct sv_batch *b,
+			    unsigned ring)
+{
+	int32_t *map = s->h_map[ring];
+	unsigned t = 0;
+	s->h_cuq[0] = 0;
+	for (unsigned i = 0; i < b->n; i++) {
+		const struct sv_running *r = &v->run[b->idx[i]];
+		int row = sv_v2_row(v, s, r, ring);
+		map[i] = row;
+		if (s->written[row] < r->nblocks) {     /* append_block_ids: new ids only */
+			int32_t *ids = sv_stage(&s->tw, ring, row, s->written[row],
+						r->nblocks - s->written[row]);
+			for (uint32_t j = s->written[row]; j < r->nblocks; j++)
+				*ids++ = (int32_t)r->blocks[j];
+			s->written[row] = r->nblocks;
+		}
+		s->u_nblocks[row] = (int32_t)r->nblocks;
+		t += sv_len(r) - sv_first(r);
+		s->h_cuq[i + 1] = (int32_t)t;
+	}
+	return t;
 }
 
 static void sv_v2_step(struct sv *v)
@@ -444,38 +618,11 @@ static void sv_v2_step(struct sv *v)
 	if (!b.n)
 		return;
 	unsigned ring = s->ring++ % SV_RING;
-	int32_t *ids = s->h_ids[ring], *map = s->h_map[ring];
-	unsigned nw = 0, nids = 0, t = 0;
-	s->h_cuq[0] = 0;
-	s->u_cul[0] = 0;
-	for (unsigned i = 0; i < b.n; i++) {
-		const struct sv_running *r = &v->run[b.idx[i]];
-		int row = sv_v2_row(v, s, r);
-		map[i] = row;
-		if (s->written[row] < r->nblocks) {     /* append_block_ids: new ids only */
-			s->u_idx[nw] = row;
-			s->u_starts[nw] = (int32_t)s->written[row];
-			for (uint32_t j = s->written[row]; j < r->nblocks; j++)
-				ids[nids++] = (int32_t)r->blocks[j];
-			s->u_cul[++nw] = (int32_t)nids;
-			s->written[row] = r->nblocks;
-		}
-		s->u_nblocks[row] = (int32_t)r->nblocks;
-		s->u_computed[row] = (int32_t)sv_first(r);
-		t += sv_len(r) - sv_first(r);
-		s->h_cuq[i + 1] = (int32_t)t;
-	}
-	if (nw) {                                 /* apply_staged_writes */
-		WL_CK(cudaMemcpyAsync(s->d_ids[ring], ids, nids * sizeof(int32_t),
-				      cudaMemcpyHostToDevice, v->stream));
-		sv_uploaded(v, nids * sizeof(int32_t));
-		int64_t stride = v->width;
-		void *a[] = { &s->d_table, &stride, &s->du_idx, &s->du_starts, &s->d_ids[ring],
-			      &s->du_cul };
-		sv_launch_grid(v, sv_v2_fn[0], nw, a);
-	}
-	WL_CK(cudaMemcpyAsync(s->d_map[ring], map, b.n * sizeof(int32_t), cudaMemcpyHostToDevice,
-			      v->stream));
+	unsigned t = sv_v2_stage(v, s, &b, ring);
+	sv_v2_apply(v, &s->cw, s->d_computed, 1, ring);           /* req_states */
+	sv_v2_apply(v, &s->tw, s->d_table, v->width, ring);       /* block_tables */
+	WL_CK(cudaMemcpyAsync(s->d_map[ring], s->h_map[ring], b.n * sizeof(int32_t),
+			      cudaMemcpyHostToDevice, v->stream));
 	WL_CK(cudaMemcpyAsync(s->d_cuq, s->h_cuq, (b.n + 1) * sizeof(int32_t),
 			      cudaMemcpyHostToDevice, v->stream));
 	sv_uploaded(v, (2 * b.n + 1) * sizeof(int32_t));
@@ -495,7 +642,7 @@ static void sv_v2_step(struct sv *v)
 	}
 	sv_before_kernels(v);
 	int maxreq = (int)width;
-	void *pa[] = { &s->d_map[ring], &s->d_cuq, &s->du_computed, &s->d_pos, &s->d_seqlens,
+	void *pa[] = { &s->d_pos, &s->d_seqlens, &s->d_map[ring], &s->d_cuq, &s->d_computed,
 		       &maxreq };
 	sv_launch_grid(v, sv_v2_fn[1], b.n + 1, pa);
 	int64_t stride = v->width;
@@ -506,20 +653,32 @@ static void sv_v2_step(struct sv *v)
 	if (graph) {
 		WL_CK(cudaGraphLaunch(s->exec[k], v->stream));
 		v->graph_launches++;
-		return;
+	} else {
+		uint64_t flops = (uint64_t)(sv_prefill_flops(v) / v->o.layers);
+		v->prefill_flops += flops * (uint64_t)v->o.layers;
+		for (int l = 0; l < v->o.layers; l++)
+			sv_layer(v, l, flops, 1, s->d_slots, t, s->d_input_tables, v->width,
+				 s->d_seqlens, s->d_cuq, b.n);
 	}
-	uint64_t flops = (uint64_t)(sv_prefill_flops(v) / v->o.layers);
-	v->prefill_flops += flops * (uint64_t)v->o.layers;
-	for (int l = 0; l < v->o.layers; l++)
-		sv_layer(v, l, flops, 1, s->d_slots, t, s->d_input_tables, v->width, s->d_seqlens,
-			 s->d_cuq, b.n);
+	sv_v2_post(v, s, b.n, ring);
+}
+
+/* The persona's own lines: its UVA buffers and the num_computed_tokens
+ * checks. */
+static void sv_v2_sweep(struct sv *v)
+{
+	struct sv_v2 *s = v->ps;
+	printf("uva_buffers=%u\nnum_computed_restaged=%llu\nnum_computed_checked=%llu\n"
+	       "num_computed_bad=%llu\n", s->nr_uva, (unsigned long long)s->restaged,
+	       (unsigned long long)s->checked, (unsigned long long)s->bad);
 }
 
 const struct sv_persona sv_vllm_v2 = {
 	.name = "vllm-v2",
-	.follows = "vLLM Model Runner V2 (GPU block table, UVA staged writes, FA3, full decode graphs)",
+	.follows = "vLLM Model Runner V2 (GPU block table and num_computed_tokens, UVA staged writes, FA3, full decode graphs)",
 	.allocs = SV_KV_PER_LAYER,
 	.zero_fill = true,
 	.setup = sv_v2_setup,
 	.step = sv_v2_step,
+	.sweep = sv_v2_sweep,
 };

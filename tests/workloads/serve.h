@@ -58,7 +58,8 @@ struct sv_persona {
 							/* of a cached prefix, what it can use */
 	bool (*admit)(struct sv *v, uint32_t qi, uint32_t hit_blocks);  /* false: wait */
 	void (*finish)(struct sv *v, const struct sv_running *r);
-	void (*sweep)(struct sv *v);                    /* the end: check its cached blocks */
+	void (*sweep)(struct sv *v);                    /* the end: check its cached blocks,
+							 * print its own lines */
 };
 
 extern const struct sv_persona *const sv_personas[];
