@@ -198,6 +198,7 @@ struct sv_running {
 	bool loading;              /* offload: waits for its host hits to land
 				    * (vLLM's WAITING_FOR_REMOTE_KVS): not computed */
 	uint32_t ready_seq;        /* the side batch that must finish first */
+	uint32_t stamp_next;       /* its first block computed here and not yet written */
 };
 
 struct sv {

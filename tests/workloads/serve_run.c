@@ -382,7 +382,8 @@ static bool sv_admit(struct sv *v, int qi)
 		return false;
 	struct sv_running *r = &v->run[v->nr_run];
 	*r = (struct sv_running){ .q = (uint32_t)qi, .nblocks = need, .prompt = prompt,
-				  .start = hit_blocks * SV_BT, .prefill = true };
+				  .start = hit_blocks * SV_BT, .prefill = true,
+				  .stamp_next = hit_blocks };
 	r->blocks = malloc(sizeof *r->blocks * need);
 	if (!r->blocks)
 		wl_die("out of host memory");
@@ -415,9 +416,7 @@ static bool sv_admit(struct sv *v, int qi)
 			sv_pool_set_key(&v->gpu, id, k);
 			sv_check_block(v, v->pool, v->nr_blocks, id, k);
 			v->host_hit_tokens += SV_BT;
-		} else {                                 /* computed now */
-			sv_stamp_block(v, v->pool, v->nr_blocks, id, k);
-		}
+		}                                        /* else computed: stamped once written */
 		r->blocks[j] = id;
 	}
 	sv_side_flush(v);
@@ -614,6 +613,19 @@ static void sv_finish(struct sv *v, int i, double now)
 
 /* After the step: prefills made their first token and their full prompt
  * blocks are cached; every decode made one more. */
+/* The blocks r's step just wrote its first token into get their stamps,
+ * as the step's cache-write kernel would have written them: after the
+ * step's kernels were launched, never before (a block taken for it held
+ * dead contents until then, which a KV tier may drop). */
+static void sv_stamp_written(struct sv *v, struct sv_running *r, const struct sv_req *q)
+{
+	uint32_t written = r->prefill ? r->prompt : r->prompt + r->produced;
+	uint32_t upto = (written + SV_BT - 1) / SV_BT;
+	for (upto = upto < r->nblocks ? upto : r->nblocks; r->stamp_next < upto; r->stamp_next++)
+		sv_stamp_block(v, v->pool, v->nr_blocks, r->blocks[r->stamp_next],
+			       sv_key_of(v, q, r->stamp_next));
+}
+
 static void sv_after_step(struct sv *v, double now)
 {
 	for (int i = 0; i < v->nr_run;) {
@@ -623,6 +635,7 @@ static void sv_after_step(struct sv *v, double now)
 			i++;
 			continue;
 		}
+		sv_stamp_written(v, r, q);
 		if (r->prefill) {
 			r->prefill = false;
 			q->first_s = now;
