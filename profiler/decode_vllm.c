@@ -8,8 +8,8 @@
  *  - the table lives on the GPU, rows x stride int32, one row per request
  *    state; each step, _apply_write_kernel(table, stride, write_indices,
  *    write_starts, write_contents, write_cu_lens) writes the newly
- *    appended ids: write k puts contents[cu_lens[k], cu_lens[k+1]) in row
- *    indices[k] from column starts[k]. indices, starts and cu_lens are UVA
+ *    appended ids: write k puts contents[k ? cu_lens[k-1] : 0, cu_lens[k])
+ *    in row indices[k] from column starts[k] (cu_lens: each write's end). indices, starts and cu_lens are UVA
  *    (pinned host memory the kernel reads in place); contents is a fresh
  *    device tensor the step uploads just before, from pinned memory.
  *  - _gather_block_tables_kernel(idx_mapping, table, input_block_tables,
@@ -172,8 +172,9 @@ static int apply_launch(const uint64_t *p, unsigned gx, uint64_t stream)
 	int32_t ri[BATCH], st[BATCH], cl[BATCH + 1];
 	for (unsigned k0 = 0; k0 < gx; k0 += BATCH) {
 		unsigned n = gx - k0 < BATCH ? gx - k0 : BATCH;
+		cl[0] = 0;                          /* write k ends at cu_lens[k] */
 		if (!uva(ri, idx + 4ull * k0, n) || !uva(st, starts + 4ull * k0, n) ||
-		    !uva(cl, cul + 4ull * k0, n + 1)) {
+		    !uva(k0 ? cl : cl + 1, cul + 4ull * (k0 ? k0 - 1 : 0), k0 ? n + 1 : n)) {
 			r = -1;                     /* UVA that cannot be read: not this layout */
 			goto out;
 		}

@@ -103,13 +103,12 @@ static int apply_to(uint64_t func, uint64_t out, uint64_t stride, const struct w
 		    int upload)
 {
 	unsigned nid = 0;
-	u_cul[0] = 0;
 	for (unsigned k = 0; k < nw; k++) {
 		u_idx[k] = w[k].row;
 		u_starts[k] = w[k].start;
 		for (unsigned j = 0; j < w[k].n; j++)
 			h_ids[nid++] = w[k].ids[j];
-		u_cul[k + 1] = (int32_t)nid;
+		u_cul[k] = (int32_t)nid;           /* each write's end, as vLLM stages them */
 	}
 	if (upload)
 		kvt_decode_on_copy(CONTENTS, (uint64_t)(uintptr_t)h_ids, nid * 4);

@@ -221,8 +221,9 @@ const struct sv_persona sv_vllm_v1_fa = {
  * the write indices, starts and cu_lens in UVA buffers of its own (pinned,
  * mapped: _apply_write_kernel reads them in place), the contents uploaded
  * at each apply from pinned memory to a fresh device tensor (a ring).
- * Write k: contents [cu_lens[k], cu_lens[k+1]) at row indices[k] from
- * column starts[k]. */
+ * Write k: contents [k ? cu_lens[k-1] : 0, cu_lens[k]) at row indices[k]
+ * from column starts[k] (cu_lens holds each write's end, no leading 0,
+ * as buffer_utils.py @01a3d5a stages and _apply_write_kernel reads it). */
 struct sv_staged {
 	int32_t *u_idx, *u_starts, *u_cul;
 	int32_t *du_idx, *du_starts, *du_cul;
@@ -292,11 +293,10 @@ static void sv_staged_init(struct sv_v2 *s, struct sv_staged *w, unsigned rows, 
 static int32_t *sv_stage(struct sv_staged *w, unsigned ring, int row, uint32_t start, uint32_t n)
 {
 	int32_t *at = w->h_src[ring] + w->n;
-	w->u_cul[0] = 0;
 	w->u_idx[w->nw] = row;
 	w->u_starts[w->nw] = (int32_t)start;
 	w->n += n;
-	w->u_cul[++w->nw] = (int32_t)w->n;
+	w->u_cul[w->nw++] = (int32_t)w->n;
 	return at;
 }
 
@@ -319,8 +319,11 @@ static int sv_apply_body(void *const *args, void *ctx)
 		r = v->kread(idx + k, &row, sizeof row);
 		if (!r)
 			r = v->kread(starts + k, &start, sizeof start);
+		c[0] = 0;
+		if (!r && k)
+			r = v->kread(cul + k - 1, &c[0], sizeof c[0]);
 		if (!r)
-			r = v->kread(cul + k, c, sizeof c);
+			r = v->kread(cul + k, &c[1], sizeof c[1]);
 		if (r || c[1] < c[0] || start + (c[1] - c[0]) > stride)
 			return r ? r : CUDA_ERROR_ILLEGAL_ADDRESS;
 		int32_t *ids = sv_scratch(v, (size_t)(c[1] - c[0]) + 1);
