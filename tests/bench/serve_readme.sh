@@ -59,7 +59,7 @@ section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" --arg rows "$ROWS" "$D
 elif [ "$ROWS" = readme ]; then
 section=$(jq -r --arg date "$DATE" --arg commit "$COMMIT" "$DEFS"'
   def sees: {
-    "vllm-v2": ["appended block ids and UVA staged writes; its decoders rebuild the GPU table in shadow", "`VLLM_USE_V2_MODEL_RUNNER=0` with the `TRITON_ATTN` backend (the `vllm-v1-triton` row)"],
+    "vllm-v2": ["appended block ids and UVA staged writes; its decoders rebuild the GPU table in shadow and tell which blocks a step takes fresh, whose dead contents kvtier drops instead of moving", "`VLLM_USE_V2_MODEL_RUNNER=0` with the `TRITON_ATTN` backend (the `vllm-v1-triton` row)"],
     "vllm-v1-fa": ["whole table rows uploaded; FlashAttention'"'"'s params struct, read whole, names them", "`TRITON_ATTN` (the `vllm-v1-triton` row)"],
     "vllm-v1-triton": ["whole table rows uploaded beside separate K/V parameters", "nothing more to give"],
     "sglang": ["request rows and lengths only: slot ids never leave the GPU", "none known; SGLang sizes its pool from free memory, so under kvtier it keeps the pool that fits (kvtier = native)"],
