@@ -14,7 +14,9 @@
  *
  * What is learned is written once: a KV tensor or a slot mapping seen
  * again with other values is never used again (its stride, link or block
- * size changed: nothing about it is certain any more). Two KV tensors in
+ * size changed: nothing about it is certain any more). A tensor whose
+ * range was freed and tracked again is not used until a cache write names
+ * it again (another allocation may sit at that address). Two KV tensors in
  * one tracked range whose bases are not a whole number of blocks apart
  * (K and V of a block interleaved) are never used either: a block's
  * stride there would reach into the next block's other half. */
@@ -36,6 +38,7 @@ struct kv {
 	uint64_t slots;             /* the slot mapping it is written through */
 	uint32_t bs;                /* tokens a block */
 	int32_t heat;               /* the heat slot of its range at insertion */
+	uint32_t gen;               /* atomic: that slot's generation when a cache write last named it */
 };
 
 struct link {
@@ -137,12 +140,14 @@ void kvt_decode_kv_write(uint64_t base, uint64_t stride, uint64_t slots, uint32_
 		uint64_t key = LD(e->base);
 		if (!key) {
 			int hs = kvt_heat_find(base);
-			if (hs < 0)
+			struct kvt_heat_range r;
+			if (hs < 0 || kvt_heat_range_peek(hs, &r))
 				return;                     /* not KV kvtier tracks */
 			uint64_t none = 0;
 			if (__atomic_compare_exchange_n(&e->base, &none, base, 0, __ATOMIC_ACQ_REL,
 							__ATOMIC_ACQUIRE)) {
 				e->heat = hs;
+				ST(e->gen, r.gen);
 				e->slots = slots;
 				e->bs = block_size;
 				ST(e->stride, stride);  /* published: usable from here */
@@ -154,10 +159,21 @@ void kvt_decode_kv_write(uint64_t base, uint64_t stride, uint64_t slots, uint32_
 		}
 		if (key != base)
 			continue;
-		if (LD(e->stride) != stride || e->slots != slots || e->bs != block_size)
+		struct kvt_heat_range r;
+		if (LD(e->stride) != stride || e->slots != slots || e->bs != block_size ||
+		    kvt_heat_find(base) != e->heat)
 			ST(e->stride, 0);
+		else if (!kvt_heat_range_peek(e->heat, &r) && LD(e->gen) != r.gen)
+			ST(e->gen, r.gen);          /* the same facts on a range tracked anew */
 		return;
 	}
+}
+
+/* Whether e's range is still the one a cache write last named (a range
+ * freed and tracked again holds other data until one names it again). */
+static int current(const struct kv *e, struct kvt_heat_range *r)
+{
+	return !kvt_heat_range_peek(e->heat, r) && r->gen == LD(e->gen);
 }
 
 uint64_t kvt_decode_kv_stride(uint64_t base, uint64_t dst)
@@ -173,7 +189,9 @@ uint64_t kvt_decode_kv_stride(uint64_t base, uint64_t dst)
 			continue;
 		uint64_t stride = LD(e->stride);
 		uint32_t bs = 0;
-		return stride && link_of(e->slots, &bs) == dst && bs == e->bs ? stride : 0;
+		struct kvt_heat_range r;
+		return stride && current(e, &r) && link_of(e->slots, &bs) == dst && bs == e->bs
+		       ? stride : 0;
 	}
 	return 0;
 }
@@ -214,7 +232,7 @@ static void ranges(struct deadbuf *d, const struct kv *e, uint64_t stride, const
 		   uint32_t n)
 {
 	struct kvt_heat_range r;
-	if (kvt_heat_range_peek(e->heat, &r) || e->base < r.base || e->base >= r.base + r.size)
+	if (!current(e, &r) || e->base < r.base || e->base >= r.base + r.size)
 		return;                             /* untracked since: nothing to drop */
 	uint64_t room = (r.base + r.size - e->base) / stride;   /* blocks inside the range */
 	for (uint32_t i = 0; i < n;) {

@@ -530,6 +530,35 @@ static void test_dead_mismatch_stops(void)
 	CU_ASSERT_EQUAL(di.off, 0);                      /* no decoder switched off */
 }
 
+/* A KV range freed and tracked again (a server's sleep and wake, another
+ * allocation at the address): its tensor's stride is not used until a
+ * cache write names it again. */
+static void test_dead_range_tracked_anew(void)
+{
+	setup();
+	first_step_all();
+	const int32_t *got;
+	const uint64_t *a, *b;
+	uint32_t n;
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_untrack(KV), 0);
+	CU_ASSERT_EQUAL_FATAL(kvt_heat_track(KV, 64ull << 20, KVT_PLAN_TIER_FAR, 0, 0), 0);
+	step_one();
+	CU_ASSERT_EQUAL(gather(IDS(0, 1, 2), IDS(4, 2, 4), 3, &got, &n), 1);
+	CU_ASSERT_EQUAL(dead(&a, &b), 0);
+	cache(F_CACHE, KV, KV + VOFF, BLK / 2);          /* named again: certain again */
+	struct wr t2[] = { { 1, 2, 2, { 22, 23 } } };
+	CU_ASSERT_EQUAL(apply(t2, 1), 0);
+	CU_ASSERT_EQUAL(prep(IDS(1), IDS(32), 1), 0);    /* tokens 32..63: blocks 22 23 */
+	CU_ASSERT_EQUAL(gather(IDS(1), IDS(4), 1, &got, &n), 1);
+	n = dead(&a, &b);
+	CU_ASSERT_EQUAL_FATAL(n, 2);
+	CU_ASSERT_EQUAL(a[0], KV + 22 * BLK);
+	CU_ASSERT_EQUAL(a[1], KV + VOFF + 22 * BLK);
+	struct kvt_decode_info di;
+	kvt_decode_info(&di);
+	CU_ASSERT_EQUAL(di.mismatches, 0);
+}
+
 int main(void)
 {
 	CU_TestInfo tests[] = {
@@ -542,6 +571,7 @@ int main(void)
 		{ "dead blocks need every link", test_dead_needs_every_link },
 		{ "dead blocks: nothing uncertain is used", test_dead_uncertain_never },
 		{ "dead blocks: a mismatch stops them", test_dead_mismatch_stops },
+		{ "dead blocks: a range tracked anew waits for a cache write", test_dead_range_tracked_anew },
 		CU_TEST_INFO_NULL,
 	};
 	CU_SuiteInfo suites[] = {
