@@ -159,11 +159,18 @@ void kvt_decode_kv_write(uint64_t base, uint64_t stride, uint64_t slots, uint32_
 		}
 		if (key != base)
 			continue;
-		struct kvt_heat_range r;
-		if (LD(e->stride) != stride || e->slots != slots || e->bs != block_size ||
-		    kvt_heat_find(base) != e->heat)
+		if (LD(e->stride) != stride || e->slots != slots || e->bs != block_size) {
 			ST(e->stride, 0);
-		else if (!kvt_heat_range_peek(e->heat, &r) && LD(e->gen) != r.gen)
+			return;
+		}
+		/* each launch names it: the range's generation first (one slot
+		 * read), the range lookup only when the slot was tracked anew */
+		struct kvt_heat_range r;
+		if (!kvt_heat_range_peek(e->heat, &r) && LD(e->gen) == r.gen)
+			return;
+		if (kvt_heat_find(base) != e->heat)
+			ST(e->stride, 0);
+		else if (!kvt_heat_range_peek(e->heat, &r))
 			ST(e->gen, r.gen);          /* the same facts on a range tracked anew */
 		return;
 	}

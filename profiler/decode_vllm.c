@@ -9,7 +9,8 @@
  *    state; each step, _apply_write_kernel(table, stride, write_indices,
  *    write_starts, write_contents, write_cu_lens) writes the newly
  *    appended ids: write k puts contents[k ? cu_lens[k-1] : 0, cu_lens[k])
- *    in row indices[k] from column starts[k] (cu_lens: each write's end). indices, starts and cu_lens are UVA
+ *    in row indices[k] from column starts[k] (cu_lens: each write's end).
+ *    indices, starts and cu_lens are UVA
  *    (pinned host memory the kernel reads in place); contents is a fresh
  *    device tensor the step uploads just before, from pinned memory.
  *  - _gather_block_tables_kernel(idx_mapping, table, input_block_tables,
